@@ -1,0 +1,1 @@
+"""dreamzero_ros: DreamZero on a robot through ROS 2."""
