@@ -1,4 +1,4 @@
-"""Demo observation data: the real DROID camera clips, or a synthetic stand-in where they are absent.
+"""Demo observation data: the real DROID camera clips, or a synthetic stand-in.
 
 The clips live outside the project (``../shared/data/droid_videos`` beside the checkout, or the
 folder named by ``DREAMZERO_DROID_CLIPS``) and are read at run time, never copied.
@@ -61,8 +61,9 @@ def load_clips(max_frames: int | None = None, folder: Path | None = None) -> dic
     return {camera: clip[:length] for camera, clip in clips.items()}
 
 
-def synthetic_clips(num_frames: int, height: int = 180, width: int = 320,
-                    seed: int = 0) -> dict[str, np.ndarray]:
+def synthetic_clips(
+    num_frames: int, height: int = 180, width: int = 320, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Moving coloured gradients standing in for the DROID clips, ``camera -> (T, H, W, 3)``."""
     rng = np.random.default_rng(seed)
     rows = np.linspace(0.0, 1.0, height)[:, None]
@@ -73,8 +74,9 @@ def synthetic_clips(num_frames: int, height: int = 180, width: int = 320,
         frames = np.empty((num_frames, height, width, 3), dtype=np.uint8)
         for t in range(num_frames):
             for channel in range(3):
-                wave = np.sin(2 * np.pi * (rows * (index + 1) + cols + t / CLIP_FPS * 0.2)
-                              + phase[channel])
+                wave = np.sin(
+                    2 * np.pi * (rows * (index + 1) + cols + t / CLIP_FPS * 0.2) + phase[channel]
+                )
                 frames[t, :, :, channel] = (127.5 * (wave + 1.0)).astype(np.uint8)
         clips[camera] = frames
     return clips
