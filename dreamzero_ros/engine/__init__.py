@@ -1,0 +1,1 @@
+"""ROS-free DreamZero inference engine (PyTorch)."""
