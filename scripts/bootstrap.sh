@@ -12,6 +12,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements.txt
 .venv/bin/python -m pip install -q -e .
+scripts/build_interfaces.sh .venv
 
 if [ ! -x .venv-openpi/bin/python ]; then
   "$PYTHON" -m venv .venv-openpi
