@@ -1,0 +1,229 @@
+"""Unit tests of the observation cache: pairing, refusals and clips, with explicit time."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from dreamzero_ros.core.image_codec import encode_raw
+from dreamzero_ros.core.observation_cache import (
+    CacheConfig,
+    ObservationCache,
+    Refusal,
+    RefusalReason,
+    stamp_seconds,
+)
+from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
+
+ARM = tuple(f'fr3_joint{i}' for i in range(1, 8))
+GRIPPER = 'fr3_finger_joint1'
+
+
+def make_cache(**overrides):
+    options = dict(arm_joints=ARM, gripper_joint=GRIPPER, max_age=0.5, max_skew=0.1)
+    options.update(overrides)
+    return ObservationCache(CacheConfig(**options))
+
+
+def frame(value=0, size=(4, 6)):
+    return np.full((*size, 3), value, dtype=np.uint8)
+
+
+def fill(cache, stamp, joints=None, gripper=0.02):
+    for camera in DROID_CAMERAS:
+        assert cache.add_image(camera, frame(int(stamp * 10) % 256), stamp) is None
+    joints = np.arange(7) * 0.1 if joints is None else joints
+    return cache.add_joint_state([*ARM, GRIPPER], [*joints, gripper], stamp)
+
+
+def header(stamp):
+    sec = int(stamp)
+    return SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=int(round((stamp - sec) * 1e9))))
+
+
+def test_complete_fresh_data_builds_an_observation():
+    cache = make_cache(gripper_range=(0.0, 0.04))
+    assert fill(cache, 10.0) is None
+    obs = cache.build(now=10.05, prompt='pick', session_id='s1')
+    assert isinstance(obs, Observation)
+    obs.validate()
+    np.testing.assert_allclose(obs.joint_position, np.arange(7) * 0.1)
+    np.testing.assert_allclose(obs.gripper_position, [0.5])
+    assert obs.stamp == 10.0 and obs.prompt == 'pick' and obs.session_id == 's1'
+    assert set(obs.images) == set(DROID_CAMERAS)
+
+
+def test_missing_sources_are_named():
+    cache = make_cache()
+    cache.add_image(DROID_CAMERAS[0], frame(), 1.0)
+    result = cache.build(now=1.0, prompt='')
+    assert isinstance(result, Refusal) and result.reason is RefusalReason.MISSING
+    assert repr(DROID_CAMERAS[1]) in result.detail and repr(GRIPPER) in result.detail
+    assert cache.stats.refusals == {'missing': 1}
+
+
+def test_stale_when_oldest_source_exceeds_max_age():
+    cache = make_cache()
+    fill(cache, 1.0)
+    assert isinstance(cache.build(now=1.5, prompt=''), Observation)
+    result = cache.build(now=1.51, prompt='')
+    assert result.reason is RefusalReason.STALE
+    assert '0.510 s old' in result.detail
+
+
+def test_skew_between_sources_is_refused():
+    cache = make_cache()
+    fill(cache, 1.0)
+    cache.add_image(DROID_CAMERAS[2], frame(), 1.15)
+    result = cache.build(now=1.2, prompt='')
+    assert result.reason is RefusalReason.SKEWED
+    assert '0.150 s apart' in result.detail
+
+
+def test_stamps_from_the_future_are_refused():
+    cache = make_cache()
+    fill(cache, 5.0)
+    result = cache.build(now=4.0, prompt='')
+    assert result.reason is RefusalReason.SKEWED and 'ahead of the clock' in result.detail
+
+
+def test_wrong_size_marks_camera_bad_until_next_good_frame():
+    cache = make_cache(image_size=(4, 6))
+    fill(cache, 1.0)
+    refusal = cache.add_image(DROID_CAMERAS[1], frame(size=(5, 6)), 1.01)
+    assert refusal.reason is RefusalReason.BAD_IMAGE and '5x6, expected 4x6' in refusal.detail
+    assert cache.build(now=1.02, prompt='') == refusal
+    cache.add_image(DROID_CAMERAS[1], frame(), 1.02)
+    assert isinstance(cache.build(now=1.03, prompt=''), Observation)
+    assert cache.stats.frames_bad == 1
+
+
+def test_undecodable_message_is_a_bad_image():
+    cache = make_cache()
+    fill(cache, 1.0)
+    msg = SimpleNamespace(
+        header=header(1.01),
+        encoding='16UC1',
+        height=4,
+        width=6,
+        step=12,
+        data=bytes(48),
+        is_bigendian=0,
+    )
+    refusal = cache.add_image_message(DROID_CAMERAS[0], msg)
+    assert refusal.reason is RefusalReason.BAD_IMAGE and '16UC1' in refusal.detail
+    assert cache.build(now=1.02, prompt='').reason is RefusalReason.BAD_IMAGE
+
+
+def test_image_message_uses_header_stamp_and_decodes():
+    cache = make_cache()
+    rgb = np.random.default_rng(1).integers(0, 256, (4, 6, 3), dtype=np.uint8)
+    raw = encode_raw(rgb, 'bgr8')
+    msg = SimpleNamespace(header=header(7.25), **raw.__dict__)
+    for camera in DROID_CAMERAS:
+        assert cache.add_image_message(camera, msg) is None
+    cache.add_joint_state_message(
+        SimpleNamespace(header=header(7.25), name=[*ARM, GRIPPER], position=[0.0] * 8)
+    )
+    obs = cache.build(now=7.3, prompt='x')
+    assert obs.stamp == pytest.approx(7.25)
+    np.testing.assert_array_equal(obs.images[DROID_CAMERAS[0]], rgb)
+
+
+def test_nan_joint_is_refused_until_finite():
+    cache = make_cache()
+    fill(cache, 1.0)
+    joints = np.zeros(7)
+    joints[3] = np.nan
+    refusal = fill(cache, 1.05, joints=joints)
+    assert refusal.reason is RefusalReason.BAD_JOINTS and ARM[3] in refusal.detail
+    assert cache.build(now=1.06, prompt='').reason is RefusalReason.BAD_JOINTS
+    fill(cache, 1.07)
+    assert isinstance(cache.build(now=1.08, prompt=''), Observation)
+
+
+def test_joint_state_split_over_messages_and_extra_names_ignored():
+    cache = make_cache()
+    for camera in DROID_CAMERAS:
+        cache.add_image(camera, frame(), 2.0)
+    cache.add_joint_state([*ARM, 'other'], [*range(7), 99.0], 2.0)
+    assert cache.build(now=2.0, prompt='').reason is RefusalReason.MISSING
+    cache.add_joint_state([GRIPPER], [0.7], 2.01)
+    obs = cache.build(now=2.02, prompt='')
+    np.testing.assert_allclose(obs.joint_position, np.arange(7))
+    np.testing.assert_allclose(obs.gripper_position, [0.7])
+    assert obs.stamp == 2.01
+
+
+def test_mismatched_joint_state_lengths_are_refused():
+    refusal = make_cache().add_joint_state(['a', 'b'], [1.0], 0.0)
+    assert refusal.reason is RefusalReason.BAD_JOINTS
+
+
+def test_out_of_order_frames_are_dropped_not_used():
+    cache = make_cache()
+    fill(cache, 3.0)
+    cache.add_image(DROID_CAMERAS[0], frame(200), 2.9)
+    assert cache.stats.frames_out_of_order == 1
+    obs = cache.build(now=3.0, prompt='')
+    assert obs.images[DROID_CAMERAS[0]][0, 0, 0] == 30
+
+
+def test_gripper_range_maps_and_clamps():
+    cache = make_cache(gripper_range=(0.08, 0.0))
+    fill(cache, 1.0, gripper=0.0)
+    np.testing.assert_allclose(cache.build(now=1.0, prompt='').gripper_position, [1.0])
+    fill(cache, 1.1, gripper=0.1)
+    np.testing.assert_allclose(cache.build(now=1.1, prompt='').gripper_position, [0.0])
+
+
+def test_clip_picks_nearest_frames_at_offsets_and_pads():
+    cache = make_cache(clip_offsets=(-0.4, -0.2, 0.0))
+    cam = DROID_CAMERAS[0]
+    for camera in DROID_CAMERAS:
+        cache.add_image(camera, frame(0), 0.0)
+    cache.add_joint_state([*ARM, GRIPPER], [0.0] * 8, 0.0)
+    clip = cache.build(now=0.0, prompt='').images[cam]
+    assert clip.shape == (3, 4, 6, 3) and (clip == 0).all()
+    for step in range(1, 11):
+        stamp = step * 0.1
+        for camera in DROID_CAMERAS:
+            cache.add_image(camera, frame(step), stamp)
+    cache.add_joint_state([*ARM, GRIPPER], [0.0] * 8, 1.0)
+    clip = cache.build(now=1.0, prompt='').images[cam]
+    assert [int(f[0, 0, 0]) for f in clip] == [6, 8, 10]
+    assert len(cache._frames[cam]) <= 7  # history bounded by clip span + max_skew
+
+
+def test_clear_forgets_everything():
+    cache = make_cache()
+    fill(cache, 1.0)
+    cache.clear()
+    assert cache.build(now=1.0, prompt='').reason is RefusalReason.MISSING
+    assert cache.stats.frames_received == 0
+
+
+@pytest.mark.parametrize(
+    'overrides',
+    [
+        dict(arm_joints=ARM[:6]),
+        dict(gripper_joint=ARM[0]),
+        dict(max_age=0.0),
+        dict(gripper_range=(1.0, 1.0)),
+        dict(clip_offsets=(0.0, -0.5)),
+        dict(clip_offsets=(-0.5,)),
+        dict(image_size=(0, 10)),
+    ],
+)
+def test_bad_config_is_rejected(overrides):
+    with pytest.raises(ValueError):
+        make_cache(**overrides)
+
+
+def test_unknown_camera_raises():
+    with pytest.raises(KeyError):
+        make_cache().add_image('front', frame(), 0.0)
+
+
+def test_stamp_seconds():
+    assert stamp_seconds(SimpleNamespace(sec=3, nanosec=500_000_000)) == 3.5
