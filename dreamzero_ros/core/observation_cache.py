@@ -29,7 +29,7 @@ from dreamzero_ros.core.image_codec import ImageDecodeError, msg_to_rgb
 from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS, Observation
 
 
-class RefusalReason(str, enum.Enum):
+class RefusalReason(enum.StrEnum):
     """Why no observation could be built."""
 
     MISSING = 'missing'
@@ -99,7 +99,8 @@ class CacheConfig:
         if self.gripper_range[0] == self.gripper_range[1]:
             raise ValueError(f'gripper_range must span an interval, got {self.gripper_range}')
         offsets = self.clip_offsets
-        if not offsets or offsets[-1] != 0.0 or any(b <= a for a, b in zip(offsets, offsets[1:])):
+        ascending = all(a < b for a, b in zip(offsets, offsets[1:], strict=False))
+        if not offsets or offsets[-1] != 0.0 or not ascending:
             raise ValueError(f'clip_offsets must be ascending and end at 0.0, got {offsets}')
 
     @property
@@ -216,7 +217,7 @@ class ObservationCache:
             )
         wanted = (*self.config.arm_joints, self.config.gripper_joint)
         refusal = None
-        for name, value in zip(names, positions):
+        for name, value in zip(names, positions, strict=True):
             if name not in wanted:
                 continue
             value = float(value)
