@@ -1,0 +1,1 @@
+"""Rosbag replay evaluation of DreamZero policies, offline and live, without a ROS install."""

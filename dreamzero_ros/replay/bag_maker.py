@@ -1,0 +1,126 @@
+"""Write demo rosbag2 files from the DROID clips (or synthetic frames) and a joint trajectory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dreamzero_ros import droid_clips
+from dreamzero_ros.replay.bag_io import BagWriter
+from dreamzero_ros.replay.messages import (
+    compressed_image_msg,
+    image_msg,
+    joint_state_msg,
+    to_ns,
+)
+from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, ReplayTopics
+
+IMAGE_FORMATS = ('rgb8', 'jpeg')
+FRAME_SOURCES = ('auto', 'droid', 'synthetic')
+
+
+@dataclass(frozen=True)
+class BagSpec:
+    """What a demo bag holds.
+
+    Attributes:
+        storage: ``mcap`` or ``sqlite3``.
+        image_format: ``rgb8`` (sensor_msgs/Image) or ``jpeg`` (sensor_msgs/CompressedImage).
+        num_frames: camera frames per camera; ``None`` takes every frame of the clips.
+        source: ``droid`` (the real clips, error if absent), ``synthetic``, or ``auto``
+            (the clips where present, else synthetic frames).
+        joint_rate_hz: JointState rate; the cameras run at the clips' 15 Hz.
+        command_lead_s: the command topic (if any) carries the trajectory this far ahead of the
+            measured state, as a position controller's target leads the arm.
+        start_s: time of the first message, seconds (stamps and log times agree).
+        topics: topic and joint names to write.
+
+    """
+
+    storage: str = 'mcap'
+    image_format: str = 'rgb8'
+    num_frames: int | None = 60
+    source: str = 'auto'
+    joint_rate_hz: float = 50.0
+    command_lead_s: float = 1.0 / droid_clips.CLIP_FPS
+    start_s: float = 1_700_000_000.0
+    topics: ReplayTopics = field(default_factory=ReplayTopics)
+
+    def __post_init__(self) -> None:
+        if self.image_format not in IMAGE_FORMATS:
+            raise ValueError(
+                f'image_format must be one of {IMAGE_FORMATS}, got {self.image_format}'
+            )
+        if self.source not in FRAME_SOURCES:
+            raise ValueError(f'source must be one of {FRAME_SOURCES}, got {self.source!r}')
+        if self.num_frames is not None and self.num_frames < 1:
+            raise ValueError(f'num_frames must be >= 1, got {self.num_frames}')
+        if self.joint_rate_hz <= 0:
+            raise ValueError(f'joint_rate_hz must be > 0, got {self.joint_rate_hz}')
+
+
+def load_frames(spec: BagSpec) -> tuple[dict[str, np.ndarray], str]:
+    """Camera -> ``(T, H, W, 3)`` frames for ``spec``, with a label naming their source."""
+    if spec.source == 'synthetic':
+        return droid_clips.synthetic_clips(spec.num_frames or 150), 'synthetic frames'
+    if spec.source == 'droid':
+        return droid_clips.load_clips(max_frames=spec.num_frames), 'DROID clips'
+    return droid_clips.demo_clips(spec.num_frames or 10_000)
+
+
+def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
+    """Write the bag described by ``spec`` to the new folder ``path``; return a summary.
+
+    Camera frame ``i`` is stamped ``start + i / 15 Hz``; joint states cover the same span at
+    ``joint_rate_hz`` from :func:`droid_clips.demo_joint_trajectory` (gripper included). Header
+    stamps equal log times.
+    """
+    frames, label = load_frames(spec)
+    topics = spec.topics
+    num_frames = len(next(iter(frames.values())))
+    duration = num_frames / droid_clips.CLIP_FPS
+    joint_times = np.arange(0.0, duration, 1.0 / spec.joint_rate_hz)
+    states = np.concatenate(droid_clips.demo_joint_trajectory(joint_times), axis=1)
+    names = topics.joint_names
+    image_type = IMAGE_TYPES[0] if spec.image_format == 'rgb8' else IMAGE_TYPES[1]
+
+    records: list[tuple[int, str, object]] = []
+    for index in range(num_frames):
+        stamp = to_ns(spec.start_s + index / droid_clips.CLIP_FPS)
+        for camera, topic in topics.cameras.items():
+            rgb = frames[camera][index]
+            message = (
+                image_msg(rgb, stamp, camera)
+                if spec.image_format == 'rgb8'
+                else compressed_image_msg(rgb, stamp, camera)
+            )
+            records.append((stamp, topic, message))
+        if topics.command is not None:
+            lead = droid_clips.demo_joint_trajectory(
+                np.array([index / droid_clips.CLIP_FPS + spec.command_lead_s])
+            )
+            command = np.concatenate(lead, axis=1)[0]
+            records.append((stamp, topics.command, joint_state_msg(names, command, stamp)))
+    for index, offset in enumerate(joint_times):
+        stamp = to_ns(spec.start_s + offset)
+        records.append((stamp, topics.joint_states, joint_state_msg(names, states[index], stamp)))
+    records.sort(key=lambda record: record[0])
+
+    with BagWriter(path, spec.storage) as writer:
+        for topic in topics.cameras.values():
+            writer.add_topic(topic, image_type)
+        writer.add_topic(topics.joint_states, JOINT_STATE_TYPE)
+        if topics.command is not None:
+            writer.add_topic(topics.command, JOINT_STATE_TYPE)
+        for stamp, topic, message in records:
+            writer.write(topic, stamp, message)
+    return {
+        'path': str(path),
+        'storage': spec.storage,
+        'frames': label,
+        'camera_frames': num_frames,
+        'joint_states': len(joint_times),
+        'duration_s': duration,
+    }

@@ -1,0 +1,67 @@
+"""The rosbags type store used for replay: ROS 2 Kilted types plus the package's messages.
+
+The ``.msg`` files live in ``msg/`` of dreamzero_ros; rosidl builds them as the interface package
+``dreamzero_ros_interfaces`` where it can, so they are registered here under that package name: a
+bag written here and one recorded by ``ros2 bag record`` name the types alike.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+import sys
+
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+PACKAGE_NAME = 'dreamzero_ros'
+INTERFACE_PACKAGE = 'dreamzero_ros_interfaces'
+#: The package's messages that replay registers.
+PACKAGE_MESSAGES = ('ActionChunk', 'PolicyStatus')
+ACTION_CHUNK_TYPE = f'{INTERFACE_PACKAGE}/msg/ActionChunk'
+
+
+def _ament_msg_dir() -> Path | None:
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory(PACKAGE_NAME)) / 'msg'
+    except (ImportError, LookupError, OSError):  # no ament index, or the package is not in it
+        return None
+
+
+def find_msg_dir() -> Path:
+    """Return the folder holding the package's ``.msg`` files (checkout, prefix or ament index).
+
+    Raises:
+        FileNotFoundError: where none of them holds ``ActionChunk.msg``.
+
+    """
+    candidates = [
+        Path(__file__).resolve().parents[2] / 'msg',
+        Path(sys.prefix) / 'share' / PACKAGE_NAME / 'msg',
+    ]
+    for folder in candidates:
+        if (folder / 'ActionChunk.msg').is_file():
+            return folder
+    folder = _ament_msg_dir()
+    if folder is not None and (folder / 'ActionChunk.msg').is_file():
+        return folder
+    raise FileNotFoundError(
+        'ActionChunk.msg not found in '
+        + ', '.join(str(folder) for folder in candidates)
+        + ' nor in the ament index'
+    )
+
+
+@cache
+def replay_typestore() -> Typestore:
+    """ROS 2 Kilted message types plus ``dreamzero_ros_interfaces/msg/*`` from the .msg files."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    folder = find_msg_dir()
+    types = {}
+    for name in PACKAGE_MESSAGES:
+        text = (folder / f'{name}.msg').read_text()
+        types.update(get_types_from_msg(text, f'{INTERFACE_PACKAGE}/msg/{name}'))
+    store.register(types)
+    return store
