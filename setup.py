@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Setup for the dreamzero_ros ament_python package."""
 
 from glob import glob
@@ -25,7 +28,6 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [
-        ],
+        'console_scripts': [],
     },
 )

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Demo observation data: the real DROID camera clips, or a synthetic stand-in.
 
 The clips live outside the project (``../shared/data/droid_videos`` beside the checkout, or the

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The ROS-free contract between observation sources, policies and action consumers.
 
 Every policy (the local DreamZero engine, a remote OpenPI server) implements :class:`Policy`;

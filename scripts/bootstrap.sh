@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -r requirements.txt
+.venv/bin/python -m pip install -q -r requirements.txt -r requirements-ros-wheels.txt -r requirements-dev.txt
 .venv/bin/python -m pip install -q -e .
 scripts/build_interfaces.sh .venv
 
