@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-import sqlite3
 from typing import Any
 
-from rosbags.highlevel import AnyReader, AnyReaderError
+from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
-from rosbags.serde import SerdeError
 
 from dreamzero_ros.replay.typestore import replay_typestore
 
@@ -35,7 +33,7 @@ class BagReader:
         try:
             self._reader = AnyReader([self.path], default_typestore=replay_typestore())
             self._reader.open()
-        except (AnyReaderError, sqlite3.Error, OSError, KeyError, ValueError) as error:
+        except Exception as error:  # storage backends (mcap, sqlite/apsw, yaml) raise many types
             raise BagError(f'cannot open bag {self.path}: {error}') from error
 
     def __enter__(self) -> BagReader:
@@ -90,6 +88,12 @@ class BagReader:
             raise BagError(f'{role} topic {topic!r} in bag {self.path} has no messages')
         return topics[topic]
 
+    def first_log_ns(self, topic: str) -> int:
+        """Log time of the first message on ``topic``."""
+        for _, log_ns, _ in self.messages([topic]):
+            return log_ns
+        raise BagError(f'topic {topic!r} in bag {self.path} has no messages')
+
     def messages(
         self, topics: Sequence[str], start_ns: int | None = None, stop_ns: int | None = None
     ) -> Iterator[tuple[str, int, Any]]:
@@ -107,8 +111,7 @@ class BagReader:
                 message = self._reader.deserialize(raw, connection.msgtype)
             except StopIteration:
                 return
-            except (SerdeError, sqlite3.Error, AssertionError, IndexError, KeyError, ValueError,
-                    EOFError, OSError) as error:  # fmt: skip
+            except Exception as error:  # any failure of storage or deserialisation
                 raise BagError(f'bag {self.path} is corrupt or truncated: {error!r}') from error
             yield connection.topic, int(log_ns), message
 

@@ -1,0 +1,213 @@
+"""Run a policy on a bag's recorded observations and score its chunks against what happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import math
+from pathlib import Path
+import time
+
+import numpy as np
+
+from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
+from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
+from dreamzero_ros.replay import metrics
+from dreamzero_ros.replay.bag_io import BagReader
+from dreamzero_ros.replay.messages import NS_PER_S
+from dreamzero_ros.replay.observations import check_topics, observations, query_times
+from dreamzero_ros.replay.reference import Trajectory, read_trajectory
+from dreamzero_ros.replay.topics import ReplayTopics
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """What to evaluate and how.
+
+    Attributes:
+        topics: where observations and the reference are in the bag.
+        cache: how frames and joint states are paired (the node's parameters).
+        prompt: task instruction given to the policy.
+        query_period_s: seconds of bag time between policy queries.
+        start_offset_s: skip this much after every source has sent its first message.
+        duration_s: evaluate at most this span of bag time (``None``: to the end).
+        max_chunks: stop after this many chunks (``None``: no limit).
+        session_id: policy session used for the whole bag.
+
+    """
+
+    topics: ReplayTopics
+    cache: CacheConfig
+    prompt: str
+    query_period_s: float = 8 / 15
+    start_offset_s: float = 0.0
+    duration_s: float | None = None
+    max_chunks: int | None = None
+    session_id: str = 'replay'
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One answered query: the chunk, the state it started from and what the robot did."""
+
+    query_time: float
+    stamp: float
+    latency_s: float
+    chunk_id: int
+    step_duration: float
+    timing_ms: dict[str, float]
+    actions: np.ndarray
+    state: np.ndarray
+    reference: np.ndarray
+
+
+@dataclass
+class Evaluation:
+    """Everything one evaluation run produced."""
+
+    bag: str
+    config: EvaluationConfig
+    reference_topic: str
+    reference: Trajectory
+    records: list[ChunkRecord] = field(default_factory=list)
+    refusals: list[tuple[float, str]] = field(default_factory=list)
+    policy_errors: list[tuple[float, str]] = field(default_factory=list)
+    span_s: tuple[float, float] = (0.0, 0.0)
+
+    def metrics(self) -> dict[str, object]:
+        """The metrics JSON: horizon errors (policy and hold-position baseline), latency, timing."""
+        names = self.config.topics.joint_names
+        result: dict[str, object] = {
+            'bag': self.bag,
+            'reference_topic': self.reference_topic,
+            'prompt': self.config.prompt,
+            'span_s': list(self.span_s),
+            'queries': len(self.records) + len(self.refusals) + len(self.policy_errors),
+            'chunks': len(self.records),
+            'refusals': _count_reasons(self.refusals),
+            'policy_errors': [f'{t:.3f}: {message}' for t, message in self.policy_errors],
+        }
+        if not self.records:
+            return result
+        predicted = np.stack([record.actions for record in self.records])
+        reference = np.stack([record.reference for record in self.records])
+        hold = np.repeat(
+            np.stack([r.state for r in self.records])[:, None, :], predicted.shape[1], 1
+        )
+        latencies = np.array([record.latency_s for record in self.records])
+        stage_names = sorted({stage for r in self.records for stage in r.timing_ms})
+        first = self.records[0]
+        result.update(
+            {
+                'errors': metrics.horizon_errors(predicted, reference, names),
+                'hold_baseline_errors': metrics.horizon_errors(hold, reference, names),
+                'latency_s': metrics.distribution(latencies),
+                'policy_timing_ms': {
+                    stage: metrics.distribution(
+                        np.array([r.timing_ms.get(stage, math.nan) for r in self.records])
+                    )
+                    for stage in stage_names
+                },
+                'timing': metrics.chunk_timing(
+                    np.array([r.stamp for r in self.records]),
+                    latencies,
+                    np.array([r.query_time - r.stamp for r in self.records]),
+                    first.step_duration,
+                    first.actions.shape[0],
+                    self.config.query_period_s,
+                ),
+            }
+        )
+        return result
+
+
+def _count_reasons(refusals: list[tuple[float, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for _, text in refusals:
+        reason = text.split(':', 1)[0]
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
+
+
+ProgressCallback = Callable[[float, float], None]
+ChunkCallback = Callable[[ChunkRecord, ActionChunk], None]
+
+
+def evaluate_bag(
+    path: str | Path,
+    policy: Policy,
+    config: EvaluationConfig,
+    progress: ProgressCallback | None = None,
+    on_chunk: ChunkCallback | None = None,
+) -> Evaluation:
+    """Query ``policy`` along the bag at ``config.query_period_s`` and score every chunk.
+
+    Queries start once every camera and the joint-state topic have sent a message. The
+    reference is the command topic where given, else the recorded joint states; a chunk's row
+    ``k`` is compared with the reference at ``stamp + k * step_duration`` (NaN past the end).
+    A refused observation or a :class:`PolicyError` is recorded and the replay goes on.
+
+    Raises:
+        BagError: bag unreadable, topics missing or of the wrong type.
+
+    """
+    topics = config.topics
+    with BagReader(path) as reader:
+        check_topics(reader, topics)
+        reference_topic = topics.command or topics.joint_states
+        reference = read_trajectory(
+            reader, reference_topic, tuple(topics.joint_names), config.cache.gripper_range
+        )
+        sources = [*topics.cameras.values(), topics.joint_states]
+        start = max(reader.first_log_ns(topic) for topic in sources) / NS_PER_S
+        start += config.start_offset_s
+        stop = (reader.end_ns - 1) / NS_PER_S
+        if config.duration_s is not None:
+            stop = min(stop, start + config.duration_s)
+        evaluation = Evaluation(str(path), config, reference_topic, reference, span_s=(start, stop))
+        times = query_times(start, stop, config.query_period_s)
+        policy.reset(config.session_id)
+        for query in observations(
+            reader, topics, config.cache, times, config.prompt, config.session_id
+        ):
+            if progress is not None:
+                progress(query.time - start, stop - start)
+            if isinstance(query.result, Refusal):
+                evaluation.refusals.append((query.time, str(query.result)))
+                continue
+            record, chunk = _run_query(policy, query.time, query.result, reference)
+            if record is None:
+                evaluation.policy_errors.append((query.time, chunk))
+                continue
+            evaluation.records.append(record)
+            if on_chunk is not None:
+                on_chunk(record, chunk)
+            if config.max_chunks is not None and len(evaluation.records) >= config.max_chunks:
+                break
+    return evaluation
+
+
+def _run_query(
+    policy: Policy, query_time: float, observation: Observation, reference: Trajectory
+) -> tuple[ChunkRecord, ActionChunk] | tuple[None, str]:
+    """Infer once; return ``(record, chunk)`` or ``(None, error message)``."""
+    began = time.perf_counter()
+    try:
+        chunk = policy.infer(observation)
+    except PolicyError as error:
+        return None, f'{type(error).__name__}: {error}'
+    latency = time.perf_counter() - began
+    actions = np.asarray(chunk.actions, dtype=np.float64)
+    steps = chunk.stamp + chunk.step_duration * np.arange(actions.shape[0])
+    record = ChunkRecord(
+        query_time=query_time,
+        stamp=float(chunk.stamp),
+        latency_s=latency,
+        chunk_id=int(chunk.chunk_id),
+        step_duration=float(chunk.step_duration),
+        timing_ms=dict(chunk.timing_ms),
+        actions=actions,
+        state=np.concatenate([observation.joint_position, observation.gripper_position]),
+        reference=reference.at(steps),
+    )
+    return record, chunk

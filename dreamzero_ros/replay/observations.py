@@ -1,0 +1,72 @@
+"""Turn a bag's camera and joint messages into policy observations at query times.
+
+Frames and joint states go through the node's own :class:`ObservationCache`, in log-time order,
+and each query builds an observation at ``now`` = its log time: what the node, driven by this bag
+with ``/clock`` from the log times, would have seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache, Refusal
+from dreamzero_ros.policy_types import Observation
+from dreamzero_ros.replay.bag_io import BagReader
+from dreamzero_ros.replay.messages import NS_PER_S
+from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, ReplayTopics
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query instant: the observation built then, or why none could be."""
+
+    time: float
+    result: Observation | Refusal
+
+
+def query_times(start_s: float, stop_s: float, period_s: float) -> list[float]:
+    """``start_s, start_s + period_s, ...`` up to and including ``stop_s``."""
+    if period_s <= 0:
+        raise ValueError(f'query period must be > 0, got {period_s}')
+    count = int((stop_s - start_s) / period_s + 1e-9) + 1 if stop_s >= start_s else 0
+    return [start_s + index * period_s for index in range(count)]
+
+
+def check_topics(reader: BagReader, topics: ReplayTopics) -> None:
+    """Raise :class:`BagError` unless every camera and the joint-state topic are usable."""
+    for camera, topic in topics.cameras.items():
+        reader.require(topic, IMAGE_TYPES, f'camera {camera!r}')
+    reader.require(topics.joint_states, (JOINT_STATE_TYPE,), 'joint state')
+
+
+def observations(
+    reader: BagReader,
+    topics: ReplayTopics,
+    cache_config: CacheConfig,
+    times: list[float],
+    prompt: str,
+    session_id: str = 'default',
+) -> Iterator[Query]:
+    """Yield a :class:`Query` for each of ``times`` (seconds of log time, ascending)."""
+    check_topics(reader, topics)
+    cache = ObservationCache(cache_config)
+    camera_of = {topic: camera for camera, topic in topics.cameras.items()}
+    pending = iter(times)
+    next_time = next(pending, None)
+    if next_time is None:
+        return
+    stop_ns = int(times[-1] * NS_PER_S) + 1
+    for topic, log_ns, message in reader.messages([*camera_of, topics.joint_states], None, stop_ns):
+        while next_time is not None and log_ns > next_time * NS_PER_S:
+            yield Query(next_time, cache.build(next_time, prompt, session_id))
+            next_time = next(pending, None)
+        if next_time is None:
+            return
+        if topic == topics.joint_states:
+            cache.add_joint_state_message(message)
+        else:
+            cache.add_image_message(camera_of[topic], message)
+    while next_time is not None:
+        yield Query(next_time, cache.build(next_time, prompt, session_id))
+        next_time = next(pending, None)
