@@ -1,0 +1,123 @@
+"""Write an evaluation's outputs: metrics JSON, PNG figures and a self-contained HTML report."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from dreamzero_ros.replay.evaluation import Evaluation
+from dreamzero_ros.replay.plots import all_plots
+
+CAPTIONS = {
+    'joints': 'Predicted chunks (colours) against the recorded reference (black), per joint.',
+    'error_by_step': 'Mean absolute error by horizon step, per arm joint, with the error of '
+    'simply holding the observed position as a baseline.',
+    'error_heatmap': 'Mean absolute error by horizon step and joint.',
+    'latency': 'Distribution of inference latency per chunk (wall clock around the policy call).',
+}
+
+
+def _fmt(value: object, scale: float = 1.0, unit: str = '') -> str:
+    if value is None:
+        return 'n/a'
+    if isinstance(value, float):
+        return f'{value * scale:.4g}{unit}'
+    return f'{value}{unit}'
+
+
+def summary_rows(metrics: dict) -> list[tuple[str, str]]:
+    """(label, value) rows of the report's summary table."""
+    rows = [
+        ('bag', metrics['bag']),
+        ('reference', metrics['reference_topic']),
+        ('prompt', metrics['prompt']),
+        ('queries / chunks', f'{metrics["queries"]} / {metrics["chunks"]}'),
+        ('refused observations', json.dumps(metrics['refusals']) if metrics['refusals'] else '0'),
+        ('policy errors', str(len(metrics['policy_errors']))),
+    ]
+    if metrics['chunks']:
+        errors, hold = metrics['errors'], metrics['hold_baseline_errors']
+        latency, timing = metrics['latency_s'], metrics['timing']
+        arm_mae, arm_rmse = _fmt(errors['arm']['mae']), _fmt(errors['arm']['rmse'])
+        p50, p95 = _fmt(latency['p50'], 1e3, ' ms'), _fmt(latency['p95'], 1e3, ' ms')
+        step = _fmt(timing['step_duration_s'], 1e3, ' ms')
+        rows += [
+            ('arm MAE / RMSE (rad)', f'{arm_mae} / {arm_rmse}'),
+            ('hold baseline arm MAE (rad)', _fmt(hold['arm']['mae'])),
+            ('gripper MAE', _fmt(errors['gripper']['mae'])),
+            ('latency p50 / p95', f'{p50} / {p95}'),
+            ('horizon', f'{timing["horizon"]} steps x {step}'),
+            ('query period', _fmt(timing['query_period_s'], 1, ' s')),
+            ('chunks arriving after their last step', _fmt(timing['late_fraction'])),
+        ]
+    return rows
+
+
+def joint_rows(metrics: dict) -> list[tuple[str, str, str, str]]:
+    """(joint, MAE, RMSE, hold-baseline MAE) per joint."""
+    if not metrics['chunks']:
+        return []
+    by_joint = metrics['errors']['by_joint']
+    hold = metrics['hold_baseline_errors']['by_joint']
+    return [
+        (name, _fmt(v['mae']), _fmt(v['rmse']), _fmt(hold[name]['mae']))
+        for name, v in by_joint.items()
+    ]
+
+
+def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None = None) -> str:
+    """The report page: summary, per-joint table, embedded PNG plots, optional video, raw JSON."""
+    escape = html.escape
+    parts = [
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>DreamZero replay report</title>',
+        '<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}'
+        'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;'
+        'text-align:left}img{max-width:100%}figcaption{color:#555;font-size:90%}</style>',
+        '</head><body><h1>DreamZero replay report</h1><table>',
+    ]
+    parts += [
+        f'<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in summary_rows(metrics)
+    ]
+    parts.append('</table>')
+    rows = joint_rows(metrics)
+    if rows:
+        parts.append('<h2>Error by joint</h2><table><tr><th>joint</th><th>MAE</th><th>RMSE</th>'
+                     '<th>hold-baseline MAE</th></tr>')  # fmt: skip
+        parts += ['<tr>' + ''.join(f'<td>{escape(c)}</td>' for c in row) + '</tr>' for row in rows]
+        parts.append('</table>')
+    for name, png in plots.items():
+        data = base64.b64encode(png).decode('ascii')
+        parts.append(
+            f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
+            f'<figcaption>{escape(CAPTIONS.get(name, name))}</figcaption></figure>'
+        )
+    if video_name:
+        parts.append(
+            '<h2>Predicted future frames (left) beside the recorded ones (right)</h2>'
+            f'<video controls width="100%" src="{escape(video_name)}"></video>'
+        )
+    parts.append(
+        '<details><summary>metrics JSON</summary><pre>'
+        + escape(json.dumps(metrics, indent=1))
+        + '</pre></details></body></html>'
+    )
+    return '\n'.join(parts)
+
+
+def write_outputs(
+    evaluation: Evaluation, out_dir: str | Path, video_name: str | None = None
+) -> dict[str, Path]:
+    """Write ``metrics.json``, one PNG per plot and ``report.html`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = evaluation.metrics()
+    written = {'metrics': out / 'metrics.json', 'report': out / 'report.html'}
+    written['metrics'].write_text(json.dumps(metrics, indent=1))
+    plots = all_plots(evaluation, metrics)
+    for name, png in plots.items():
+        written[name] = out / f'{name}.png'
+        written[name].write_bytes(png)
+    written['report'].write_text(render_html(metrics, plots, video_name))
+    return written
