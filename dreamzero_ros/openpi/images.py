@@ -1,0 +1,119 @@
+"""Image geometry of OpenPI clients: antialiased resize, ``resize_with_pad`` and its undoing.
+
+Real OpenPI clients (the DROID main loop, sim-evals, RoboArena) shrink camera frames with
+``openpi_client.image_tools.resize_with_pad``: keep the aspect ratio, scale to fit, and centre
+the result on a black canvas (224x224 or 180x320). NumPy only, so that remote clients need no
+torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Aspect ratio (width / height) of the DROID ZED cameras, 1280x720.
+DROID_SOURCE_ASPECT = 16.0 / 9.0
+
+
+def _filter_matrix(size_in: int, size_out: int) -> np.ndarray:
+    """Rows of triangle-filter weights mapping ``size_in`` samples to ``size_out`` samples.
+
+    The filter widens with the downscale factor (antialiasing), as PIL's bilinear resize does.
+    """
+    scale = size_in / size_out
+    support = max(scale, 1.0)
+    centres = (np.arange(size_out) + 0.5) * scale - 0.5
+    taps = np.arange(size_in)
+    weights = np.clip(1.0 - np.abs(taps[None, :] - centres[:, None]) / support, 0.0, None)
+    return (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Resize uint8 images ``(..., H, W, C)`` to ``(..., height, width, C)``, antialiased."""
+    in_h, in_w = images.shape[-3:-1]
+    if (in_h, in_w) == (height, width):
+        return images
+    rows = _filter_matrix(in_h, height)
+    cols = _filter_matrix(in_w, width)
+    channels = images.shape[-1]
+    out = np.matmul(rows, images.astype(np.float32).reshape(*images.shape[:-2], -1))
+    lines = out.reshape(-1, in_w, channels).transpose(0, 2, 1).reshape(-1, in_w)
+    out = (lines @ cols.T).reshape(-1, channels, width).transpose(0, 2, 1)
+    out = out.reshape(*images.shape[:-3], height, width, channels)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def pad_geometry(in_h: int, in_w: int, height: int, width: int) -> tuple[int, int, int, int]:
+    """Content ``(top, left, content_h, content_w)`` of ``resize_with_pad`` to height x width."""
+    ratio = max(in_w / width, in_h / height)
+    content_h = int(in_h / ratio)
+    content_w = int(in_w / ratio)
+    top = max(0, int((height - content_h) / 2))
+    left = max(0, int((width - content_w) / 2))
+    return top, left, content_h, content_w
+
+
+def resize_with_pad(images: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Fit uint8 images ``(..., H, W, C)`` into height x width, keeping aspect, black padding."""
+    in_h, in_w = images.shape[-3:-1]
+    if (in_h, in_w) == (height, width):
+        return images
+    top, left, content_h, content_w = pad_geometry(in_h, in_w, height, width)
+    canvas = np.zeros((*images.shape[:-3], height, width, images.shape[-1]), dtype=np.uint8)
+    content = resize(images, content_h, content_w)
+    canvas[..., top : top + content_h, left : left + content_w, :] = content
+    return canvas
+
+
+def remove_padding(images: np.ndarray, source_aspect: float | None = None) -> np.ndarray:
+    """Crop the black bands that ``resize_with_pad`` added, where there are any.
+
+    With ``source_aspect`` (width / height of the camera before the client resized it) the bands
+    are where ``resize_with_pad`` puts them for that aspect, and are cropped only if they are
+    black in every frame. Without it, padding is recognised as all-black lines at both ends of
+    one axis whose counts differ by at most one, in every frame. Images without such bands
+    (already the camera's aspect, or stretched rather than padded) come back unchanged.
+
+    Args:
+        images: uint8 ``(H, W, C)`` or ``(T, H, W, C)``.
+        source_aspect: aspect ratio of the camera, or None to detect the bands.
+
+    """
+    height, width = images.shape[-3:-1]
+    frames = images.reshape(-1, height, width, images.shape[-1])
+    if source_aspect is None:
+        bands = _detected_bands(frames)
+    else:
+        bands = _expected_bands(frames, source_aspect)
+    if bands is None:
+        return images
+    top, bottom, left, right = bands
+    return images[..., top : height - bottom, left : width - right, :]
+
+
+def _detected_bands(frames: np.ndarray) -> tuple[int, int, int, int] | None:
+    for axis in (1, 2):
+        others = tuple(a for a in (0, 1, 2, 3) if a != axis)
+        empty = ~frames.any(axis=others)
+        if empty.all():
+            return None
+        first = int(np.argmax(~empty))
+        last = int(np.argmax(~empty[::-1]))
+        if min(first, last) >= 1 and abs(first - last) <= 1:
+            return (first, last, 0, 0) if axis == 1 else (0, 0, first, last)
+    return None
+
+
+def _expected_bands(frames: np.ndarray, source_aspect: float) -> tuple[int, int, int, int] | None:
+    height, width = frames.shape[1:3]
+    rows_padded = source_aspect > width / height
+    span = height if rows_padded else width
+    nominal = int(width / source_aspect) if rows_padded else int(height * source_aspect)
+    for content in (nominal, nominal - 1, nominal + 1):
+        if not 1 <= content < span:
+            continue
+        first = (span - content) // 2
+        last = span - content - first
+        lines = frames.transpose(1, 0, 2, 3) if rows_padded else frames.transpose(2, 0, 1, 3)
+        if first >= 1 and not lines[:first].any() and not lines[span - last :].any():
+            return (first, last, 0, 0) if rows_padded else (0, 0, first, last)
+    return None

@@ -1,0 +1,182 @@
+"""The DROID and RoboArena observation key sets of OpenPI requests, to and from Observation.
+
+DROID clients (the DROID main loop, sim-evals) name the exterior cameras
+``observation/exterior_image_1_left`` and ``..._2_left``; RoboArena clients count from 0
+(``observation/exterior_image_0_left`` and ``..._1_left``). A request holding a ``_0_`` camera is
+read as RoboArena, any other as DROID. Images arrive as ``(H, W, 3)`` frames or ``(T, H, W, 3)``
+stacks, usually shrunk by ``resize_with_pad``; the padding is cropped and the content resized to
+the resolution the policy asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import enum
+from typing import Any
+
+import numpy as np
+
+from dreamzero_ros.openpi import images
+from dreamzero_ros.policy_types import DROID_ARM_DOF, Observation, ObservationError
+
+JOINT_KEY = 'observation/joint_position'
+GRIPPER_KEY = 'observation/gripper_position'
+PROMPT_KEY = 'prompt'
+WRIST_CAMERA = 'wrist_image_left'
+#: Exterior cameras of the policy, in order (the first is exterior 1 in DROID naming).
+EXTERIOR_CAMERAS = ('exterior_image_1_left', 'exterior_image_2_left')
+#: Largest image side and stack length accepted from a client.
+MAX_IMAGE_SIDE = 4096
+MAX_FRAMES = 16
+
+
+class KeySet(enum.Enum):
+    """Which naming of the cameras a request uses."""
+
+    DROID = 'droid'
+    ROBOARENA = 'roboarena'
+
+    def camera_keys(self) -> dict[str, str]:
+        """Policy camera name -> request key."""
+        first = 1 if self is KeySet.DROID else 0
+        keys = {WRIST_CAMERA: f'observation/{WRIST_CAMERA}'}
+        for index, camera in enumerate(EXTERIOR_CAMERAS):
+            keys[camera] = f'observation/exterior_image_{first + index}_left'
+        return keys
+
+
+def detect_key_set(request: Mapping[str, Any]) -> KeySet:
+    """RoboArena if the request names exterior camera 0, else DROID."""
+    if 'observation/exterior_image_0_left' in request:
+        if 'observation/exterior_image_2_left' in request:
+            raise ObservationError(
+                'ambiguous cameras: exterior_image_0_left (RoboArena naming) together with '
+                'exterior_image_2_left (DROID naming)'
+            )
+        return KeySet.ROBOARENA
+    return KeySet.DROID
+
+
+def required_cameras(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """Policy camera names a request must carry, from the policy's metadata."""
+    cameras = [WRIST_CAMERA] if metadata.get('needs_wrist_camera', True) else []
+    count = int(metadata.get('n_external_cameras', len(EXTERIOR_CAMERAS)))
+    return (*cameras, *EXTERIOR_CAMERAS[:count])
+
+
+def _image(key: str, value: Any) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise ObservationError(f'{key}: expected a uint8 array, got {type(value).__name__}')
+    if value.dtype != np.uint8:
+        raise ObservationError(f'{key}: expected dtype uint8, got {value.dtype}')
+    if value.ndim not in (3, 4) or value.shape[-1] != 3:
+        raise ObservationError(
+            f'{key}: expected shape (H, W, 3) or (T, H, W, 3), got {value.shape}'
+        )
+    if min(value.shape) < 1 or max(value.shape[-3:-1]) > MAX_IMAGE_SIDE:
+        raise ObservationError(f'{key}: image size {value.shape} out of range')
+    if value.ndim == 4 and value.shape[0] > MAX_FRAMES:
+        raise ObservationError(
+            f'{key}: at most {MAX_FRAMES} frames per request, got {value.shape[0]}'
+        )
+    return value
+
+
+def _vector(key: str, value: Any, size: int) -> np.ndarray:
+    if value is None:
+        raise ObservationError(f'missing {key!r}')
+    if isinstance(value, bool) or not isinstance(
+        value, np.ndarray | np.generic | int | float | list
+    ):
+        raise ObservationError(f'{key}: expected {size} numbers, got {type(value).__name__}')
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ObservationError(f'{key}: expected {size} numbers') from error
+    if array.size != size:
+        raise ObservationError(f'{key}: expected {size} values, got shape {array.shape}')
+    array = array.reshape(size)
+    if not np.all(np.isfinite(array)):
+        raise ObservationError(f'{key}: values must be finite, got {array}')
+    return array
+
+
+def request_to_observation(
+    request: Mapping[str, Any],
+    cameras: tuple[str, ...],
+    image_size: tuple[int, int] | None,
+    *,
+    source_aspect: float | None = None,
+    session_id: str = 'default',
+    stamp: float = 0.0,
+) -> tuple[Observation, KeySet]:
+    """Build an :class:`Observation` from an OpenPI request.
+
+    Args:
+        request: the decoded request map.
+        cameras: policy camera names the request must carry.
+        image_size: ``(height, width)`` the policy wants, or None to keep the client's size.
+        source_aspect: camera aspect ratio for :func:`images.remove_padding`.
+        session_id: the session the observation belongs to.
+        stamp: observation time, seconds.
+
+    Raises:
+        ObservationError: on a missing key, a wrong shape or dtype, or non-finite state.
+
+    """
+    key_set = detect_key_set(request)
+    keys = key_set.camera_keys()
+    frames = {}
+    for camera in cameras:
+        key = keys[camera]
+        if key not in request:
+            raise ObservationError(
+                f'missing camera {key!r} ({key_set.value} naming; expected '
+                + ', '.join(repr(keys[c]) for c in cameras)
+                + ')'
+            )
+        image = images.remove_padding(_image(key, request[key]), source_aspect)
+        if image_size is not None:
+            image = images.resize(image, *image_size)
+        frames[camera] = np.ascontiguousarray(image)
+    prompt = request.get(PROMPT_KEY)
+    if isinstance(prompt, bytes):
+        prompt = prompt.decode('utf-8', errors='replace')
+    if not isinstance(prompt, str):
+        raise ObservationError(f'{PROMPT_KEY!r}: expected a str, got {type(prompt).__name__}')
+    observation = Observation(
+        images=frames,
+        joint_position=_vector(JOINT_KEY, request.get(JOINT_KEY), DROID_ARM_DOF),
+        gripper_position=_vector(GRIPPER_KEY, request.get(GRIPPER_KEY), 1),
+        prompt=prompt,
+        stamp=stamp,
+        session_id=session_id,
+    )
+    observation.validate(cameras)
+    return observation, key_set
+
+
+def observation_to_request(
+    observation: Observation,
+    cameras: tuple[str, ...],
+    image_size: tuple[int, int] | None,
+    key_set: KeySet = KeySet.DROID,
+) -> dict[str, Any]:
+    """Build an OpenPI request from an :class:`Observation`, as a well-behaved client would.
+
+    Images are shrunk with ``resize_with_pad`` to ``image_size`` (the server metadata's
+    ``image_resolution``) where given.
+    """
+    keys = key_set.camera_keys()
+    request: dict[str, Any] = {}
+    for camera in cameras:
+        if camera not in observation.images:
+            raise ObservationError(f'missing camera image {camera!r}')
+        image = np.asarray(observation.images[camera])
+        if image_size is not None:
+            image = images.resize_with_pad(image, *image_size)
+        request[keys[camera]] = np.ascontiguousarray(image)
+    request[JOINT_KEY] = np.asarray(observation.joint_position, dtype=np.float64)
+    request[GRIPPER_KEY] = np.asarray(observation.gripper_position, dtype=np.float64)
+    request[PROMPT_KEY] = observation.prompt
+    return request

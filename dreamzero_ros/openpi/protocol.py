@@ -1,0 +1,108 @@
+"""Message-level rules of the OpenPI WebSocket protocol shared by server and client.
+
+After the handshake the server sends one binary metadata map; then each binary request gets
+exactly one reply. Requests may carry ``endpoint`` (``"infer"``, the default, or ``"reset"``)
+and ``session_id``. Errors are text frames holding a JSON object (the reference client raises on
+any text reply and shows its content); they never carry a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import json
+from typing import Any
+
+import numpy as np
+
+from dreamzero_ros.policy_types import ObservationError
+
+ENDPOINT_KEY = 'endpoint'
+SESSION_KEY = 'session_id'
+INFER = 'infer'
+RESET = 'reset'
+#: Metadata fields of RoboArena's ``PolicyServerConfig``, in its order. RoboArena clients build
+#: that dataclass from the metadata map, so by default the map holds these keys and no others.
+CLIENT_CONFIG_KEYS = (
+    'image_resolution',
+    'needs_wrist_camera',
+    'n_external_cameras',
+    'needs_stereo_camera',
+    'needs_session_id',
+    'action_space',
+)
+#: DreamZero's serving configuration, used where the policy's metadata leaves a field out.
+DREAMZERO_CLIENT_CONFIG: dict[str, Any] = {
+    'image_resolution': (180, 320),
+    'needs_wrist_camera': True,
+    'n_external_cameras': 2,
+    'needs_stereo_camera': False,
+    'needs_session_id': True,
+    'action_space': 'joint_position',
+}
+#: Longest session id accepted, characters.
+MAX_SESSION_ID_LENGTH = 256
+
+
+def build_metadata(policy_metadata: Mapping[str, Any], extras: bool = False) -> dict[str, Any]:
+    """The metadata map sent first on every connection.
+
+    Args:
+        policy_metadata: the policy's own metadata.
+        extras: also send the policy's other plain-valued metadata (horizon, control rate, ...).
+            RoboArena clients reject unknown keys, so this is off by default.
+
+    """
+    metadata = {
+        key: policy_metadata.get(key, DREAMZERO_CLIENT_CONFIG[key]) for key in CLIENT_CONFIG_KEYS
+    }
+    resolution = metadata['image_resolution']
+    metadata['image_resolution'] = None if resolution is None else [int(v) for v in resolution]
+    if extras:
+        for key, value in policy_metadata.items():
+            if key not in metadata and isinstance(value, str | int | float | bool | list | tuple):
+                metadata[key] = list(value) if isinstance(value, tuple) else value
+    return metadata
+
+
+def session_id_of(request: Mapping[str, Any]) -> str | None:
+    """The request's session id as a str, or None where it has none.
+
+    Accepts a str, an int, or a small integer/str array (RoboArena's test client sends
+    ``np.zeros(1, np.int32)``).
+    """
+    value = request.get(SESSION_KEY)
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode('utf-8', errors='replace')
+    elif isinstance(value, np.ndarray | np.generic) and value.dtype.kind in 'biuSU':
+        value = ','.join(str(v) for v in np.asarray(value).reshape(-1)[:16].tolist())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ObservationError(f'session_id: expected a str, got {type(value).__name__}')
+    if len(value) > MAX_SESSION_ID_LENGTH:
+        raise ObservationError(f'session_id: longer than {MAX_SESSION_ID_LENGTH} characters')
+    return value
+
+
+def endpoint_of(request: Mapping[str, Any]) -> str:
+    """The request's endpoint, ``infer`` where absent (the openpi-client sends none)."""
+    endpoint = request.get(ENDPOINT_KEY, INFER)
+    if endpoint not in (INFER, RESET):
+        raise ObservationError(f'unknown endpoint {endpoint!r}; expected {INFER!r} or {RESET!r}')
+    return endpoint
+
+
+def error_text(kind: str, message: str, endpoint: str | None = None) -> str:
+    """The text frame of an error reply."""
+    return json.dumps({'error': kind, 'message': message, 'endpoint': endpoint})
+
+
+def parse_error_text(text: str) -> tuple[str, str]:
+    """``(kind, message)`` of an error reply; any text that is not ours is an unknown error."""
+    try:
+        body = json.loads(text)
+        return str(body['error']), str(body['message'])
+    except (ValueError, KeyError, TypeError):
+        return 'ServerError', text

@@ -1,0 +1,194 @@
+"""A :class:`~dreamzero_ros.policy_types.Policy` served by a remote OpenPI server.
+
+The ROS node uses it as its engine when ``engine.backend`` is ``remote``: observations go out
+with the DROID keys (images ``resize_with_pad``-ed to the server's ``image_resolution``),
+``session_id`` and ``endpoint``; replies come back as :class:`ActionChunk`. A lost connection
+fails the call in hand with :class:`PolicyError` and is re-opened by the next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.protocol import State
+from websockets.sync.client import ClientConnection, connect
+
+from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
+from dreamzero_ros.policy_types import (
+    DROID_ACTION_DIM,
+    DROID_CONTROL_HZ,
+    ActionChunk,
+    Observation,
+    ObservationError,
+    PolicyError,
+)
+
+#: Largest reply accepted from a server, bytes.
+MAX_REPLY_BYTES = 16 * 2**20
+
+
+class RemoteOpenPIPolicy:
+    """Client side of the OpenPI protocol, implementing :class:`Policy`.
+
+    Args:
+        uri: ``ws://host:port`` (or ``host:port``) of the server.
+        api_key: sent as ``Authorization: Api-Key <api_key>`` where given.
+        connect_timeout_s: limit for the handshake and the metadata frame.
+        reply_timeout_s: limit for one reply; a late reply drops the connection.
+        ping_interval_s: keepalive ping period; None disables pings.
+        ping_timeout_s: drop the connection when a pong is this late.
+        resize_images: ``resize_with_pad`` images to the server's ``image_resolution``.
+
+    Raises:
+        PolicyError: where the server cannot be reached or refuses the handshake.
+
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        api_key: str | None = None,
+        *,
+        connect_timeout_s: float = 10.0,
+        reply_timeout_s: float = 120.0,
+        ping_interval_s: float | None = 20.0,
+        ping_timeout_s: float | None = 60.0,
+        resize_images: bool = True,
+    ) -> None:
+        self._uri = uri if uri.startswith(('ws://', 'wss://')) else f'ws://{uri}'
+        self._api_key = api_key
+        self._connect_timeout_s = connect_timeout_s
+        self._reply_timeout_s = reply_timeout_s
+        self._ping = (ping_interval_s, ping_timeout_s)
+        self._resize_images = resize_images
+        self._lock = threading.Lock()
+        self._ws: ClientConnection | None = None
+        with self._lock:
+            self._metadata = self._connect()
+
+    @property
+    def uri(self) -> str:
+        """The server's address."""
+        return self._uri
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The server's metadata frame, as received on the last connection."""
+        return dict(self._metadata)
+
+    def infer(self, observation: Observation) -> ActionChunk:
+        """Send one observation and wait for its action chunk."""
+        cameras = observation_keys.required_cameras(self._metadata)
+        observation.validate(cameras)
+        resolution = self._metadata.get('image_resolution')
+        size = tuple(resolution) if resolution is not None and self._resize_images else None
+        request = observation_keys.observation_to_request(observation, cameras, size)
+        request[protocol.SESSION_KEY] = observation.session_id
+        request[protocol.ENDPOINT_KEY] = protocol.INFER
+        start = time.monotonic()
+        with self._lock:
+            reply = self._round_trip(request)
+        round_trip_ms = (time.monotonic() - start) * 1000.0
+        actions, extra = _parse_actions(reply)
+        timing = {'round_trip': round_trip_ms}
+        for name, value in (extra.get('server_timing') or {}).items():
+            if isinstance(value, int | float):
+                timing[f'server_{name.removesuffix("_ms")}'] = float(value)
+        return ActionChunk(
+            actions=actions,
+            stamp=observation.stamp,
+            step_duration=1.0 / float(self._metadata.get('control_hz', DROID_CONTROL_HZ)),
+            chunk_id=int(extra.get('chunk_id', 0)),
+            timing_ms=timing,
+        )
+
+    def reset(self, session_id: str = 'default') -> None:
+        """Ask the server to forget one session (a closed connection has forgotten it already)."""
+        with self._lock:
+            if self._ws is None or self._ws.state is not State.OPEN:
+                return
+            self._round_trip(
+                {protocol.ENDPOINT_KEY: protocol.RESET, protocol.SESSION_KEY: session_id}
+            )
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            if self._ws is not None:
+                self._ws.close()
+                self._ws = None
+
+    def __enter__(self) -> RemoteOpenPIPolicy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connect(self) -> dict[str, Any]:
+        headers = {'Authorization': f'Api-Key {self._api_key}'} if self._api_key else None
+        try:
+            ws = connect(
+                self._uri,
+                compression=None,
+                additional_headers=headers,
+                proxy=None,
+                open_timeout=self._connect_timeout_s,
+                ping_interval=self._ping[0],
+                ping_timeout=self._ping[1],
+                max_size=MAX_REPLY_BYTES,
+            )
+        except (OSError, TimeoutError, InvalidHandshake) as error:
+            raise PolicyError(f'cannot connect to OpenPI server {self._uri}: {error}') from error
+        try:
+            metadata = msgpack_numpy.unpackb(ws.recv(timeout=self._connect_timeout_s))
+        except (ConnectionClosed, TimeoutError, msgpack_numpy.MsgpackNumpyError) as error:
+            ws.close()
+            raise PolicyError(f'OpenPI server {self._uri} sent no metadata: {error}') from error
+        if not isinstance(metadata, dict):
+            ws.close()
+            raise PolicyError(f'OpenPI server {self._uri} sent metadata that is not a map')
+        self._ws = ws
+        return metadata
+
+    def _round_trip(self, request: dict[str, Any]) -> Any:
+        if self._ws is None or self._ws.state is not State.OPEN:
+            self._metadata = self._connect()
+        ws = self._ws
+        try:
+            ws.send(msgpack_numpy.packb(request))
+            reply = ws.recv(timeout=self._reply_timeout_s)
+        except (ConnectionClosed, TimeoutError, OSError) as error:
+            ws.close()
+            self._ws = None
+            raise PolicyError(f'OpenPI server {self._uri}: connection lost ({error})') from error
+        if isinstance(reply, str):
+            kind, message = protocol.parse_error_text(reply)
+            error_type = ObservationError if kind == 'ObservationError' else PolicyError
+            raise error_type(f'OpenPI server {self._uri}: {kind}: {message}')
+        try:
+            return msgpack_numpy.unpackb(reply)
+        except msgpack_numpy.MsgpackNumpyError as error:
+            raise PolicyError(
+                f'OpenPI server {self._uri} sent a malformed reply: {error}'
+            ) from error
+
+
+def _parse_actions(reply: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """Actions and the rest of a reply, which is a map with ``actions`` or a bare array."""
+    extra: dict[str, Any] = {}
+    if isinstance(reply, dict):
+        extra = reply
+        reply = reply.get('actions')
+    if not isinstance(reply, np.ndarray) or reply.dtype.kind not in 'iuf':
+        raise PolicyError('OpenPI reply holds no numeric actions array')
+    actions = np.array(reply, dtype=np.float32)
+    if actions.ndim != 2 or actions.shape[1] != DROID_ACTION_DIM or actions.shape[0] < 1:
+        raise PolicyError(f'OpenPI reply actions have shape {actions.shape}, expected (H, 8)')
+    if not np.all(np.isfinite(actions)):
+        raise PolicyError('OpenPI reply actions are not finite')
+    return actions, extra
