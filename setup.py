@@ -28,6 +28,8 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'dreamzero-openpi-server = dreamzero_ros.openpi.cli:main',
+        ],
     },
 )
