@@ -248,7 +248,7 @@ class ObservationCache:
         Checks run in a fixed order: bad images, bad joints, missing, stale, skewed. The
         observation's stamp is the newest stamp among the sources used.
         """
-        refusal = self._refusal(now)
+        refusal = self.check(now)
         if refusal is not None:
             self.stats.refusals[refusal.reason.value] = (
                 self.stats.refusals.get(refusal.reason.value, 0) + 1
@@ -279,7 +279,8 @@ class ObservationCache:
                 sources[name] = (self._joints[name][0], f'joint {name!r}')
         return sources
 
-    def _refusal(self, now: float) -> Refusal | None:
+    def check(self, now: float) -> Refusal | None:
+        """The reason :meth:`build` would refuse at ``now``, or None; counts nothing."""
         config = self.config
         for camera in config.cameras:
             if camera in self._image_errors:

@@ -1,0 +1,277 @@
+"""The ROS-free decision logic of the policy node: when to query, what to command, when to hold.
+
+:class:`ControlLoop` owns the observation cache, the executing plan and the counters. The node
+calls :meth:`ControlLoop.poll` at the control rate; it returns a :class:`Query` when an
+observation should go to the policy (one in flight at a time, at most every
+``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
+bad image or joints) while a motion plan was in force. The policy's answer comes back through
+:meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
+limits and returns the new plan to command, or says why nothing is commanded.
+
+Plans are in policy units (radians, gripper in ``[0, 1]``). All times are passed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import itertools
+
+import numpy as np
+
+from dreamzero_ros.core.chunk_scheduler import ActionPlan, BlendConfig, merge_chunk
+from dreamzero_ros.core.latency_stats import LatencyStats
+from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
+from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
+from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """How often to query and how to hand over and limit the commands."""
+
+    limits: SafetyLimits
+    blend: BlendConfig = field(default_factory=BlendConfig)
+    min_replan_period: float = 0.0
+
+
+@dataclass(frozen=True)
+class Query:
+    """An observation sent to the policy, tagged so that stale answers can be recognised."""
+
+    observation: Observation
+    generation: int
+    query_id: int
+    sent_at: float
+
+    @property
+    def measured_command(self) -> np.ndarray:
+        """The observed joints and gripper as a command row: the start of the first plan."""
+        obs = self.observation
+        return np.concatenate([obs.joint_position, obs.gripper_position]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """What :meth:`ControlLoop.poll` decided.
+
+    Attributes:
+        query: send this observation to the policy now, or None.
+        refusal: why the current input cannot be used, or None when it can.
+        hold: a plan holding the current command, to publish now (input just went bad).
+
+    """
+
+    query: Query | None = None
+    refusal: Refusal | None = None
+    hold: ActionPlan | None = None
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    """What became of one chunk.
+
+    Attributes:
+        plan: the plan to command now, or None when the chunk is not used.
+        discarded: why the chunk is not used; empty when it is.
+        latency: seconds from the observation stamp to the chunk's arrival.
+        dropped_steps: rows already in the past on arrival.
+        blend_window: seconds of hand-over from the previous plan.
+        verdict: the safety verdict, None where the chunk did not get that far.
+
+    """
+
+    plan: ActionPlan | None
+    discarded: str
+    latency: float
+    dropped_steps: int = 0
+    blend_window: float = 0.0
+    verdict: SafetyVerdict | None = None
+
+
+@dataclass
+class LoopCounters:
+    """Counters reported on diagnostics."""
+
+    queries: int = 0
+    chunks_applied: int = 0
+    chunks_late: int = 0
+    chunks_discarded: int = 0
+    chunks_refused: int = 0
+    policy_errors: int = 0
+    steps_dropped: int = 0
+    limit_clamps: int = 0
+    delta_clamps: int = 0
+    holds: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)
+
+
+class ControlLoop:
+    """Decides queries, merges chunks into the executing plan, and holds on bad input."""
+
+    def __init__(
+        self,
+        cache: ObservationCache,
+        config: LoopConfig,
+        prompt: str = '',
+        session_id: str = 'default',
+    ) -> None:
+        self.cache = cache
+        self.config = config
+        self.prompt = prompt
+        self.session_id = session_id
+        self.plan: ActionPlan | None = None
+        self.holding: str = ''
+        self.last_refusal: Refusal | None = None
+        self.last_error: str = ''
+        self.latency = LatencyStats()
+        self.inference = LatencyStats()
+        self.counters = LoopCounters()
+        self._generation = 0
+        self._in_flight: Query | None = None
+        self._last_query_at: float | None = None
+        self._query_ids = itertools.count()
+
+    @property
+    def in_flight(self) -> bool:
+        """True while a query awaits its chunk."""
+        return self._in_flight is not None
+
+    def poll(self, now: float) -> PollResult:
+        """Check the input at ``now``; hold if it went bad, else maybe start a query."""
+        refusal = self.cache.check(now)
+        if refusal is not None:
+            self.last_refusal = refusal
+            if not self.in_flight:
+                reason = refusal.reason.value
+                self.counters.refusals[reason] = self.counters.refusals.get(reason, 0) + 1
+            return PollResult(refusal=refusal, hold=self._start_hold(now, str(refusal)))
+        self.last_refusal = None
+        if self.in_flight:
+            return PollResult()
+        if (
+            self._last_query_at is not None
+            and now - self._last_query_at < self.config.min_replan_period
+        ):
+            return PollResult()
+        observation = self.cache.build(now, self.prompt, self.session_id)
+        if isinstance(observation, Refusal):  # cannot happen right after check(); be safe
+            return PollResult(refusal=observation)
+        query = Query(observation, self._generation, next(self._query_ids), now)
+        self._in_flight = query
+        self._last_query_at = now
+        self.counters.queries += 1
+        return PollResult(query=query)
+
+    def on_chunk(self, query: Query, chunk: ActionChunk, now: float) -> ChunkOutcome:
+        """Merge the policy's answer to ``query`` into the plan, or say why it is not used."""
+        self._finish(query)
+        stamp = query.observation.stamp
+        latency = now - stamp
+        self.latency.record(latency, now)
+        self.inference.record(now - query.sent_at, now)
+        discarded = self._discard_reason(query, chunk)
+        if discarded:
+            self.counters.chunks_discarded += 1
+            return ChunkOutcome(None, discarded, latency)
+        merged = merge_chunk(
+            self.plan, chunk.actions, stamp, chunk.step_duration, now, self.config.blend
+        )
+        if merged is None:
+            self.counters.chunks_late += 1
+            self.counters.steps_dropped += chunk.horizon
+            return ChunkOutcome(
+                None,
+                f'late: all {chunk.horizon} steps were in the past ({latency:.3f} s after the '
+                'observation)',
+                latency,
+                dropped_steps=chunk.horizon,
+            )
+        self.counters.steps_dropped += merged.dropped_steps
+        previous = (
+            self.plan.position_at(merged.times[0] - chunk.step_duration)
+            if self.plan is not None
+            else query.measured_command
+        )
+        verdict = apply_limits(merged.rows, previous, self.config.limits)
+        self.counters.limit_clamps += verdict.limit_clamps
+        self.counters.delta_clamps += verdict.delta_clamps
+        if verdict.refused:
+            self.counters.chunks_refused += 1
+            self.last_error = f'safety refused chunk: {verdict.reason}'
+            hold = self._start_hold(now, self.last_error)
+            return ChunkOutcome(
+                hold,
+                self.last_error,
+                latency,
+                merged.dropped_steps,
+                merged.blend_window,
+                verdict,
+            )
+        self.plan = ActionPlan(merged.times, verdict.rows)
+        self.holding = ''
+        self.counters.chunks_applied += 1
+        return ChunkOutcome(
+            self.plan, '', latency, merged.dropped_steps, merged.blend_window, verdict
+        )
+
+    def on_error(self, query: Query, error: BaseException, now: float) -> ActionPlan | None:
+        """Record a failed query; returns a hold plan to publish (or None)."""
+        self._finish(query)
+        self.counters.policy_errors += 1
+        self.last_error = f'policy error: {type(error).__name__}: {error}'
+        return self._start_hold(now, self.last_error)
+
+    def hold(self, now: float, reason: str) -> ActionPlan | None:
+        """Hold the current command from ``now`` (deactivate, disable, reset); the hold plan."""
+        return self._start_hold(now, reason)
+
+    def reset(self, now: float, session_id: str | None = None) -> ActionPlan | None:
+        """Start a new session: answers to earlier queries are discarded; holds; the hold plan."""
+        self._generation += 1
+        if session_id is not None:
+            self.session_id = session_id
+        return self._start_hold(now, 'session reset')
+
+    def set_prompt(self, prompt: str, now: float) -> ActionPlan | None:
+        """Change the task; answers for the old prompt are discarded; holds; the hold plan."""
+        if prompt == self.prompt:
+            return None
+        self.prompt = prompt
+        self._generation += 1
+        return self._start_hold(now, 'prompt changed')
+
+    def forget_plan(self) -> None:
+        """Drop the plan (e.g. on enable): the next chunk starts from the measured joints."""
+        self.plan = None
+        self.holding = ''
+
+    def command_at(self, now: float) -> np.ndarray | None:
+        """The command in force at ``now`` (policy units), or None before any plan."""
+        return None if self.plan is None else self.plan.position_at(now)
+
+    def _finish(self, query: Query) -> None:
+        if self._in_flight is not None and self._in_flight.query_id == query.query_id:
+            self._in_flight = None
+
+    def _discard_reason(self, query: Query, chunk: ActionChunk) -> str:
+        if query.generation != self._generation:
+            return 'session reset or prompt changed while inferring'
+        if self.holding and self.last_refusal is not None:
+            return f'input went bad while inferring ({self.holding})'
+        actions = np.asarray(chunk.actions)
+        if actions.ndim != 2 or actions.shape[1] != DROID_ACTION_DIM or actions.shape[0] < 1:
+            return f'expected (H, {DROID_ACTION_DIM}) actions, got {actions.shape}'
+        if chunk.step_duration <= 0:
+            return f'step_duration must be > 0, got {chunk.step_duration}'
+        return ''
+
+    def _start_hold(self, now: float, reason: str) -> ActionPlan | None:
+        """Replace a motion plan by a hold at its current command; None if already holding."""
+        if self.holding:
+            return None
+        self.holding = reason
+        if self.plan is None:
+            return None
+        self.counters.holds += 1
+        self.plan = ActionPlan.hold(self.plan.position_at(now), now)
+        return self.plan

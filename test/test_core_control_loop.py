@@ -1,0 +1,184 @@
+"""Unit tests of the node's ROS-free decision logic: queries, merging, holds, resets."""
+
+import numpy as np
+import pytest
+
+from dreamzero_ros.core.chunk_scheduler import BlendConfig
+from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
+from dreamzero_ros.core.latency_stats import LatencyStats
+from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+from dreamzero_ros.core.safety import SafetyLimits
+from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+
+ARM = tuple(f'j{i}' for i in range(7))
+DT = 1 / 15
+
+
+def make_loop(delta_mode='clamp', max_delta=0.5, min_replan_period=0.0):
+    cache = ObservationCache(CacheConfig(ARM, 'g', max_age=0.5, max_skew=0.2))
+    limits = SafetyLimits(
+        lower=np.full(8, -3.0),
+        upper=np.full(8, 3.0),
+        max_step_delta=np.full(8, max_delta),
+        delta_mode=delta_mode,
+    )
+    loop = ControlLoop(
+        cache, LoopConfig(limits, BlendConfig(2, 12), min_replan_period), prompt='pick'
+    )
+    return loop, cache
+
+
+def feed(cache, stamp, joints=0.0):
+    for camera in DROID_CAMERAS:
+        cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), stamp)
+    cache.add_joint_state([*ARM, 'g'], [joints] * 7 + [0.5], stamp)
+
+
+def chunk_for(query, value=0.1, horizon=24):
+    actions = np.full((horizon, 8), value, dtype=np.float32)
+    actions[:, 7] = 0.5  # the gripper stays where feed() puts it
+    return ActionChunk(actions, stamp=query.observation.stamp, step_duration=DT)
+
+
+def test_one_query_in_flight_then_plan():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    first = loop.poll(1.0)
+    assert first.query is not None and first.query.observation.prompt == 'pick'
+    assert loop.poll(1.05).query is None  # one in flight
+    outcome = loop.on_chunk(first.query, chunk_for(first.query), now=1.3)
+    assert outcome.discarded == '' and outcome.dropped_steps == 5
+    assert outcome.plan.times[0] == pytest.approx(1.0 + 5 * DT)
+    np.testing.assert_allclose(loop.command_at(2.0)[:7], 0.1)
+    assert loop.latency.last == pytest.approx(0.3)
+    feed(cache, 1.3)
+    assert loop.poll(1.31).query is not None
+
+
+def test_min_replan_period_spaces_queries():
+    loop, cache = make_loop(min_replan_period=0.5)
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query), 1.1)
+    feed(cache, 1.2)
+    assert loop.poll(1.2).query is None
+    assert loop.poll(1.5).query is not None
+
+
+def test_stale_input_holds_once_and_discards_the_answer():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    query = loop.poll(1.1).query
+    result = loop.poll(1.7)  # inputs 0.7 s old
+    assert result.refusal.reason.value == 'stale'
+    held = loop.command_at(1.7)
+    np.testing.assert_allclose(result.hold.rows, [held])
+    assert loop.poll(1.8).hold is None  # already holding
+    outcome = loop.on_chunk(query, chunk_for(query, 0.9), 1.9)
+    assert outcome.plan is None and 'input went bad' in outcome.discarded
+    np.testing.assert_allclose(loop.command_at(5.0), held)
+    assert loop.counters.holds == 1
+
+
+def test_holding_ends_with_the_next_good_chunk():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop.poll(2.0)
+    assert loop.holding
+    feed(cache, 2.1)
+    query = loop.poll(2.1).query
+    outcome = loop.on_chunk(query, chunk_for(query, 0.3), 2.2)
+    assert outcome.plan is not None and loop.holding == ''
+
+
+def test_reset_discards_answers_to_earlier_queries():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.reset(1.05, session_id='episode-2')
+    outcome = loop.on_chunk(query, chunk_for(query), 1.1)
+    assert outcome.plan is None and 'reset' in outcome.discarded
+    feed(cache, 1.1)
+    assert loop.poll(1.1).query.observation.session_id == 'episode-2'
+
+
+def test_prompt_change_discards_and_new_queries_carry_the_prompt():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    assert loop.set_prompt('pick', 1.0) is None  # unchanged prompt: nothing happens
+    loop.set_prompt('place', 1.02)
+    assert loop.on_chunk(query, chunk_for(query), 1.1).plan is None
+    feed(cache, 1.1)
+    assert loop.poll(1.1).query.observation.prompt == 'place'
+
+
+def test_late_chunk_is_counted_and_not_used():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    outcome = loop.on_chunk(query, chunk_for(query, horizon=3), 1.5)
+    assert outcome.plan is None and outcome.discarded.startswith('late')
+    assert loop.counters.chunks_late == 1 and loop.counters.steps_dropped == 3
+
+
+def test_first_chunk_is_rate_limited_from_the_measured_joints():
+    loop, cache = make_loop(max_delta=0.05)
+    feed(cache, 1.0, joints=0.0)
+    query = loop.poll(1.0).query
+    outcome = loop.on_chunk(query, chunk_for(query, 1.0), 1.0)
+    np.testing.assert_allclose(outcome.plan.rows[:3, 0], [0.05, 0.10, 0.15])
+    assert outcome.verdict.delta_clamps > 0
+
+
+def test_safety_refusal_holds():
+    loop, cache = make_loop(delta_mode='refuse', max_delta=0.05)
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    outcome = loop.on_chunk(query, chunk_for(query, 0.01), 1.0)
+    assert outcome.plan is not None
+    feed(cache, 1.1)
+    query = loop.poll(1.1).query
+    outcome = loop.on_chunk(query, chunk_for(query, 2.0), 1.2)
+    assert 'safety refused' in outcome.discarded and loop.counters.chunks_refused == 1
+    np.testing.assert_allclose(outcome.plan.rows[0], loop.command_at(1.2))
+
+
+def test_malformed_chunk_is_discarded():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    bad = ActionChunk(np.zeros((24, 7), np.float32), stamp=1.0)
+    assert 'expected (H, 8)' in loop.on_chunk(query, bad, 1.1).discarded
+
+
+def test_policy_error_is_recorded_and_frees_the_slot():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_error(query, RuntimeError('boom'), 1.1)
+    assert 'boom' in loop.last_error and not loop.in_flight
+
+
+def test_forget_plan_restarts_from_measurement():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query), 1.0)
+    loop.forget_plan()
+    assert loop.command_at(1.5) is None
+
+
+def test_latency_stats_percentiles_and_rate():
+    stats = LatencyStats(window=4)
+    assert np.isnan(stats.p50) and stats.rate(1.0) == 0.0
+    for i, latency in enumerate([0.1, 0.2, 0.3, 0.4, 0.5]):
+        stats.record(latency, now=float(i))
+    assert stats.p50 == pytest.approx(0.35) and stats.count == 5
+    assert stats.p95 == pytest.approx(0.485)
+    assert stats.rate(4.0) == pytest.approx(1.0)
+    assert stats.rate(7.0) == pytest.approx(0.5)
