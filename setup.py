@@ -30,6 +30,8 @@ setup(
     entry_points={
         'console_scripts': [
             'dreamzero-openpi-server = dreamzero_ros.openpi.cli:main',
+            'dreamzero-replay = dreamzero_ros.replay.cli:replay_main',
+            'dreamzero-make-bag = dreamzero_ros.replay.cli:make_bag_main',
         ],
     },
 )
