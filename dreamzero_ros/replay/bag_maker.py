@@ -15,7 +15,12 @@ from dreamzero_ros.replay.messages import (
     joint_state_msg,
     to_ns,
 )
-from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, ReplayTopics
+from dreamzero_ros.replay.topics import (
+    COMPRESSED_IMAGE_TYPE,
+    IMAGE_TYPE,
+    JOINT_STATE_TYPE,
+    ReplayTopics,
+)
 
 IMAGE_FORMATS = ('rgb8', 'jpeg')
 FRAME_SOURCES = ('auto', 'droid', 'synthetic')
@@ -27,7 +32,8 @@ class BagSpec:
 
     Attributes:
         storage: ``mcap`` or ``sqlite3``.
-        image_format: ``rgb8`` (sensor_msgs/Image) or ``jpeg`` (sensor_msgs/CompressedImage).
+        image_format: ``rgb8`` (sensor_msgs/Image on each camera topic) or ``jpeg``
+            (sensor_msgs/CompressedImage on ``<camera topic>/compressed``, as image_transport).
         num_frames: camera frames per camera; ``None`` takes every frame of the clips.
         source: ``droid`` (the real clips, error if absent), ``synthetic``, or ``auto``
             (the clips where present, else synthetic frames).
@@ -84,12 +90,14 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
     joint_times = np.arange(0.0, duration, 1.0 / spec.joint_rate_hz)
     states = np.concatenate(droid_clips.demo_joint_trajectory(joint_times), axis=1)
     names = topics.joint_names
-    image_type = IMAGE_TYPES[0] if spec.image_format == 'rgb8' else IMAGE_TYPES[1]
+    compressed = spec.image_format == 'jpeg'
+    image_type = COMPRESSED_IMAGE_TYPE if compressed else IMAGE_TYPE
+    image_topics = {camera: topics.image_topic(camera, compressed) for camera in topics.cameras}
 
     records: list[tuple[int, str, object]] = []
     for index in range(num_frames):
         stamp = to_ns(spec.start_s + index / droid_clips.CLIP_FPS)
-        for camera, topic in topics.cameras.items():
+        for camera, topic in image_topics.items():
             rgb = frames[camera][index]
             message = (
                 image_msg(rgb, stamp, camera)
@@ -109,7 +117,7 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
     records.sort(key=lambda record: record[0])
 
     with BagWriter(path, spec.storage) as writer:
-        for topic in topics.cameras.values():
+        for topic in image_topics.values():
             writer.add_topic(topic, image_type)
         writer.add_topic(topics.joint_states, JOINT_STATE_TYPE)
         if topics.command is not None:

@@ -4,78 +4,54 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import fields
 import json
 from pathlib import Path
 import sys
 
-from dreamzero_ros.core.observation_cache import CacheConfig
-from dreamzero_ros.policy_types import DROID_CAMERAS, Policy
+from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES, BagError
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
+from dreamzero_ros.replay.settings import node_settings, parse_override
 from dreamzero_ros.replay.topics import ReplayTopics
 
 DEFAULT_PROMPT = 'pick up the object and put it in the bowl'
 
 
-def _floats(text: str) -> tuple[float, ...]:
+def _override(text: str) -> tuple[str, object]:
     try:
-        return tuple(float(part) for part in text.split(','))
+        return parse_override(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f'expected comma-separated numbers: {text!r}') from error
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(',') if part.strip())
-
-
-def _camera_topic(text: str) -> tuple[str, str]:
-    camera, sep, topic = text.partition('=')
-    if not sep or camera not in DROID_CAMERAS or not topic:
-        raise argparse.ArgumentTypeError(
-            f'expected CAMERA=TOPIC with CAMERA one of {", ".join(DROID_CAMERAS)}: {text!r}'
-        )
-    return camera, topic
-
-
-def add_topic_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options naming the bag's topics and joints (defaults: the node's)."""
-    defaults = ReplayTopics()
-    group = parser.add_argument_group('topics and joints')
+def add_node_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options giving the node's parameters (topics, joints, pairing thresholds)."""
+    group = parser.add_argument_group(
+        'node parameters',
+        'topics, joint names and observation pairing as the policy node reads them '
+        '(default: the node defaults; topics resolve in the root namespace)',
+    )
+    group.add_argument('--params', type=Path, default=None, help='node parameter YAML file')
     group.add_argument(
-        '--camera-topic',
-        type=_camera_topic,
+        '--param',
+        type=_override,
         action='append',
         default=[],
-        metavar='CAMERA=TOPIC',
-        help='image topic of a camera (repeatable); default /<camera name>',
+        metavar='NAME=VALUE',
+        help='override one node parameter, VALUE in YAML (repeatable), e.g. max_age=1.0',
     )
-    group.add_argument('--joint-states', default=defaults.joint_states, help='JointState topic')
     group.add_argument(
         '--command-topic',
         default=None,
         help='JointState or JointTrajectory topic of the executed commands (replay: the '
         'reference instead of the joint states; make-bag: also write it)',
     )
-    group.add_argument(
-        '--arm-joints',
-        type=_names,
-        default=defaults.arm_joints,
-        help='comma-separated 7 arm joint names (default panda_joint1..7)',
-    )
-    group.add_argument('--gripper-joint', default=defaults.gripper_joint, help='gripper joint name')
 
 
-def topics_from_args(args: argparse.Namespace) -> ReplayTopics:
-    """The :class:`ReplayTopics` the topic options describe."""
-    cameras = ReplayTopics().cameras | dict(args.camera_topic)
-    return ReplayTopics(
-        cameras=cameras,
-        joint_states=args.joint_states,
-        command=args.command_topic,
-        arm_joints=tuple(args.arm_joints),
-        gripper_joint=args.gripper_joint,
-    )
+def settings_from_args(args: argparse.Namespace) -> NodeSettings:
+    """Node settings from ``--params`` and ``--param``."""
+    return node_settings(args.params, dict(args.param))
 
 
 def build_replay_parser() -> argparse.ArgumentParser:
@@ -95,7 +71,11 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--out', type=Path, default=None, help='output folder (default replay_<bag>)'
     )
-    parser.add_argument('--prompt', default=DEFAULT_PROMPT, help='task instruction')
+    parser.add_argument(
+        '--prompt',
+        default=None,
+        help='task instruction (default: the prompt parameter or a demo one)',
+    )
     parser.add_argument(
         '--query-period', type=float, default=8 / 15, help='seconds of bag time between queries'
     )
@@ -104,23 +84,13 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-chunks', type=int, default=None, help='stop after N chunks')
     parser.add_argument('--video', action='store_true', help='write predicted-vs-real video')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
-    add_topic_arguments(parser)
-    cache = parser.add_argument_group('observation pairing (the node parameters)')
-    defaults = {field.name: field.default for field in fields(CacheConfig)}
-    cache.add_argument('--max-age', type=float, default=defaults['max_age'], help='seconds')
-    cache.add_argument('--max-skew', type=float, default=defaults['max_skew'], help='seconds')
-    cache.add_argument(
-        '--gripper-range',
-        type=_floats,
-        default=defaults['gripper_range'],
-        help='joint values mapped to gripper 0,1 (default 0,1)',
+    parser.add_argument(
+        '--image-transport',
+        choices=('auto', 'raw', 'compressed'),
+        default='auto',
+        help='camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
     )
-    cache.add_argument(
-        '--clip-offsets',
-        type=_floats,
-        default=defaults['clip_offsets'],
-        help='frame offsets, seconds, ending at 0 (default 0: one frame per camera)',
-    )
+    add_node_arguments(parser)
     return parser
 
 
@@ -145,26 +115,18 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     parser = build_replay_parser()
     args = parser.parse_args(argv)
     try:
-        topics = topics_from_args(args)
-        cache = CacheConfig(
-            arm_joints=topics.arm_joints,
-            gripper_joint=topics.gripper_joint,
-            cameras=tuple(topics.cameras),
-            max_age=args.max_age,
-            max_skew=args.max_skew,
-            gripper_range=tuple(args.gripper_range),
-            clip_offsets=tuple(args.clip_offsets),
-        )
+        settings = settings_from_args(args)
+        topics = ReplayTopics.from_settings(settings, args.command_topic, args.image_transport)
         config = EvaluationConfig(
             topics=topics,
-            cache=cache,
-            prompt=args.prompt,
+            cache=settings.cache,
+            prompt=args.prompt or settings['prompt'] or DEFAULT_PROMPT,
             query_period_s=args.query_period,
             start_offset_s=args.start,
             duration_s=args.duration,
             max_chunks=args.max_chunks,
         )
-    except ValueError as error:
+    except (ValueError, OSError) as error:
         parser.error(str(error))
     out = args.out or Path(f'replay_{args.bag.resolve().name}')
     policy = load_policy(args)
@@ -222,7 +184,7 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--source', choices=FRAME_SOURCES, default='auto')
     parser.add_argument('--joint-rate', type=float, default=50.0, help='JointState rate, Hz')
-    add_topic_arguments(parser)
+    add_node_arguments(parser)
     return parser
 
 
@@ -231,16 +193,17 @@ def make_bag_main(argv: Sequence[str] | None = None) -> int:
     parser = build_make_bag_parser()
     args = parser.parse_args(argv)
     try:
+        topics = ReplayTopics.from_settings(settings_from_args(args), args.command_topic)
         spec = BagSpec(
             storage=args.storage,
             image_format=args.image_format,
             num_frames=args.frames,
             source=args.source,
             joint_rate_hz=args.joint_rate,
-            topics=topics_from_args(args),
+            topics=topics,
         )
         summary = make_bag(args.out, spec)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))

@@ -153,12 +153,12 @@ def evaluate_bag(
     """
     topics = config.topics
     with BagReader(path) as reader:
-        check_topics(reader, topics)
+        cameras = check_topics(reader, topics)
         reference_topic = topics.command or topics.joint_states
         reference = read_trajectory(
             reader, reference_topic, tuple(topics.joint_names), config.cache.gripper_range
         )
-        sources = [*topics.cameras.values(), topics.joint_states]
+        sources = [*cameras.values(), topics.joint_states]
         start = max(reader.first_log_ns(topic) for topic in sources) / NS_PER_S
         start += config.start_offset_s
         stop = (reader.end_ns - 1) / NS_PER_S

@@ -33,11 +33,33 @@ def query_times(start_s: float, stop_s: float, period_s: float) -> list[float]:
     return [start_s + index * period_s for index in range(count)]
 
 
-def check_topics(reader: BagReader, topics: ReplayTopics) -> None:
-    """Raise :class:`BagError` unless every camera and the joint-state topic are usable."""
-    for camera, topic in topics.cameras.items():
+def camera_topics(reader: BagReader, topics: ReplayTopics) -> dict[str, str]:
+    """Camera -> the bag topic its images are on, following ``topics.image_transport``.
+
+    Raises:
+        BagError: a camera's topic is absent, empty or not an image type.
+
+    """
+    resolved = {}
+    for camera in topics.cameras:
+        raw, compressed = topics.image_topic(camera, False), topics.image_topic(camera, True)
+        if topics.image_transport == 'raw':
+            candidates = [raw]
+        elif topics.image_transport == 'compressed':
+            candidates = [compressed]
+        else:
+            candidates = [raw, compressed]
+        topic = next((t for t in candidates if t in reader.topics), candidates[0])
         reader.require(topic, IMAGE_TYPES, f'camera {camera!r}')
+        resolved[camera] = topic
+    return resolved
+
+
+def check_topics(reader: BagReader, topics: ReplayTopics) -> dict[str, str]:
+    """Check every camera and the joint-state topic; return the camera topics."""
+    cameras = camera_topics(reader, topics)
     reader.require(topics.joint_states, (JOINT_STATE_TYPE,), 'joint state')
+    return cameras
 
 
 def observations(
@@ -49,9 +71,8 @@ def observations(
     session_id: str = 'default',
 ) -> Iterator[Query]:
     """Yield a :class:`Query` for each of ``times`` (seconds of log time, ascending)."""
-    check_topics(reader, topics)
     cache = ObservationCache(cache_config)
-    camera_of = {topic: camera for camera, topic in topics.cameras.items()}
+    camera_of = {topic: camera for camera, topic in check_topics(reader, topics).items()}
     pending = iter(times)
     next_time = next(pending, None)
     if next_time is None:

@@ -1,20 +1,31 @@
-"""Topic names and joint names that replay reads and writes, with the node's defaults."""
+"""Topic names and joint names that replay reads and writes, taken from the node's parameters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dreamzero_ros.core import node_config
+from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
-#: Franka arm joints in DROID order, then the gripper joint.
-FRANKA_ARM_JOINTS: tuple[str, ...] = tuple(f'panda_joint{i}' for i in range(1, 8))
-FRANKA_GRIPPER_JOINT = 'panda_gripper'
-
-IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+IMAGE_TYPE = 'sensor_msgs/msg/Image'
+COMPRESSED_IMAGE_TYPE = 'sensor_msgs/msg/CompressedImage'
+IMAGE_TYPES = (IMAGE_TYPE, COMPRESSED_IMAGE_TYPE)
 JOINT_STATE_TYPE = 'sensor_msgs/msg/JointState'
 TRAJECTORY_TYPE = 'trajectory_msgs/msg/JointTrajectory'
 #: Types a command topic may have: position commands as JointState or as trajectories.
 COMMAND_TYPES = (JOINT_STATE_TYPE, TRAJECTORY_TYPE)
+#: image_transport's topic suffix of compressed images.
+COMPRESSED_SUFFIX = '/compressed'
+
+_DEFAULTS = node_config.defaults()
+
+
+def absolute(name: str, namespace: str = '/') -> str:
+    """Resolve a relative topic name in ``namespace`` (``~`` names are the node's own)."""
+    if name.startswith('/'):
+        return name
+    return namespace.rstrip('/') + '/' + name
 
 
 @dataclass(frozen=True)
@@ -22,7 +33,9 @@ class ReplayTopics:
     """Where the observations and the robot's motion are in a bag.
 
     Attributes:
-        cameras: policy camera name -> image topic.
+        cameras: policy camera name -> base image topic (absolute).
+        image_transport: ``raw`` (sensor_msgs/Image on the base topic), ``compressed``
+            (CompressedImage on ``<base>/compressed``), or ``auto``: whichever the bag holds.
         joint_states: sensor_msgs/JointState topic of the measured joints.
         command: optional topic of the commands the robot executed (JointState or
             JointTrajectory); the reference for evaluation where given.
@@ -32,14 +45,36 @@ class ReplayTopics:
     """
 
     cameras: dict[str, str] = field(
-        default_factory=lambda: {camera: f'/{camera}' for camera in DROID_CAMERAS}
+        default_factory=lambda: dict(
+            zip(DROID_CAMERAS, map(absolute, _DEFAULTS['camera_topics']), strict=True)
+        )
     )
-    joint_states: str = '/joint_states'
+    image_transport: str = 'auto'
+    joint_states: str = absolute(_DEFAULTS['joint_states_topic'])
     command: str | None = None
-    arm_joints: tuple[str, ...] = FRANKA_ARM_JOINTS
-    gripper_joint: str = FRANKA_GRIPPER_JOINT
+    arm_joints: tuple[str, ...] = tuple(_DEFAULTS['arm_joint_names'])
+    gripper_joint: str = _DEFAULTS['gripper_joint_name']
+
+    @classmethod
+    def from_settings(
+        cls, settings: NodeSettings, command: str | None = None, transport: str | None = None
+    ) -> ReplayTopics:
+        """The topics of a node configured with ``settings`` (in the root namespace)."""
+        return cls(
+            cameras={camera: absolute(topic) for camera, topic in settings.camera_topics.items()},
+            image_transport=transport or settings['image_transport'],
+            joint_states=absolute(settings['joint_states_topic']),
+            command=absolute(command) if command else None,
+            arm_joints=tuple(settings.cache.arm_joints),
+            gripper_joint=settings.cache.gripper_joint,
+        )
 
     @property
     def joint_names(self) -> list[str]:
         """Arm joints then the gripper: the column order of actions and references."""
         return [*self.arm_joints, self.gripper_joint]
+
+    def image_topic(self, camera: str, compressed: bool) -> str:
+        """The topic a camera's raw or compressed images are on."""
+        base = self.cameras[camera]
+        return base + COMPRESSED_SUFFIX if compressed else base

@@ -20,6 +20,7 @@ from dreamzero_ros.core.observation_cache import stamp_seconds
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.evaluation import ChunkRecord
+from dreamzero_ros.replay.observations import camera_topics
 from dreamzero_ros.replay.topics import ReplayTopics
 
 
@@ -113,11 +114,11 @@ def _recorded_frames(
 
     Times after a camera's last frame, or before its first, get no entry.
     """
-    camera_of = {topic: camera for camera, topic in topics.cameras.items()}
     picked: dict[str, dict[float, object]] = {camera: {} for camera in topics.cameras}
     cursor = dict.fromkeys(topics.cameras, 0)
     previous: dict[str, object] = {}
     with BagReader(bag) as reader:
+        camera_of = {topic: camera for camera, topic in camera_topics(reader, topics).items()}
         for topic, _, message in reader.messages(list(camera_of)):
             camera = camera_of[topic]
             stamp = stamp_seconds(message.header.stamp)

@@ -1,0 +1,40 @@
+"""The node's parameters as replay uses them: parameter file, overrides, node defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dreamzero_ros.core import node_config
+from dreamzero_ros.core.node_config import NodeSettings
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` (VALUE in YAML, as ``ros2 run ... -p`` reads it) -> ``(name, value)``."""
+    name, sep, value = text.partition('=')
+    if not sep or not name:
+        raise ValueError(f'expected NAME=VALUE, got {text!r}')
+    return name.strip(), yaml.safe_load(value)
+
+
+def node_settings(
+    params_file: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> NodeSettings:
+    """Settings of a node started with ``params_file`` and ``overrides`` (node defaults else).
+
+    The node's ``engine.*`` parameters are not used by replay, which brings its own policy.
+
+    Raises:
+        ValueError: unknown parameter names or invalid values, naming them.
+
+    """
+    values = node_config.read_params_file(params_file) if params_file else {}
+    values.update(overrides or {})
+    unknown = node_config.unknown_parameters(values)
+    if unknown:
+        raise ValueError(f'unknown node parameters {unknown}')
+    values['engine.backend'] = 'remote'  # no checkpoint check: replay loads its own policy
+    return node_config.build_settings(values)
