@@ -1,0 +1,45 @@
+"""Attention kernels of the DiT: one place that calls torch's scaled-dot-product attention.
+
+Tensors are kept in the ``(batch, tokens, heads, head_dim)`` layout that the linear projections
+produce and that flash attention consumes natively; :func:`sdpa` hands torch transposed views
+(no copies), so the flash / cuDNN / memory-efficient kernels are used on the GPU and the math
+kernel on the CPU.
+
+Self-attention of a DiT call goes through a :class:`SelfAttentionBackend`: the K/V cache
+(:class:`dreamzero_ros.engine.kv_cache.KVCache`) is the one used at inference; tests plug in a
+masked full-sequence backend to check the cache against the block-causal reference.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+__all__ = ['SelfAttentionBackend', 'sdpa']
+
+
+def sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Attention of ``q (B, Lq, H, D)`` over ``k, v (B, Lk, H, D)``; returns ``(B, Lq, H, D)``.
+
+    ``mask`` (optional, boolean, broadcastable to ``(B, H, Lq, Lk)``) marks allowed pairs.
+    The softmax scale is ``D ** -0.5``.
+    """
+    out = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
+    )
+    return out.transpose(1, 2)
+
+
+class SelfAttentionBackend(Protocol):
+    """How a DiT layer's self-attention sees keys and values beyond the tokens of the call."""
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Attention output ``(B, L, H, D)`` for the call's rotated ``q, k`` and ``v``."""
+        ...
