@@ -33,6 +33,9 @@ from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Policy, Po
 logger = logging.getLogger(__name__)
 
 REPLY_FORMATS = ('auto', 'dict', 'array')
+#: Connection numbers, unique in the process, so that servers sharing one policy never share a
+#: session key.
+_CONNECTION_NUMBERS = itertools.count(1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +135,6 @@ class OpenPIServer:
         self._cameras = observation_keys.required_cameras(self._metadata)
         resolution = self._metadata['image_resolution']
         self._image_size = None if resolution is None else (int(resolution[0]), int(resolution[1]))
-        self._numbers = itertools.count(1)
         self._open = 0
         self._executor: ThreadPoolExecutor | None = None
         self._stop_future: asyncio.Future | None = None
@@ -218,7 +220,7 @@ class OpenPIServer:
         return None
 
     async def _handle(self, websocket: ServerConnection) -> None:
-        state = _Connection(next(self._numbers))
+        state = _Connection(next(_CONNECTION_NUMBERS))
         self._open += 1
         logger.info('connection %d from %s opened', state.number, websocket.remote_address)
         try:
