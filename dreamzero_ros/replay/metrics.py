@@ -74,7 +74,7 @@ def horizon_errors(
         'arm': {
             'mae': _scalar(_nanmean(absolute[:, :, arm])),
             'rmse': _scalar(np.sqrt(_nanmean(squared[:, :, arm]))),
-            'max_abs': _scalar(np.nanmax(absolute[:, :, arm])) if error.size else None,
+            'max_abs': _scalar(np.nanmax(absolute[:, :, arm], initial=-np.inf)),
         },
         'gripper': {
             'mae': _scalar(_nanmean(absolute[:, :, -1])),

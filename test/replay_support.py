@@ -1,0 +1,59 @@
+"""Helpers of the replay tests: small demo bags and a policy with known outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dreamzero_ros import droid_clips
+from dreamzero_ros.policy_types import ActionChunk, Observation
+from dreamzero_ros.replay.bag_maker import BagSpec, make_bag
+from dreamzero_ros.replay.topics import ReplayTopics
+
+STEP = 1.0 / 15.0
+
+
+def demo_bag(folder: Path, name: str = 'bag', **spec: object) -> Path:
+    """A small bag of synthetic frames (6 frames per camera unless told) written into folder."""
+    spec = {'num_frames': 6, 'source': 'synthetic', **spec}
+    path = folder / name
+    make_bag(path, BagSpec(**spec))
+    return path
+
+
+def demo_state(times: np.ndarray) -> np.ndarray:
+    """The bag maker's joints and gripper at ``times``, ``(N, 8)``."""
+    return np.concatenate(droid_clips.demo_joint_trajectory(np.asarray(times)), axis=1)
+
+
+class ScriptedPolicy:
+    """Answers with the bag's own trajectory at the chunk's step times plus a fixed offset.
+
+    ``offset`` is ``(H, 8)``; ``lead_s`` shifts the trajectory (the command topic leads the
+    state). Every observation received is kept.
+    """
+
+    def __init__(self, offset: np.ndarray, lead_s: float = 0.0, start_s: float = 0.0) -> None:
+        self.offset = np.asarray(offset, dtype=np.float64)
+        self.lead_s = lead_s
+        self.start_s = start_s
+        self.observations: list[Observation] = []
+        self.resets: list[str] = []
+
+    metadata = {'action_horizon': 0}
+
+    def reset(self, session_id: str = 'default') -> None:
+        self.resets.append(session_id)
+
+    def infer(self, observation: Observation) -> ActionChunk:
+        self.observations.append(observation)
+        steps = np.arange(self.offset.shape[0]) * STEP
+        times = observation.stamp - self.start_s + steps + self.lead_s
+        actions = demo_state(times) + self.offset
+        return ActionChunk(
+            actions.astype(np.float64), observation.stamp, STEP, len(self.observations)
+        )
+
+
+__all__ = ['BagSpec', 'ReplayTopics', 'ScriptedPolicy', 'demo_bag', 'demo_state']
