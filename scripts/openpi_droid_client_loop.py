@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> dict:
     session_id = args.session_id or str(uuid.uuid4())
     joints, gripper = FRANKA_HOME.copy(), np.zeros(1)
     chunk, executed = None, 0
-    latencies, horizons, overruns = [], [], 0
+    latencies, horizons, chunk_ids, overruns = [], [], [], 0
     period = 1.0 / args.hz
     start = next_tick = time.monotonic()
     for step in range(args.steps):
@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> dict:
             request['prompt'] = args.prompt
             request['session_id'] = session_id
             sent = time.monotonic()
-            chunk = client.infer(request)['actions']
+            reply = client.infer(request)
+            chunk = reply['actions']
+            chunk_ids.append(int(reply.get('chunk_id', -1)))
             latencies.append((time.monotonic() - sent) * 1000.0)
             horizons.append(int(chunk.shape[0]))
             if chunk.ndim != 2 or chunk.shape[1] != 8 or chunk.shape[0] < args.open_loop_horizon:
@@ -93,6 +95,7 @@ def run(args: argparse.Namespace) -> dict:
         'steps': args.steps,
         'queries': len(latencies),
         'horizons': horizons,
+        'chunk_ids': chunk_ids,
         'latency_ms': latencies,
         'control_overruns': overruns,
         'elapsed_s': time.monotonic() - start,

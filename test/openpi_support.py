@@ -40,3 +40,11 @@ def run_openpi(args: list[str], timeout: float = 120.0) -> dict:
     )
     assert result.returncode == 0, f'{args[0]} failed:\n{result.stdout}\n{result.stderr}'
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def droid_frames(num_frames: int) -> dict:
+    """``camera -> (T, 180, 320, 3)`` uint8: the real DROID clips where present, else synthetic."""
+    from dreamzero_ros.droid_clips import demo_clips
+
+    clips, _ = demo_clips(num_frames)
+    return clips

@@ -9,6 +9,7 @@ fails the call in hand with :class:`PolicyError` and is re-opened by the next ca
 from __future__ import annotations
 
 from collections.abc import Mapping
+import inspect
 import threading
 import time
 from typing import Any
@@ -30,6 +31,8 @@ from dreamzero_ros.policy_types import (
 
 #: Largest reply accepted from a server, bytes.
 MAX_REPLY_BYTES = 16 * 2**20
+#: websockets >= 17.1 wants ``legacy=True`` for a connection held outside a ``with`` block.
+_DIRECT_CONNECTION = {'legacy': True} if 'legacy' in inspect.signature(connect).parameters else {}
 
 
 class RemoteOpenPIPolicy:
@@ -141,6 +144,7 @@ class RemoteOpenPIPolicy:
                 ping_interval=self._ping[0],
                 ping_timeout=self._ping[1],
                 max_size=MAX_REPLY_BYTES,
+                **_DIRECT_CONNECTION,
             )
         except (OSError, TimeoutError, InvalidHandshake) as error:
             raise PolicyError(f'cannot connect to OpenPI server {self._uri}: {error}') from error

@@ -1,0 +1,361 @@
+"""The OpenPI server driving the real tiny DreamZero engine, exercised by real clients.
+
+The reference openpi-client runs in its own venv (numpy<2) as a separate process; raw
+WebSocket clients cover what it cannot send (malformed frames, pings during inference).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+from pathlib import Path
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+from openpi_support import REPO, SCRIPTS, droid_frames, openpi_python, run_openpi
+import pytest
+import torch
+from websockets.exceptions import ConnectionClosedOK, InvalidStatus
+from websockets.sync.client import connect
+
+from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig, msgpack_numpy
+from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
+
+CHECK = str(SCRIPTS / 'openpi_client_check.py')
+LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
+CLIENT_CONFIG = {
+    'image_resolution': [180, 320],
+    'needs_wrist_camera': True,
+    'n_external_cameras': 2,
+    'needs_stereo_camera': False,
+    'needs_session_id': True,
+    'action_space': 'joint_position',
+}
+
+
+@pytest.fixture(scope='module')
+def engine(tmp_path_factory):
+    testing = pytest.importorskip('dreamzero_ros.engine.testing', reason='engine not landed yet')
+    from dreamzero_ros.engine import DreamZeroEngine
+
+    torch.set_num_threads(2)
+    folder = tmp_path_factory.mktemp('tiny-checkpoint')
+    testing.write_random_checkpoint(folder, preset='tiny')
+    return DreamZeroEngine.from_pretrained(folder, device='cpu')
+
+
+@pytest.fixture(scope='module')
+def server(engine):
+    handle = OpenPIServer(engine, ServerConfig(port=0, max_payload_bytes=4 * 2**20)).start()
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture(scope='module')
+def frames_npz(tmp_path_factory):
+    path = tmp_path_factory.mktemp('frames') / 'droid.npz'
+    np.savez(path, **droid_frames(24))
+    return str(path)
+
+
+class FailingPolicy:
+    """The engine, except that it fails (with a secret in the message) on one prompt."""
+
+    def __init__(self, policy):
+        self._policy = policy
+        self.metadata = policy.metadata
+
+    def infer(self, observation):
+        if observation.prompt == 'fail now':
+            raise RuntimeError('secret detail /home/user/model.py line 42')
+        return self._policy.infer(observation)
+
+    def reset(self, session_id='default'):
+        self._policy.reset(session_id)
+
+
+class SlowPolicy(FailingPolicy):
+    """The engine, slowed down by ``delay_s`` per inference; records resets."""
+
+    def __init__(self, policy, delay_s):
+        super().__init__(policy)
+        self._delay_s = delay_s
+        self.resets = []
+
+    def infer(self, observation):
+        time.sleep(self._delay_s)
+        return super().infer(observation)
+
+    def reset(self, session_id='default'):
+        self.resets.append(session_id)
+        super().reset(session_id)
+
+
+def _observation(frames, index, session_id='default', prompt='put the marker in the cup'):
+    return Observation(
+        images={camera: clip[index] for camera, clip in frames.items()},
+        joint_position=np.linspace(-0.4, 0.4, 7) + 0.01 * index,
+        gripper_position=np.array([0.3]),
+        prompt=prompt,
+        session_id=session_id,
+    )
+
+
+def _request(frames, index, session_id='raw'):
+    request = {f'observation/{camera}': clip[index] for camera, clip in frames.items()}
+    request['observation/joint_position'] = np.zeros(7)
+    request['observation/gripper_position'] = np.zeros(1)
+    request['prompt'] = 'wipe the table'
+    request['session_id'] = session_id
+    return request
+
+
+def _healthz(port):
+    connection = http.client.HTTPConnection('127.0.0.1', port, timeout=5)
+    connection.request('GET', '/healthz')
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def test_reference_client_protocol(server):
+    out = run_openpi([CHECK, '--port', str(server.port), 'protocol'])
+    assert out['metadata'] == CLIENT_CONFIG
+    first, second = out['infer']
+    for reply in (*out['infer'], out['after_reset'], out['after_error'], out['reconnect']):
+        assert reply['type'] == 'dict' and reply['dtype'] == '<f4' and reply['finite']
+        assert reply['shape'][1] == 8 and reply['shape'][0] >= 8
+    assert first['server_timing'] == ['infer_ms', 'queue_ms']
+    assert second['server_timing'] == ['infer_ms', 'prev_total_ms', 'queue_ms']
+    # Chunk counters: per session, restarted by reset, by a new connection, and for a
+    # connection's session-less requests.
+    assert [first['chunk_id'], second['chunk_id'], out['after_reset']['chunk_id']] == [0, 1, 0]
+    assert out['after_error']['chunk_id'] == 1
+    assert out['no_session']['chunk_id'] == 0
+    assert out['reconnect']['chunk_id'] == 0 and out['reconnect_metadata_equal']
+    assert out['reset']['keys'] == ['reset', 'session_id']
+    for error, needle in (
+        (out['missing_camera'], 'wrist_image_left'),
+        (out['nan_state'], 'finite'),
+    ):
+        assert error['raised'] == 'RuntimeError'
+        body = json.loads(error['message'].split('\n', 1)[1])
+        assert body['error'] == 'ObservationError' and needle in body['message']
+        assert 'Traceback' not in error['message']
+    assert out['roboarena'] == {'type': 'ndarray', 'shape': first['shape'], 'dtype': '<f4'}
+
+
+def test_reference_client_raises_on_oversized_payload(server):
+    out = run_openpi([CHECK, '--port', str(server.port), '--oversize-mb', '6', 'oversized'])
+    assert out['oversized']['raised'] == 'ConnectionClosedError'
+    assert '1009' in out['oversized']['message'] and out['oversized']['seconds'] < 10
+    assert out['fresh_connection']['finite']
+
+
+def test_reference_client_sees_internal_errors_without_traceback(engine):
+    handle = OpenPIServer(FailingPolicy(engine), ServerConfig(port=0)).start()
+    try:
+        out = run_openpi([CHECK, '--port', str(handle.port), 'internal-error'])
+    finally:
+        handle.stop()
+    failing = out['failing']
+    assert failing['raised'] == 'RuntimeError' and 'InternalError' in failing['message']
+    assert 'secret' not in failing['message'] and 'Traceback' not in failing['message']
+    assert out['next_call']['raised'] == 'ConnectionClosedError'
+    assert '1011' in out['next_call']['message']
+    assert out['fresh_connection']['finite']
+
+
+def test_api_key_is_required_when_set(engine):
+    handle = OpenPIServer(engine, ServerConfig(port=0, api_key='s3cret')).start()
+    try:
+        assert _healthz(handle.port) == (200, b'OK\n')
+        out = run_openpi([CHECK, '--port', str(handle.port), '--api-key', 's3cret', 'api-key'])
+    finally:
+        handle.stop()
+    for refused in (out['without_key'], out['wrong_key']):
+        assert refused['raised'] == 'InvalidStatus' and '401' in refused['message']
+    assert out['with_key']['finite']
+
+
+def test_malformed_requests_get_error_replies_and_the_connection_survives(server):
+    object_array = msgpack_numpy.msgpack.packb(
+        {'x': {b'__ndarray__': True, b'data': b'\0' * 8, b'dtype': '|O', b'shape': [1]}}
+    )
+    frames = droid_frames(1)
+    float_image = _request(frames, 0)
+    float_image['observation/wrist_image_left'] = np.zeros((180, 320, 3), np.float32)
+    cases = [
+        (b'\xc1\x00garbage', 'MalformedRequest', 'malformed msgpack'),
+        ('{"prompt": "text frame"}', 'MalformedRequest', 'text frame'),
+        (msgpack_numpy.packb([1, 2, 3]), 'MalformedRequest', 'must be a map'),
+        (object_array, 'MalformedRequest', 'unsupported dtype'),
+        (msgpack_numpy.packb({'endpoint': 'train'}), 'ObservationError', 'unknown endpoint'),
+        (msgpack_numpy.packb({'session_id': 'x' * 300}), 'ObservationError', 'session_id'),
+        (msgpack_numpy.packb(float_image), 'ObservationError', 'uint8'),
+    ]
+    with connect(server.url, compression=None, max_size=None) as ws:
+        assert msgpack_numpy.unpackb(ws.recv(timeout=10)) == CLIENT_CONFIG
+        for message, kind, needle in cases:
+            ws.send(message)
+            reply = ws.recv(timeout=30)
+            assert isinstance(reply, str), kind
+            body = json.loads(reply)
+            assert body['error'] == kind and needle in body['message'], body
+        ws.send(msgpack_numpy.packb(_request(frames, 0)))
+        reply = msgpack_numpy.unpackb(ws.recv(timeout=60))
+    assert reply['actions'].dtype == np.float32 and reply['chunk_id'] == 0
+
+
+def test_two_reference_clients_at_once_keep_their_sessions_apart(server, frames_npz):
+    args = [LOOP, '--port', str(server.port), '--steps', '24', '--frames', frames_npz]
+    args += ['--session-id', 'shared', '--image-size', '224x224']
+    env = {**os.environ, 'PYTHONPATH': ''}
+    processes = [
+        subprocess.Popen(
+            [openpi_python(), *args], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [json.loads(process.communicate(timeout=300)[0]) for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    for out in outputs:
+        # Same session id, but one session per connection: each counts its own chunks.
+        assert out['queries'] == 3 and out['chunk_ids'] == [0, 1, 2]
+    # Identical inputs on isolated sessions give identical actions.
+    assert outputs[0]['final_joint_position'] == outputs[1]['final_joint_position']
+
+
+def test_pings_health_and_new_clients_are_served_during_slow_inference(engine):
+    policy = SlowPolicy(engine, delay_s=3.0)
+    config = ServerConfig(port=0, ping_interval_s=0.5, ping_timeout_s=0.5)
+    handle = OpenPIServer(policy, config).start()
+    frames = droid_frames(1)
+    try:
+        with connect(handle.url, compression=None, max_size=None) as ws:
+            ws.recv(timeout=10)
+            start = time.monotonic()
+            ws.send(msgpack_numpy.packb(_request(frames, 0, session_id='slow')))
+            time.sleep(0.5)
+            pong = ws.ping()
+            assert pong.wait(timeout=1.0), 'ping not answered during inference'
+            assert _healthz(handle.port) == (200, b'OK\n')
+            with connect(handle.url, compression=None) as other:
+                assert msgpack_numpy.unpackb(other.recv(timeout=1.0)) == CLIENT_CONFIG
+            assert time.monotonic() - start < 2.5, 'served only after the inference'
+            reply = msgpack_numpy.unpackb(ws.recv(timeout=60))
+            assert time.monotonic() - start >= 3.0
+            assert reply['actions'].shape[1] == 8
+        deadline = time.monotonic() + 10
+        while not policy.resets and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(policy.resets) == 1 and policy.resets[0].endswith('/slow')
+    finally:
+        handle.stop()
+
+
+def test_idle_connections_are_closed_and_connections_are_capped(engine):
+    config = ServerConfig(port=0, idle_timeout_s=0.5, max_connections=1)
+    handle = OpenPIServer(engine, config).start()
+    try:
+        with connect(handle.url, compression=None) as ws:
+            ws.recv(timeout=10)
+            with pytest.raises(InvalidStatus, match='503'):
+                connect(handle.url, compression=None)
+            with pytest.raises(ConnectionClosedOK) as closed:
+                ws.recv(timeout=5)
+            assert closed.value.rcvd.reason == 'idle timeout'
+        time.sleep(0.2)
+        with connect(handle.url, compression=None) as again:
+            assert msgpack_numpy.unpackb(again.recv(timeout=10)) == CLIENT_CONFIG
+    finally:
+        handle.stop()
+
+
+def test_remote_policy_gives_the_engines_actions(server, engine):
+    frames = droid_frames(3)
+    with RemoteOpenPIPolicy(server.url) as remote:
+        assert dict(remote.metadata) == CLIENT_CONFIG
+        chunks = [remote.infer(_observation(frames, i, 'remote')) for i in range(3)]
+        remote.reset('remote')
+        after_reset = remote.infer(_observation(frames, 0, 'remote'))
+    local = [engine.infer(_observation(frames, i, 'local-reference')) for i in range(3)]
+    engine.reset('local-reference')
+    assert [chunk.chunk_id for chunk in chunks] == [0, 1, 2] and after_reset.chunk_id == 0
+    for remote_chunk, local_chunk in zip(chunks, local, strict=True):
+        assert remote_chunk.actions.dtype == np.float32
+        np.testing.assert_allclose(remote_chunk.actions, local_chunk.actions, atol=1e-5)
+        assert {'round_trip', 'server_infer'} <= set(remote_chunk.timing_ms)
+    np.testing.assert_allclose(after_reset.actions, chunks[0].actions, atol=1e-5)
+
+
+def test_remote_policy_reports_errors_and_reconnects(engine):
+    handle = OpenPIServer(engine, ServerConfig(port=0)).start()
+    port = handle.port
+    frames = droid_frames(1)
+    remote = RemoteOpenPIPolicy(handle.url, connect_timeout_s=5)
+    try:
+        missing = _observation(frames, 0)
+        missing = Observation(**{**missing.__dict__, 'images': {}})
+        with pytest.raises(ObservationError, match='missing camera'):
+            remote.infer(missing)
+        with pytest.raises(ObservationError, match='session_id'):
+            remote.infer(_observation(frames, 0, session_id='x' * 300))
+        assert remote.infer(_observation(frames, 0)).chunk_id == 0
+        handle.stop()
+        with pytest.raises(PolicyError, match='connection lost|cannot connect'):
+            remote.infer(_observation(frames, 0))
+        handle = OpenPIServer(engine, ServerConfig(port=port)).start()
+        assert remote.infer(_observation(frames, 0)).chunk_id == 0
+    finally:
+        remote.close()
+        handle.stop()
+    with pytest.raises(PolicyError, match='cannot connect'):
+        RemoteOpenPIPolicy(f'127.0.0.1:{port}', connect_timeout_s=2)
+
+
+@pytest.mark.parametrize('image_size', ['224x224', '180x320'])
+def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size):
+    out = run_openpi(
+        [LOOP, '--port', str(server.port), '--steps', '24', '--frames', frames_npz]
+        + ['--image-size', image_size],
+        timeout=300,
+    )
+    assert out['queries'] == 3 and out['chunk_ids'] == [0, 1, 2]
+    assert min(out['horizons']) >= 8
+    assert out['elapsed_s'] >= 23 / 15
+    assert all(np.isfinite(out['final_joint_position']))
+
+
+def test_console_script_serves_a_preset_until_sigterm(frames_npz):
+    command = [str(Path(sys.executable).with_name('dreamzero-openpi-server'))]
+    command += ['--preset', 'tiny', '--device', 'cpu', '--port', '0']
+    server = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, env={**os.environ, 'OMP_NUM_THREADS': '2'}
+    )
+    try:
+        port = None
+        log = []
+        deadline = time.monotonic() + 240
+        while port is None and time.monotonic() < deadline:
+            line = server.stderr.readline()
+            if not line:
+                break
+            log.append(line)
+            match = re.search(r'listening on ws://127\.0\.0\.1:(\d+)', line)
+            port = int(match.group(1)) if match else None
+        assert port is not None, ''.join(log)
+        threading.Thread(target=server.stderr.read, daemon=True).start()
+        assert _healthz(port) == (200, b'OK\n')
+        out = run_openpi([LOOP, '--port', str(port), '--steps', '8', '--frames', frames_npz])
+        assert out['queries'] == 1 and out['metadata'] == CLIENT_CONFIG
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
