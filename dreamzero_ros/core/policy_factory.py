@@ -1,0 +1,88 @@
+"""Build the policy the node's parameters ask for, and warm it up.
+
+``engine.backend: local`` loads :class:`~dreamzero_ros.engine.DreamZeroEngine` from
+``engine.checkpoint`` in this process (rank 0 of the CFG-parallel group when
+``engine.cfg_parallel`` > 1; the other ranks are ``dreamzero-engine-worker`` processes started
+by the launch file). ``remote`` connects to an OpenPI server
+(:class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import time
+
+import numpy as np
+
+from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.droid_clips import FRANKA_HOME
+from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, Policy
+
+WARMUP_SESSION = '__warmup__'
+
+
+def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) -> Policy:
+    """The policy of ``engine.backend``; raises on anything that prevents serving."""
+    if settings['engine.backend'] == 'remote':
+        from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
+
+        uri = settings['engine.remote_uri']
+        log(f'connecting to the OpenPI server at {uri}')
+        return RemoteOpenPIPolicy(uri, settings['engine.remote_api_key'] or None)
+
+    import torch
+
+    from dreamzero_ros.engine import DreamZeroEngine
+
+    if settings['engine.num_threads'] > 0:
+        torch.set_num_threads(int(settings['engine.num_threads']))
+    folder = settings['engine.checkpoint']
+    world_size = int(settings['engine.cfg_parallel'])
+    log(
+        f'loading DreamZero from {folder} on {settings["engine.device"]} '
+        f'({settings["engine.dtype"]}, CFG parallel {world_size})'
+    )
+    start = time.monotonic()
+    engine = DreamZeroEngine.from_pretrained(
+        folder,
+        device=settings['engine.device'],
+        dtype=getattr(torch, settings['engine.dtype']),
+        **_parallel_kwargs(settings),
+    )
+    log(f'loaded in {time.monotonic() - start:.1f} s')
+    return engine
+
+
+def _parallel_kwargs(settings: NodeSettings) -> dict:
+    world_size = int(settings['engine.cfg_parallel'])
+    if world_size == 1:
+        return {}
+    return {
+        'cfg_parallel': {
+            'rank': 0,
+            'world_size': world_size,
+            'master_addr': settings['engine.master_addr'],
+            'master_port': int(settings['engine.master_port']),
+        }
+    }
+
+
+def warmup_observation(settings: NodeSettings) -> Observation:
+    """A plausible observation (grey frames, the Franka home pose) of the configured size."""
+    height, width = settings.cache.image_size or (180, 320)
+    frame = np.full((height, width, 3), 128, dtype=np.uint8)
+    return Observation(
+        images={camera: frame for camera in DROID_CAMERAS},
+        joint_position=FRANKA_HOME.copy(),
+        gripper_position=np.zeros(1),
+        prompt=settings['prompt'] or 'warm up',
+        session_id=WARMUP_SESSION,
+    )
+
+
+def warm_up(policy: Policy, settings: NodeSettings) -> float:
+    """Run one inference in a throw-away session; returns its duration in seconds."""
+    start = time.monotonic()
+    policy.infer(warmup_observation(settings))
+    policy.reset(WARMUP_SESSION)
+    return time.monotonic() - start

@@ -1,0 +1,43 @@
+"""A policy shared by several threads (node worker, OpenPI bridge) that runs one call at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import threading
+from typing import Any
+
+from dreamzero_ros.policy_types import ActionChunk, Observation, Policy
+
+
+class SerializedPolicy:
+    """Wraps a :class:`Policy` so that ``infer`` and ``reset`` never run concurrently.
+
+    The engine keeps per-session caches and (with CFG parallel) runs collective operations that
+    every rank must enter in the same order; both need calls one at a time.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._lock = threading.Lock()
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The wrapped policy's metadata."""
+        return self.policy.metadata
+
+    def infer(self, observation: Observation) -> ActionChunk:
+        """Run the wrapped policy's ``infer`` once no other call is running."""
+        with self._lock:
+            return self.policy.infer(observation)
+
+    def reset(self, session_id: str = 'default') -> None:
+        """Run the wrapped policy's ``reset`` once no other call is running."""
+        with self._lock:
+            self.policy.reset(session_id)
+
+    def close(self) -> None:
+        """Close the wrapped policy if it can be closed (engine process group, connection)."""
+        with self._lock:
+            close = getattr(self.policy, 'close', None)
+            if callable(close):
+                close()

@@ -1,0 +1,93 @@
+"""The node's health as a level, a one-line message and key/value pairs (for /diagnostics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+from dreamzero_ros.core.control_loop import ControlLoop
+
+OK, WARN, ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """One diagnostic status: ``level`` is OK/WARN/ERROR (the diagnostic_msgs byte values)."""
+
+    level: int
+    message: str
+    values: tuple[tuple[str, str], ...]
+
+    def value(self, key: str) -> str:
+        """The value of ``key``; raises KeyError where absent."""
+        for name, value in self.values:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+
+def _ms(seconds: float) -> str:
+    return 'nan' if math.isnan(seconds) else f'{seconds * 1000.0:.1f}'
+
+
+def build_report(
+    loop: ControlLoop,
+    now: float,
+    *,
+    lifecycle_state: str,
+    engine_state: str,
+    enabled: bool,
+    dry_run: bool,
+) -> StatusReport:
+    """Summarise the loop's counters and state at ``now``."""
+    counters = loop.counters
+    cache = loop.cache.stats
+    refusal = str(loop.last_refusal) if loop.last_refusal is not None else ''
+    values = [
+        ('lifecycle_state', lifecycle_state),
+        ('engine_state', engine_state),
+        ('enabled', str(enabled).lower()),
+        ('dry_run', str(dry_run).lower()),
+        ('commanding', str(enabled and not dry_run and lifecycle_state == 'active').lower()),
+        ('session_id', loop.session_id),
+        ('prompt', loop.prompt),
+        ('latency_p50_ms', _ms(loop.latency.p50)),
+        ('latency_p95_ms', _ms(loop.latency.p95)),
+        ('inference_p50_ms', _ms(loop.inference.p50)),
+        ('inference_p95_ms', _ms(loop.inference.p95)),
+        ('chunk_rate_hz', f'{loop.latency.rate(now):.3f}'),
+        ('queries', str(counters.queries)),
+        ('chunks_applied', str(counters.chunks_applied)),
+        ('chunks_late', str(counters.chunks_late)),
+        ('chunks_discarded', str(counters.chunks_discarded)),
+        ('chunks_refused_by_safety', str(counters.chunks_refused)),
+        ('policy_errors', str(counters.policy_errors)),
+        ('steps_dropped', str(counters.steps_dropped)),
+        ('limit_clamps', str(counters.limit_clamps)),
+        ('delta_clamps', str(counters.delta_clamps)),
+        ('holds', str(counters.holds)),
+        ('frames_received', str(cache.frames_received)),
+        ('frames_dropped', str(cache.frames_out_of_order)),
+        ('frames_bad', str(cache.frames_bad)),
+        ('joint_states_bad', str(cache.joint_states_bad)),
+        ('observations_refused', str(sum(counters.refusals.values()))),
+        *((f'refused_{reason}', str(count)) for reason, count in sorted(counters.refusals.items())),
+        ('holding', loop.holding),
+        ('last_refusal', refusal),
+        ('last_error', loop.last_error),
+    ]
+    if engine_state.startswith('error') or lifecycle_state == 'errorprocessing':
+        level, message = ERROR, f'engine {engine_state}'
+    elif refusal:
+        level, message = WARN, f'input refused: {refusal}'
+    elif loop.holding and loop.plan is not None and lifecycle_state == 'active':
+        level, message = WARN, f'holding: {loop.holding}'
+    elif lifecycle_state != 'active':
+        level, message = OK, f'{lifecycle_state}, engine {engine_state}'
+    else:
+        level = OK
+        message = (
+            f'active, {"commanding" if enabled and not dry_run else "preview only"}, '
+            f'latency p50 {_ms(loop.latency.p50)} ms'
+        )
+    return StatusReport(level, message, tuple(values))

@@ -1,0 +1,138 @@
+"""Publish a demo robot: three camera streams and joint states, at the DROID rate.
+
+Frames come from the real DROID clips where present (``dreamzero_ros.droid_clips``), synthetic
+ones otherwise; joint states follow ``demo_joint_trajectory``. Stamps are the node's clock at
+publication, so the policy node pairs them as it would a live robot's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+import sys
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CompressedImage, Image, JointState
+
+from dreamzero_ros.core import node_config
+from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
+from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
+from dreamzero_ros.policy_types import DROID_CAMERAS
+from dreamzero_ros.ros.conversions import to_time
+
+_DEFAULTS = node_config.defaults()
+
+
+class DemoStream(Node):
+    """Publishes ``clips`` (camera -> ``(T, H, W, 3)``) in a loop with matching joint states."""
+
+    def __init__(
+        self,
+        clips: Mapping[str, np.ndarray],
+        *,
+        rate_hz: float = CLIP_FPS,
+        encoding: str = 'rgb8',
+        transport: str = 'raw',
+        camera_topics: Sequence[str] = tuple(_DEFAULTS['camera_topics']),
+        joint_states_topic: str = _DEFAULTS['joint_states_topic'],
+        joint_names: Sequence[str] = (
+            *_DEFAULTS['arm_joint_names'],
+            _DEFAULTS['gripper_joint_name'],
+        ),
+        node_name: str = 'dreamzero_demo_stream',
+    ) -> None:
+        super().__init__(node_name)
+        self._clips = clips
+        self._encoding = encoding
+        self._compressed = transport == 'compressed'
+        self._joint_names = list(joint_names)
+        self._length = min(len(clip) for clip in clips.values())
+        self._encoded: dict[tuple[str, int], bytes] = {}
+        self._cameras = []
+        for camera, topic in zip(DROID_CAMERAS, camera_topics, strict=True):
+            msg_type = CompressedImage if self._compressed else Image
+            name = f'{topic}/compressed' if self._compressed else topic
+            self._cameras.append(
+                (camera, self.create_publisher(msg_type, name, qos_profile_sensor_data))
+            )
+        self._joints = self.create_publisher(
+            JointState, joint_states_topic, qos_profile_sensor_data
+        )
+        self.frames_published = 0
+        self._start = self.get_clock().now().nanoseconds * 1e-9
+        self.create_timer(1.0 / rate_hz, self.publish_once)
+
+    def publish_once(self) -> None:
+        """Publish the next frame of every camera and the joint state, all with one stamp."""
+        now = self.get_clock().now().nanoseconds * 1e-9
+        index = self.frames_published % self._length
+        stamp = to_time(now)
+        for camera, publisher in self._cameras:
+            msg = self._image(camera, index)
+            msg.header.stamp = stamp
+            msg.header.frame_id = camera
+            publisher.publish(msg)
+        joints, gripper = demo_joint_trajectory(np.array([now - self._start]))
+        state = JointState(name=self._joint_names, position=[*joints[0], *gripper[0]])
+        state.header.stamp = stamp
+        self._joints.publish(state)
+        self.frames_published += 1
+
+    def _image(self, camera: str, index: int) -> Image | CompressedImage:
+        key = (camera, index)
+        if self._compressed:
+            if key not in self._encoded:
+                self._encoded[key] = encode_compressed(self._clips[camera][index], 'jpeg')
+            return CompressedImage(format='jpeg', data=self._encoded[key])
+        raw = encode_raw(self._clips[camera][index], self._encoding)
+        return Image(
+            encoding=raw.encoding, height=raw.height, width=raw.width, step=raw.step, data=raw.data
+        )
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-demo-stream``."""
+    parser = argparse.ArgumentParser(
+        prog='dreamzero-demo-stream',
+        description='Publish DROID camera clips (synthetic frames where absent) and a joint '
+        'trajectory as a live robot would, for the policy node.',
+    )
+    parser.add_argument('--frames', type=int, default=150, help='clip frames to loop over')
+    parser.add_argument('--rate', type=float, default=CLIP_FPS, help='publication rate, Hz')
+    parser.add_argument('--encoding', default='rgb8', choices=SUPPORTED_ENCODINGS)
+    parser.add_argument('--transport', default='raw', choices=('raw', 'compressed'))
+    parser.add_argument(
+        '--duration', type=float, default=0.0, help='stop after this many seconds; 0 never'
+    )
+    argv = sys.argv[1:] if args is None else args
+    options = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    clips, source = demo_clips(options.frames)
+    rclpy.init(args=['prog', *argv])
+    node = DemoStream(
+        clips, rate_hz=options.rate, encoding=options.encoding, transport=options.transport
+    )
+    node.get_logger().info(
+        f'publishing {source} ({len(next(iter(clips.values())))} frames, looped) at '
+        f'{options.rate:g} Hz'
+    )
+    try:
+        if options.duration > 0:
+            end = node.get_clock().now().nanoseconds * 1e-9 + options.duration
+            while rclpy.ok() and node.get_clock().now().nanoseconds * 1e-9 < end:
+                rclpy.spin_once(node, timeout_sec=0.1)
+        else:
+            rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

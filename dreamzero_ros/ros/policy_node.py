@@ -1,0 +1,580 @@
+"""The DreamZero policy node: camera frames and joint states in, safe joint trajectories out.
+
+A lifecycle node. ``configure`` reads the parameters, loads and warms the policy and subscribes
+to the inputs; ``activate`` starts querying the policy and publishing; ``deactivate`` holds the
+current command. With ``autostart`` (the default) it configures and activates itself.
+
+Topics (names relative to the node's namespace; ``~`` is the node's private namespace):
+
+- in: ``<camera_topics>`` (sensor_msgs/Image, or CompressedImage on ``<topic>/compressed``),
+  ``joint_states`` (sensor_msgs/JointState), ``~/prompt`` (std_msgs/String, latched),
+  ``~/estop`` (std_msgs/Bool: true disables commands at once);
+- out: ``trajectory_topic`` (trajectory_msgs/JointTrajectory for joint_trajectory_controller;
+  only while active, enabled and not dry_run), ``preview_topic`` (every merged trajectory),
+  ``chunk_topic`` (dreamzero_ros_interfaces/ActionChunk, raw chunks, where built),
+  ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
+  ``/diagnostics``.
+
+Services: ``~/reset`` (std_srvs/Trigger), ``~/enable`` (std_srvs/SetBool), the lifecycle
+services, and the parameter services (``prompt``, ``session_id`` and ``dry_run`` are writable).
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import Future, ThreadPoolExecutor
+import queue
+import signal
+import sys
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import (
+    DurabilityPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from dreamzero_ros.core import node_config
+from dreamzero_ros.core.chunk_scheduler import ActionPlan
+from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
+from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
+from dreamzero_ros.core.observation_cache import ObservationCache
+from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.status_report import build_report
+from dreamzero_ros.policy_types import ActionChunk
+from dreamzero_ros.ros import conversions
+
+try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
+    from dreamzero_ros_interfaces.msg import ActionChunk as ActionChunkMsg
+    from dreamzero_ros_interfaces.msg import PolicyStatus
+except ImportError:  # pragma: no cover - depends on the install
+    ActionChunkMsg = PolicyStatus = None
+
+#: Parameters that may change while the node runs; the others are read at configure.
+WRITABLE_PARAMETERS = frozenset({'prompt', 'session_id', 'dry_run'})
+LATCHED = QoSProfile(
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+_STATUS_STATES = {'unconfigured': 0, 'inactive': 1, 'active': 2}
+
+
+class PolicyNode(LifecycleNode):
+    """Lifecycle node running a DreamZero policy (local engine or remote OpenPI server)."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        for spec in node_config.PARAMETERS:
+            descriptor = ParameterDescriptor(
+                description=spec.description
+                + (f' One of: {", ".join(spec.choices)}.' if spec.choices else ''),
+                read_only=spec.name not in WRITABLE_PARAMETERS,
+            )
+            self.declare_parameter(spec.name, spec.default, descriptor)
+        # rclpy ignores overrides of undeclared parameters; a typo must not pass silently.
+        unknown = node_config.unknown_parameters(getattr(self, '_parameter_overrides', {}))
+        if unknown:
+            raise ValueError(f'unknown parameters for {node_name}: {unknown}')
+        self.add_on_set_parameters_callback(self._check_parameter_change)
+        self.add_post_set_parameters_callback(self._apply_parameter_change)
+
+        self.settings: NodeSettings | None = None
+        self.loop: ControlLoop | None = None
+        self.policy: SerializedPolicy | None = None
+        self.lifecycle_state = 'unconfigured'
+        self.engine_state = 'unconfigured'
+        self.enabled = False
+        self.dry_run = bool(self.get_parameter('dry_run').value)
+        self._bridge = None
+        self._worker: ThreadPoolExecutor | None = None
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._inputs: list[Any] = []
+        self._outputs: dict[str, Any] = {}
+        self._timers: list[Any] = []
+        self._last_refusal = ''
+
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._status = self.create_publisher(PolicyStatus, '~/status', 10) if PolicyStatus else None
+        self._results_ready = self.create_guard_condition(self._drain_results)
+        self.create_subscription(String, '~/prompt', self._on_prompt, LATCHED)
+        self.create_subscription(Bool, '~/estop', self._on_estop, 10)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_service(SetBool, '~/enable', self._on_enable)
+        self.create_timer(
+            float(self.get_parameter('diagnostics_period').value), self.publish_diagnostics
+        )
+
+    # ------------------------------------------------------------------------ lifecycle
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Read the parameters, load and warm the policy, subscribe to the inputs."""
+        try:
+            self.settings = build_settings(
+                {spec.name: self.get_parameter(spec.name).value for spec in node_config.PARAMETERS}
+            )
+        except ValueError as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
+        settings = self.settings
+        self.loop = ControlLoop(
+            ObservationCache(settings.cache),
+            settings.loop,
+            prompt=settings['prompt'],
+            session_id=settings['session_id'],
+        )
+        self.engine_state = 'loading'
+        self.publish_diagnostics()
+        try:
+            self.policy = SerializedPolicy(create_policy(settings, self.get_logger().info))
+            if settings['engine.warmup']:
+                self.engine_state = 'warming up'
+                seconds = warm_up(self.policy, settings)
+                self.get_logger().info(f'policy warmed up in {seconds:.2f} s')
+            self._start_bridge()
+        except Exception as error:  # noqa: BLE001 - any load failure must leave a clean state
+            self.engine_state = f'error: {type(error).__name__}: {error}'
+            self.get_logger().error(f'configure failed: {self.engine_state}')
+            self._release()
+            self.publish_diagnostics()
+            return TransitionCallbackReturn.FAILURE
+        self.engine_state = 'ready'
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='dreamzero-infer')
+        self._create_inputs()
+        self._create_outputs()
+        self.enabled = bool(settings['start_enabled'])
+        self.lifecycle_state = 'inactive'
+        self.get_logger().info(
+            f'configured: {len(self._inputs)} inputs, commands '
+            f'{"enabled" if self.enabled else "disabled until ~/enable"}'
+            f'{", dry run" if self.dry_run else ""}'
+        )
+        self.publish_diagnostics()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start a fresh policy session and the control timer."""
+        self._reset_session('activate')
+        self._timers.append(
+            self.create_timer(1.0 / self.settings['control_rate_hz'], self._control_tick)
+        )
+        self.lifecycle_state = 'active'
+        self.publish_diagnostics()
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Hold the current command, stop querying."""
+        self._publish_hold(self.loop.hold(self._now(), 'deactivated'))
+        self._destroy_timers()
+        self.lifecycle_state = 'inactive'
+        self.publish_diagnostics()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release the policy, the bridge, inputs and outputs."""
+        self._release()
+        self.lifecycle_state = 'unconfigured'
+        self.engine_state = 'unconfigured'
+        self.publish_diagnostics()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Hold if active, then release everything."""
+        if self.lifecycle_state == 'active':
+            self._publish_hold(self.loop.hold(self._now(), 'shutdown'))
+        self._release()
+        self.lifecycle_state = 'finalized'
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        self._destroy_timers()
+        for handle in self._inputs:
+            self.destroy_subscription(handle)
+        self._inputs = []
+        for publisher in self._outputs.values():
+            if publisher is not None:
+                self.destroy_lifecycle_publisher(publisher)
+        self._outputs = {}
+        if self._worker is not None:
+            self._worker.shutdown(wait=True, cancel_futures=True)
+            self._worker = None
+        if self._bridge is not None:
+            self._bridge.stop()
+            self._bridge = None
+        if self.policy is not None:
+            self.policy.close()
+            self.policy = None
+
+    def _destroy_timers(self) -> None:
+        for timer in self._timers:
+            self.destroy_timer(timer)
+        self._timers = []
+
+    # ------------------------------------------------------------------------ set-up
+
+    def _create_inputs(self) -> None:
+        settings = self.settings
+        compressed = settings['image_transport'] == 'compressed'
+        for camera, topic in settings.camera_topics.items():
+            self._inputs.append(
+                self.create_subscription(
+                    CompressedImage if compressed else Image,
+                    f'{topic}/compressed' if compressed else topic,
+                    lambda msg, camera=camera: self._on_image(camera, msg),
+                    qos_profile_sensor_data,
+                )
+            )
+        self._inputs.append(
+            self.create_subscription(
+                JointState,
+                settings['joint_states_topic'],
+                self._on_joint_state,
+                qos_profile_sensor_data,
+            )
+        )
+
+    def _create_outputs(self) -> None:
+        settings = self.settings
+        self._outputs['trajectory'] = self.create_lifecycle_publisher(
+            JointTrajectory, settings['trajectory_topic'], 10
+        )
+        self._outputs['preview'] = self.create_lifecycle_publisher(
+            JointTrajectory, settings['preview_topic'], 10
+        )
+        self._outputs['chunk'] = (
+            self.create_lifecycle_publisher(ActionChunkMsg, settings['chunk_topic'], 10)
+            if ActionChunkMsg
+            else None
+        )
+        self._outputs['step'] = None
+        if settings['step_command.enabled']:
+            step_type = (
+                JointState if settings['step_command.type'] == 'joint_state' else Float64MultiArray
+            )
+            self._outputs['step'] = self.create_lifecycle_publisher(
+                step_type, settings['step_command.topic'], 10
+            )
+
+    def _start_bridge(self) -> None:
+        settings = self.settings
+        if not settings['openpi_bridge.enabled']:
+            return
+        from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+
+        config = ServerConfig(
+            host=settings['openpi_bridge.host'],
+            port=int(settings['openpi_bridge.port']),
+            api_key=settings['openpi_bridge.api_key'] or None,
+        )
+        self._bridge = OpenPIServer(self.policy, config).start()
+        self.get_logger().info(f'OpenPI bridge serving the policy on {self._bridge.url}')
+
+    # ------------------------------------------------------------------------ inputs
+
+    def _on_image(self, camera: str, msg: Any) -> None:
+        refusal = self.loop.cache.add_image_message(camera, msg)
+        if refusal is not None:
+            self._note_refusal(str(refusal))
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        refusal = self.loop.cache.add_joint_state_message(msg)
+        if refusal is not None:
+            self._note_refusal(str(refusal))
+
+    def _note_refusal(self, text: str) -> None:
+        """Log a new refusal reason once and publish diagnostics at once."""
+        if text != self._last_refusal:
+            self._last_refusal = text
+            self.get_logger().warning(f'input refused: {text}')
+            self.publish_diagnostics()
+
+    def _on_prompt(self, msg: String) -> None:
+        self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self._set_enabled(False, 'e-stop topic')
+
+    def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> Any:
+        self._set_enabled(bool(request.data), 'enable service')
+        response.success = True
+        response.message = (
+            f'commands {"enabled" if self.enabled else "disabled"}'
+            + (' (dry_run: nothing reaches the controller)' if self.dry_run else '')
+            + ('' if self.lifecycle_state == 'active' else f' (node {self.lifecycle_state})')
+        )
+        return response
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Any:
+        if self.loop is None or self.policy is None:
+            response.success, response.message = False, f'node is {self.lifecycle_state}'
+            return response
+        self._reset_session('reset service')
+        response.success = True
+        response.message = f'session {self.loop.session_id!r} reset; holding until the next chunk'
+        return response
+
+    def _check_parameter_change(self, parameters: list[Parameter]) -> SetParametersResult:
+        for parameter in parameters:
+            if parameter.name in ('prompt', 'session_id') and not isinstance(parameter.value, str):
+                return SetParametersResult(successful=False, reason=f'{parameter.name}: not a str')
+            if parameter.name == 'session_id' and not parameter.value:
+                return SetParametersResult(successful=False, reason='session_id: empty')
+        return SetParametersResult(successful=True)
+
+    def _apply_parameter_change(self, parameters: list[Parameter]) -> None:
+        if self.loop is None:
+            return
+        for parameter in parameters:
+            if parameter.name == 'prompt':
+                self._publish_hold(self.loop.set_prompt(parameter.value, self._now()))
+                self.get_logger().info(f'prompt: {parameter.value!r}')
+            elif parameter.name == 'session_id':
+                self.loop.session_id = parameter.value
+                self._reset_session('session_id changed')
+            elif parameter.name == 'dry_run' and bool(parameter.value) != self.dry_run:
+                if parameter.value:
+                    self._publish_hold(self.loop.hold(self._now(), 'dry run'))
+                else:
+                    self.loop.forget_plan()  # the preview plan was never executed
+                self.dry_run = bool(parameter.value)
+                self.get_logger().warning(f'dry_run: {self.dry_run}')
+
+    # ------------------------------------------------------------------------ control
+
+    @property
+    def commanding(self) -> bool:
+        """True when trajectories reach the controller."""
+        return self.lifecycle_state == 'active' and self.enabled and not self.dry_run
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _set_enabled(self, enabled: bool, source: str) -> None:
+        if enabled == self.enabled:
+            return
+        if not enabled:
+            if self.loop is not None:
+                self._publish_hold(self.loop.hold(self._now(), 'disabled'))
+            self.enabled = False
+        else:
+            if self.loop is not None:
+                self.loop.forget_plan()  # the next chunk starts from the measured joints
+            self.enabled = True
+        self.get_logger().warning(f'commands {"enabled" if enabled else "DISABLED"} by {source}')
+        self.publish_diagnostics()
+
+    def _reset_session(self, why: str) -> None:
+        self._publish_hold(self.loop.reset(self._now()))
+        session_id = self.loop.session_id
+        if self._worker is not None:
+            self._worker.submit(self.policy.reset, session_id)
+        self.get_logger().info(f'session {session_id!r} reset ({why})')
+
+    def _control_tick(self) -> None:
+        now = self._now()
+        result = self.loop.poll(now)
+        if result.refusal is not None:
+            self._note_refusal(str(result.refusal))
+        elif self._last_refusal:
+            self._last_refusal = ''
+            self.get_logger().info('input usable again')
+        self._publish_hold(result.hold)
+        if result.query is not None:
+            self.engine_state = 'inferring'
+            future = self._worker.submit(self.policy.infer, result.query.observation)
+            future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
+        step = self._outputs.get('step')
+        command = self.loop.command_at(now)
+        if step is not None and command is not None and self.commanding:
+            joint = self.settings.gripper_to_joint(command)
+            if step.msg_type is Float64MultiArray:
+                step.publish(conversions.float_array_msg(joint))
+            else:
+                step.publish(
+                    conversions.joint_state_msg(now, self.settings.command_joint_names, joint)
+                )
+
+    def _on_done(self, query: Query, future: Future) -> None:
+        """Worker thread: hand the result to the executor thread."""
+        self._results.put((query, future))
+        self._results_ready.trigger()
+
+    def _drain_results(self) -> None:
+        while True:
+            try:
+                query, future = self._results.get_nowait()
+            except queue.Empty:
+                return
+            now = self._now()
+            if self.loop is None:
+                continue
+            if future.cancelled() or future.exception() is not None:
+                error = future.exception() if not future.cancelled() else RuntimeError('cancelled')
+                self.engine_state = f'error: {type(error).__name__}: {error}'
+                self.get_logger().error(f'policy failed: {error}')
+                self._publish_hold(self.loop.on_error(query, error, now))
+                self.publish_diagnostics()
+                continue
+            self.engine_state = 'ready'
+            chunk: ActionChunk = future.result()
+            outcome = self.loop.on_chunk(query, chunk, now)
+            self._publish_chunk(query, chunk, outcome)
+
+    def _publish_chunk(self, query: Query, chunk: ActionChunk, outcome: ChunkOutcome) -> None:
+        if self.lifecycle_state != 'active':
+            return
+        settings = self.settings
+        names = settings.command_joint_names
+        stamp = query.observation.stamp
+        publisher = self._outputs.get('chunk')
+        if publisher is not None and np.asarray(chunk.actions).ndim == 2:
+            publisher.publish(
+                conversions.action_chunk_msg(
+                    stamp,
+                    chunk.step_duration,
+                    names,
+                    settings.gripper_to_joint(chunk.actions),
+                    chunk.chunk_id,
+                    outcome.latency,
+                    query.observation.session_id,
+                )
+            )
+        if outcome.discarded:
+            self.get_logger().warning(f'chunk not used: {outcome.discarded}')
+            self._publish_hold(outcome.plan)
+            return
+        plan = outcome.plan
+        msg = conversions.trajectory_msg(
+            stamp, plan.times, settings.gripper_to_joint(plan.rows), names
+        )
+        self._outputs['preview'].publish(msg)
+        if self.commanding:
+            self._outputs['trajectory'].publish(msg)
+        self.get_logger().debug(
+            f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
+            f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
+        )
+
+    def _publish_hold(self, plan: ActionPlan | None) -> None:
+        """Send a hold plan to the preview, and to the controller when commanding."""
+        if plan is None or self.lifecycle_state != 'active':
+            return
+        msg = conversions.hold_msg(
+            self.settings.gripper_to_joint(plan.rows[0]),
+            self.settings.command_joint_names,
+            1.0 / self.settings['control_rate_hz'],
+        )
+        self._outputs['preview'].publish(msg)
+        if self.commanding:
+            self._outputs['trajectory'].publish(msg)
+
+    # ------------------------------------------------------------------------ diagnostics
+
+    def publish_diagnostics(self) -> None:
+        """Publish /diagnostics (and ~/status where the interfaces are built)."""
+        if self.loop is None:
+            return
+        now = self._now()
+        report = build_report(
+            self.loop,
+            now,
+            lifecycle_state=self.lifecycle_state,
+            engine_state=self.engine_state,
+            enabled=self.enabled,
+            dry_run=self.dry_run,
+        )
+        self._diagnostics.publish(
+            conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
+        )
+        if self._status is not None:
+            self._status.publish(self._status_msg(now, report))
+
+    def _status_msg(self, now: float, report: Any) -> Any:
+        msg = PolicyStatus()
+        msg.header.stamp = conversions.to_time(now)
+        msg.state = (
+            PolicyStatus.STATE_ERROR
+            if self.engine_state.startswith('error')
+            else _STATUS_STATES.get(self.lifecycle_state, PolicyStatus.STATE_ERROR)
+        )
+        msg.enabled = self.enabled
+        msg.dry_run = self.dry_run
+        msg.prompt = self.loop.prompt
+        msg.session_id = self.loop.session_id
+        msg.chunks_published = self.loop.counters.chunks_applied
+        msg.frames_dropped = self.loop.cache.stats.frames_out_of_order
+        msg.observations_refused = sum(self.loop.counters.refusals.values())
+        msg.latency_p50 = float(self.loop.latency.p50)
+        msg.latency_p95 = float(self.loop.latency.p95)
+        msg.message = report.message
+        return msg
+
+
+def _parameter_help() -> str:
+    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
+    for spec in node_config.PARAMETERS:
+        lines.append(f'  {spec.name} (default {spec.default!r}): {spec.description}')
+    return '\n'.join(lines)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-policy-node``."""
+    argv = sys.argv[1:] if args is None else args
+    parser = argparse.ArgumentParser(
+        prog='dreamzero-policy-node',
+        description='DreamZero policy node (ROS 2 lifecycle node). Example: dreamzero-policy-node '
+        '--ros-args --params-file config/cpu_small.yaml -p engine.checkpoint:=/path/to/ckpt',
+        epilog=_parameter_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+
+    rclpy.init(args=['prog', *argv], signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        node = PolicyNode()
+    except ValueError as error:
+        print(f'dreamzero-policy-node: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    status = 0
+    try:
+        if node.get_parameter('autostart').value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                node.get_logger().fatal('autostart: configure failed')
+                status = 1
+            elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                node.get_logger().fatal('autostart: activate failed')
+                status = 1
+        if status == 0:
+            executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node.lifecycle_state == 'active':
+            node.trigger_deactivate()
+        if node.lifecycle_state == 'inactive':
+            node.trigger_cleanup()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
