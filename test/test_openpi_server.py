@@ -332,8 +332,8 @@ def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size):
     assert all(np.isfinite(out['final_joint_position']))
 
 
-def test_console_script_serves_a_preset_until_sigterm(engine, frames_npz):
-    del engine  # built here too: the same preset must load in the server process
+@pytest.mark.usefixtures('engine')  # skips with the others until the engine exists
+def test_console_script_serves_a_preset_until_sigterm(frames_npz):
     command = [str(Path(sys.executable).with_name('dreamzero-openpi-server'))]
     command += ['--preset', 'tiny', '--device', 'cpu', '--port', '0']
     server = subprocess.Popen(
