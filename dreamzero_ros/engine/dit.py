@@ -244,8 +244,10 @@ class CategorySpecificLinear(nn.Module):
 
     def __init__(self, num_categories: int, input_dim: int, output_dim: int) -> None:
         super().__init__()
-        self.W = nn.Parameter(0.02 * torch.randn(num_categories, input_dim, output_dim))
-        self.b = nn.Parameter(torch.zeros(num_categories, output_dim))
+        self.W = nn.Parameter(torch.empty(num_categories, input_dim, output_dim))
+        self.b = nn.Parameter(torch.empty(num_categories, output_dim))
+        nn.init.normal_(self.W, std=0.02)
+        nn.init.zeros_(self.b)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.matmul(x, self.W[0]) + self.b[0]
@@ -363,7 +365,8 @@ class DiTBlock(nn.Module):
             nn.GELU(approximate='tanh'),
             nn.Linear(config.ffn_dim, dim),
         )
-        self.modulation = nn.Parameter(torch.randn(1, 6, dim) / dim**0.5)
+        self.modulation = nn.Parameter(torch.empty(1, 6, dim))
+        nn.init.normal_(self.modulation, std=dim**-0.5)
 
     def forward(
         self,
@@ -393,7 +396,8 @@ class Head(nn.Module):
         super().__init__()
         self.norm = nn.LayerNorm(dim, eps=eps, elementwise_affine=False)
         self.head = nn.Linear(dim, math.prod(patch_size) * out_dim)
-        self.modulation = nn.Parameter(torch.randn(1, 2, dim) / dim**0.5)
+        self.modulation = nn.Parameter(torch.empty(1, 2, dim))
+        nn.init.normal_(self.modulation, std=dim**-0.5)
 
     def forward(self, x: torch.Tensor, e: torch.Tensor, frames: int) -> torch.Tensor:
         """``x (B, L, C)`` video tokens, ``e (B, frames, C)`` time embeddings per frame."""
@@ -461,6 +465,33 @@ class CausalWanDiT(nn.Module):
     def dtype(self) -> torch.dtype:
         """Compute dtype (the parameters' dtype)."""
         return self.patch_embedding.weight.dtype
+
+    @torch.no_grad()
+    def randomize_(self, seed: int) -> CausalWanDiT:
+        """Fill every parameter with seeded random values of realistic scale, in place.
+
+        Matrices ``N(0, 1/fan_in)``, modulations ``N(0, 1/dim)``, norm weights ``1 + N(0, 0.1)``,
+        biases ``N(0, 0.02)``.  Values are drawn on the parameters' device, so two processes with
+        the same seed, device type and dtype get the same weights (used for CFG-parallel workers,
+        tests and benchmarks without a checkpoint).
+        """
+        generator = torch.Generator(self.device).manual_seed(seed)
+        for name, param in self.named_parameters():
+            leaf = name.rsplit('.', 1)[-1]
+            if leaf == 'modulation':
+                mean, std = 0.0, self.config.dim**-0.5
+            elif leaf == 'W':
+                mean, std = 0.0, param.shape[1] ** -0.5
+            elif param.ndim >= 2:
+                mean, std = 0.0, math.prod(param.shape[1:]) ** -0.5
+            elif leaf == 'weight':
+                mean, std = 1.0, 0.1
+            else:
+                mean, std = 0.0, 0.02
+            param.copy_(
+                torch.randn(param.shape, generator=generator, device=self.device) * std + mean
+            )
+        return self
 
     def rope_tables(self) -> RopeTables:
         """Rotary tables on the model's device (built once, rebuilt if the model moves)."""
