@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Unit tests of the node's ROS-free decision logic: queries, merging, holds, resets."""
 
 import numpy as np

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Unit tests of the observation cache: pairing, refusals and clips, with explicit time."""
 
 from types import SimpleNamespace

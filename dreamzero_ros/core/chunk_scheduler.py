@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Pipelined chunk execution: merge each new chunk into the plan the robot is executing.
 
 A chunk answers an observation taken at ``stamp``; row ``k`` is the command for

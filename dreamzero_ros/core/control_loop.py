@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The ROS-free decision logic of the policy node: when to query, what to command, when to hold.
 
 :class:`ControlLoop` owns the observation cache, the executing plan and the counters. The node

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Convert ``sensor_msgs`` image payloads to and from RGB ``uint8`` numpy arrays, without ROS.
 
 The functions read plain fields (``encoding``, ``height``, ``width``, ``step``, ``data``,

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Rolling latency percentiles and event rates for diagnostics (time passed in, no clock)."""
 
 from __future__ import annotations

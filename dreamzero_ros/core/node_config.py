@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Every parameter of the policy node: name, default, description; and the settings they make.
 
 The node declares exactly :data:`PARAMETERS` (with these descriptions); a parameter file or
@@ -64,7 +67,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         'start_enabled',
         False,
         'Start with commands enabled. Keep false on a real robot: '
-        'enable with the ~/enable service or topic.',
+        'enable with the ~/enable service.',
     ),
     _spec(
         'control_rate_hz', 15.0, 'Rate of input checks, query scheduling and per-step commands, Hz.'

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Pair the latest camera frames and joint states into policy observations, or say why not.
 
 :class:`ObservationCache` keeps, per camera, the recent decoded frames with their stamps and, per

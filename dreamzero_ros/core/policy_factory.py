@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Build the policy the node's parameters ask for, and warm it up.
 
 ``engine.backend: local`` loads :class:`~dreamzero_ros.engine.DreamZeroEngine` from

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Last check of every command before it can reach a controller.
 
 Rows are in policy units: 7 arm joint positions (radians) then the gripper in ``[0, 1]``.

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A policy shared by several threads (node worker, OpenPI bridge) that runs one call at a time."""
 
 from __future__ import annotations

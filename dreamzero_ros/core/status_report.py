@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The node's health as a level, a one-line message and key/value pairs (for /diagnostics)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Core values -> ROS messages (trajectories, commands, chunks, diagnostics), ROS time helpers."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Publish a demo robot: three camera streams and joint states, at the DROID rate.
 
 Frames come from the real DROID clips where present (``dreamzero_ros.droid_clips``), synthetic

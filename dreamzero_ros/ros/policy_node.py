@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The DreamZero policy node: camera frames and joint states in, safe joint trajectories out.
 
 A lifecycle node. ``configure`` reads the parameters, loads and warms the policy and subscribes
