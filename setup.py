@@ -32,6 +32,7 @@ setup(
             'dreamzero-openpi-server = dreamzero_ros.openpi.cli:main',
             'dreamzero-replay = dreamzero_ros.replay.cli:replay_main',
             'dreamzero-make-bag = dreamzero_ros.replay.cli:make_bag_main',
+            'dreamzero-live-replay = dreamzero_ros.replay.cli:live_main',
             'dreamzero-policy-node = dreamzero_ros.ros.policy_node:main',
             'dreamzero-demo-stream = dreamzero_ros.ros.demo_stream:main',
         ],

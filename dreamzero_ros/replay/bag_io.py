@@ -97,18 +97,29 @@ class BagReader:
     def messages(
         self, topics: Sequence[str], start_ns: int | None = None, stop_ns: int | None = None
     ) -> Iterator[tuple[str, int, Any]]:
-        """Yield ``(topic, log_time_ns, message)`` in log-time order.
+        """Yield ``(topic, log_time_ns, message)`` in log-time order, deserialised.
 
         Raises:
             BagError: where a message cannot be read or deserialised (corrupt or truncated bag).
 
         """
+        return self._iterate(topics, start_ns, stop_ns, deserialize=True)
+
+    def raw_messages(self, topics: Sequence[str]) -> Iterator[tuple[str, int, bytes]]:
+        """Yield ``(topic, log_time_ns, serialised CDR bytes)`` in log-time order."""
+        return self._iterate(topics, None, None, deserialize=False)
+
+    def _iterate(
+        self, topics: Sequence[str], start_ns: int | None, stop_ns: int | None, deserialize: bool
+    ) -> Iterator[tuple[str, int, Any]]:
         connections = [c for c in self._reader.connections if c.topic in set(topics)]
         iterator = self._reader.messages(connections=connections, start=start_ns, stop=stop_ns)
         while True:
             try:
                 connection, log_ns, raw = next(iterator)
-                message = self._reader.deserialize(raw, connection.msgtype)
+                message = (
+                    self._reader.deserialize(raw, connection.msgtype) if deserialize else bytes(raw)
+                )
             except StopIteration:
                 return
             except Exception as error:  # any failure of storage or deserialisation

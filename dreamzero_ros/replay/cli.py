@@ -25,7 +25,7 @@ def _override(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def add_node_arguments(parser: argparse.ArgumentParser) -> None:
+def add_node_arguments(parser: argparse.ArgumentParser, command_topic: bool = True) -> None:
     """Options giving the node's parameters (topics, joints, pairing thresholds)."""
     group = parser.add_argument_group(
         'node parameters',
@@ -41,6 +41,8 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='NAME=VALUE',
         help='override one node parameter, VALUE in YAML (repeatable), e.g. max_age=1.0',
     )
+    if not command_topic:
+        return
     group.add_argument(
         '--command-topic',
         default=None,
@@ -207,4 +209,86 @@ def make_bag_main(argv: Sequence[str] | None = None) -> int:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))
+    return 0
+
+
+def _remap(text: str) -> tuple[str, str]:
+    source, sep, target = text.partition(':=')
+    if not sep or not source or not target:
+        raise argparse.ArgumentTypeError(f'expected FROM:=TO, got {text!r}')
+    return source, target
+
+
+def build_live_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-live-replay``."""
+    parser = argparse.ArgumentParser(
+        prog='dreamzero-live-replay',
+        description='Publish a bag onto ROS topics with /clock (run the policy node with '
+        "use_sim_time:=true) and record the node's trajectories and action chunks into a new bag.",
+    )
+    parser.add_argument('bag', type=Path, help='rosbag2 folder to play')
+    parser.add_argument('--record', type=Path, default=None, help='new bag of the node outputs')
+    parser.add_argument('--storage', choices=sorted(STORAGES), default='mcap')
+    parser.add_argument('--rate', type=float, default=1.0, help='playback speed (1: real time)')
+    parser.add_argument(
+        '--clock-period', type=float, default=0.01, help='simulated seconds between /clock ticks'
+    )
+    parser.add_argument(
+        '--topic', action='append', default=None, help='play only this topic (repeatable)'
+    )
+    parser.add_argument(
+        '--remap', type=_remap, action='append', default=[], metavar='FROM:=TO',
+        help='publish bag topic FROM on TO (repeatable)',
+    )  # fmt: skip
+    parser.add_argument(
+        '--wait', type=float, default=10.0, help='seconds to wait for subscribers before playing'
+    )
+    parser.add_argument(
+        '--linger', type=float, default=2.0, help='simulated seconds to keep recording at the end'
+    )
+    parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    add_node_arguments(parser, command_topic=False)
+    return parser
+
+
+def live_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dreamzero-live-replay``."""
+    import rclpy
+
+    from dreamzero_ros.core.node_config import NODE_NAME
+    from dreamzero_ros.replay.live_replay import (
+        LiveReplayConfig,
+        node_topic,
+        recorded_outputs,
+        run,
+    )
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_live_parser()
+    args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    node_name = args.node_name or NODE_NAME
+    try:
+        settings = settings_from_args(args)
+        config = LiveReplayConfig(
+            topics=args.topic,
+            remap=dict(args.remap),
+            record=recorded_outputs(settings, node_name) if args.record else {},
+            chunk_topic=node_topic(settings['chunk_topic'], node_name),
+            preview_topic=node_topic(settings['preview_topic'], node_name),
+            rate=args.rate,
+            clock_period_s=args.clock_period,
+            wait_for_subscribers_s=args.wait,
+            linger_s=args.linger,
+        )
+    except (ValueError, OSError) as error:
+        parser.error(str(error))
+    try:
+        result = run(args.bag, config, args.record, args.storage, ['prog', *argv])
+    except BagError as error:
+        print(f'dreamzero-live-replay: error: {error}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('dreamzero-live-replay: interrupted', file=sys.stderr)
+        return 130
+    print(json.dumps(result.__dict__, indent=1))
     return 0
