@@ -14,17 +14,33 @@ import numpy as np
 DROID_SOURCE_ASPECT = 16.0 / 9.0
 
 
-def _filter_matrix(size_in: int, size_out: int) -> np.ndarray:
-    """Rows of triangle-filter weights mapping ``size_in`` samples to ``size_out`` samples.
+def _filter_taps(size_in: int, size_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source indices and weights, both ``(size_out, taps)``, of a triangle filter.
 
-    The filter widens with the downscale factor (antialiasing), as PIL's bilinear resize does.
+    The filter widens with the downscale factor (antialiasing), as PIL's bilinear resize does;
+    taps beyond the image edge get zero weight.
     """
     scale = size_in / size_out
     support = max(scale, 1.0)
     centres = (np.arange(size_out) + 0.5) * scale - 0.5
-    taps = np.arange(size_in)
-    weights = np.clip(1.0 - np.abs(taps[None, :] - centres[:, None]) / support, 0.0, None)
-    return (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+    first = np.floor(centres - support).astype(np.int64) + 1
+    taps = int(np.ceil(2 * support)) + 1
+    indices = first[:, None] + np.arange(taps)[None, :]
+    weights = np.clip(1.0 - np.abs(indices - centres[:, None]) / support, 0.0, None)
+    weights[(indices < 0) | (indices >= size_in)] = 0.0
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.clip(indices, 0, size_in - 1), weights.astype(np.float32)
+
+
+def _resize_axis(array: np.ndarray, size: int, axis: int) -> np.ndarray:
+    """Filter float ``array`` to ``size`` samples along ``axis``."""
+    indices, weights = _filter_taps(array.shape[axis], size)
+    shape = [1] * array.ndim
+    shape[axis] = size
+    out = np.zeros(array.shape[:axis] + (size,) + array.shape[axis + 1 :], dtype=np.float32)
+    for tap in range(indices.shape[1]):
+        out += np.take(array, indices[:, tap], axis=axis) * weights[:, tap].reshape(shape)
+    return out
 
 
 def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -32,13 +48,8 @@ def resize(images: np.ndarray, height: int, width: int) -> np.ndarray:
     in_h, in_w = images.shape[-3:-1]
     if (in_h, in_w) == (height, width):
         return images
-    rows = _filter_matrix(in_h, height)
-    cols = _filter_matrix(in_w, width)
-    channels = images.shape[-1]
-    out = np.matmul(rows, images.astype(np.float32).reshape(*images.shape[:-2], -1))
-    lines = out.reshape(-1, in_w, channels).transpose(0, 2, 1).reshape(-1, in_w)
-    out = (lines @ cols.T).reshape(-1, channels, width).transpose(0, 2, 1)
-    out = out.reshape(*images.shape[:-3], height, width, channels)
+    out = _resize_axis(images.astype(np.float32), height, images.ndim - 3)
+    out = _resize_axis(out, width, images.ndim - 2)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
