@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A stand-in for the policy node in live-replay tests, run as its own process.
 
 Runs with use_sim_time; counts what the player publishes, checks /clock against the stamps, and

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Helpers of the replay tests: small demo bags and a policy with known outputs."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Bag maker and bag reader: both storages, both image formats, and bad bags."""
 
 from pathlib import Path

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Offline evaluation on made bags: pairing as the node pairs, metrics against hand values."""
 
 import numpy as np

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Read and write rosbag2 files (mcap and sqlite3) with rosbags, with clear errors on bad bags."""
 
 from __future__ import annotations

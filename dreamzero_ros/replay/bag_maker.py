@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Write demo rosbag2 files from the DROID clips (or synthetic frames) and a joint trajectory."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Console scripts: ``dreamzero-replay`` (offline evaluation) and ``dreamzero-make-bag``."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Run a policy on a bag's recorded observations and score its chunks against what happened."""
 
 from __future__ import annotations

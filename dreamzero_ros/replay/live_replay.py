@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Live replay: play a bag onto ROS topics with /clock, and record the policy node's outputs.
 
 The player publishes every message of the chosen topics as recorded (serialised CDR, unchanged)

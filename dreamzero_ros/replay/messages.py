@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Build and read the ROS messages replay writes, as rosbags message objects (no ROS needed)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Metric math of replay evaluation: horizon errors, latency statistics, chunk timing.
 
 Pure numpy on arrays; no bag or policy here. Errors are ``predicted - reference`` per chunk,

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Turn a bag's camera and joint messages into policy observations at query times.
 
 Frames and joint states go through the node's own :class:`ObservationCache`, in log-time order,

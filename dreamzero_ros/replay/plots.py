@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Matplotlib figures of an evaluation, rendered to PNG bytes (no display needed)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A one-line text progress bar for long bags (stderr; plain lines when not a terminal)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """What the robot did: a joint trajectory from recorded joint states or commands, interpolated."""
 
 from __future__ import annotations

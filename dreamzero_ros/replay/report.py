@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Write an evaluation's outputs: metrics JSON, PNG figures and a self-contained HTML report."""
 
 from __future__ import annotations

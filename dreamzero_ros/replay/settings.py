@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The node's parameters as replay uses them: parameter file, overrides, node defaults."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Topic names and joint names that replay reads and writes, taken from the node's parameters."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The rosbags type store used for replay: ROS 2 Kilted types plus the package's messages.
 
 The ``.msg`` files live in ``msg/`` of dreamzero_ros; rosidl builds them as the interface package

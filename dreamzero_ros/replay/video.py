@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A video of the policy's predicted future frames beside the recorded ones at the same times.
 
 Predicted frames of a chunk are spread evenly over its horizon: frame ``j`` of ``T`` is placed at
