@@ -1,4 +1,6 @@
-#!/usr/bin/env python3
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Measure what the OpenPI bridge adds to one inference, against calling the policy directly.
 
 A policy that returns a fixed chunk at once isolates the bridge: request packing, the WebSocket

@@ -1,4 +1,6 @@
-#!/usr/bin/env python3
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Exercise an OpenPI server with the reference ``openpi-client`` and print what happened.
 
 Run it with the openpi-client's own Python (numpy<2), not the project's:

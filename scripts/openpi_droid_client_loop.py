@@ -1,4 +1,6 @@
-#!/usr/bin/env python3
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A DROID control loop against an OpenPI server, the way sim-evals and the DROID main loop run.
 
 At 15 Hz: read the cameras and joint state, and every ``--open-loop-horizon`` (8) steps send a

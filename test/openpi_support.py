@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Helpers of the OpenPI bridge tests: the reference client's interpreter, scripts, clips."""
 
 from __future__ import annotations

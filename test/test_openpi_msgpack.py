@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """msgpack-numpy: byte-for-byte agreement with openpi-client, and refusal of unsafe payloads."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """OpenPI requests <-> Observation: DROID/RoboArena keys, resize_with_pad and its undoing."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The OpenPI server driving the real tiny DreamZero engine, exercised by real clients.
 
 The reference openpi-client runs in its own venv (numpy<2) as a separate process; raw

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """OpenPI WebSocket bridge: serve a policy to openpi-client/RoboArena clients, or use a remote one.
 
 ``OpenPIServer(policy, ServerConfig(...))`` serves (``.serve_forever()`` or ``.start()`` on a

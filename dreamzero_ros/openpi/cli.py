@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """``dreamzero-openpi-server``: serve DreamZero over the OpenPI protocol, without ROS.
 
 Loads a checkpoint folder (the released layout) or builds random weights of a preset

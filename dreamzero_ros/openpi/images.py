@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Image geometry of OpenPI clients: antialiased resize, ``resize_with_pad`` and its undoing.
 
 Real OpenPI clients (the DROID main loop, sim-evals, RoboArena) shrink camera frames with

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """msgpack with NumPy arrays, byte-compatible with ``openpi_client.msgpack_numpy``.
 
 An array travels as a map with bin keys ``__ndarray__`` (True), ``data`` (raw C-order bytes),

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The DROID and RoboArena observation key sets of OpenPI requests, to and from Observation.
 
 DROID clients (the DROID main loop, sim-evals) name the exterior cameras

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Message-level rules of the OpenPI WebSocket protocol shared by server and client.
 
 After the handshake the server sends one binary metadata map; then each binary request gets

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """A :class:`~dreamzero_ros.policy_types.Policy` served by a remote OpenPI server.
 
 The ROS node uses it as its engine when ``engine.backend`` is ``remote``: observations go out

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """OpenPI WebSocket server in front of any :class:`~dreamzero_ros.policy_types.Policy`.
 
 Wire-compatible with ``openpi_client.WebsocketClientPolicy`` and the RoboArena client: metadata
