@@ -49,7 +49,7 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
     engine = DreamZeroEngine.from_pretrained(
         folder,
         device=settings['engine.device'],
-        dtype=getattr(torch, settings['engine.dtype']),
+        dtype=settings['engine.dtype'],
         **_parallel_kwargs(settings),
     )
     log(f'loaded in {time.monotonic() - start:.1f} s')

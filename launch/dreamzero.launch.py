@@ -1,0 +1,92 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Launch the DreamZero policy node and, for CFG parallel, its engine worker ranks.
+
+Example (two GPUs, the unconditional CFG branch on the second)::
+
+    ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/DreamZero-DROID gpus:=0,1
+        cfg_parallel:=2 dry_run:=true
+
+The config file is checked before anything starts: an unknown parameter stops the launch.
+"""
+
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from dreamzero_ros.core.launch_plan import plan_launch
+from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
+from launch import LaunchContext, LaunchDescription
+
+ARGUMENTS = {
+    'config': (
+        str(Path(get_package_share_directory('dreamzero_ros')) / 'config' / 'droid.yaml'),
+        'Parameter file of the policy node (/**: ros__parameters); config/droid.yaml is the 14B '
+        'model on GPUs, config/cpu_small.yaml a small CPU profile.',
+    ),
+    'checkpoint': ('', 'DreamZero checkpoint folder; empty keeps the config file value.'),
+    'gpus': (
+        '',
+        'Comma-separated GPU indices, one per CFG-parallel rank (rank r uses the r-th); empty '
+        "keeps the config's engine.device.",
+    ),
+    'cfg_parallel': (
+        '',
+        'CFG-parallel world size: 1 runs both branches in the node, 2 starts one '
+        'dreamzero-engine-worker for the unconditional branch; empty keeps the config value.',
+    ),
+    'openpi_bridge': ('', 'true serves the engine over OpenPI too; empty keeps the config value.'),
+    'openpi_port': ('', 'TCP port of the OpenPI bridge; empty keeps the config value.'),
+    'use_sim_time': ('false', 'Use /clock (rosbag replay, simulation).'),
+    'dry_run': (
+        '',
+        'true publishes trajectories on the preview topic only; empty keeps the config value.',
+    ),
+    'namespace': ('', 'Namespace of the node and its topics.'),
+}
+
+
+def _launch_setup(context: LaunchContext) -> list:
+    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    config = args.pop('config')
+    namespace = args.pop('namespace')
+    plan = plan_launch(read_params_file(config), **args)
+    actions = [
+        Node(
+            package='dreamzero_ros',
+            executable='dreamzero-policy-node',
+            name=NODE_NAME,
+            namespace=namespace,
+            parameters=[config, plan.node_parameters],
+            additional_env=plan.node_env,
+            output='screen',
+            emulate_tty=True,
+        )
+    ]
+    for rank, worker in enumerate(plan.workers, start=1):
+        actions.append(
+            ExecuteProcess(
+                cmd=worker.cmd,
+                additional_env=worker.env,
+                name=f'dreamzero_engine_rank{rank}',
+                output='screen',
+            )
+        )
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    """The launch description: declared arguments, then the node and its workers."""
+    return LaunchDescription(
+        [
+            *(
+                DeclareLaunchArgument(name, default_value=default, description=description)
+                for name, (default, description) in ARGUMENTS.items()
+            ),
+            OpaqueFunction(function=_launch_setup),
+        ]
+    )

@@ -1,0 +1,223 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Helpers of the policy-node tests: a node process, and a harness node talking to it over DDS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import os
+from pathlib import Path
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / 'config'
+NODE = '/dreamzero_policy'
+ARM = [f'panda_joint{i}' for i in range(1, 8)]
+JOINTS = [*ARM, 'panda_gripper']
+
+
+def ros_env() -> dict[str, str]:
+    """Set (once per test session) a random ROS_DOMAIN_ID and loopback-only discovery."""
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    return dict(os.environ)
+
+
+class NodeProcess:
+    """``dreamzero-policy-node`` in its own process, its output in a log file."""
+
+    def __init__(self, log_path: Path, *ros_args: str, params_file: Path | None = None) -> None:
+        args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node', '--ros-args']
+        if params_file is not None:
+            args += ['--params-file', str(params_file)]
+        for item in ros_args:
+            args += ['-p', item]
+        self.log_path = log_path
+        self._log = open(log_path, 'w')  # noqa: SIM115 - closed in stop()
+        env = {**ros_env(), 'PYTHONUNBUFFERED': '1', 'OMP_NUM_THREADS': '1'}
+        self.process = subprocess.Popen(
+            args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env
+        )
+
+    def log(self) -> str:
+        """Everything the node printed so far."""
+        return self.log_path.read_text()
+
+    def wait_exit(self, timeout: float) -> int:
+        """Wait for the process to end on its own; its exit code."""
+        return self.process.wait(timeout)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGINT (the node holds and cleans up), then SIGKILL if it hangs."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        return self.process.returncode
+
+
+class Harness:
+    """An rclpy node in the test process, spinning in a thread; records what arrives."""
+
+    def __init__(self, name: str = 'dreamzero_test_harness') -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        ros_env()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.received: dict[str, list[tuple[float, Any]]] = {}
+        self._lock = threading.Lock()
+        self._executor = SingleThreadedExecutor(context=self.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+
+    def now(self) -> float:
+        """The harness clock, seconds."""
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def record(self, key: str, msg_type: Any, topic: str, qos: Any = 10) -> None:
+        """Keep every message of ``topic`` under ``key``, with its arrival time."""
+
+        def keep(msg: Any) -> None:
+            with self._lock:
+                self.received.setdefault(key, []).append((self.now(), msg))
+
+        self.node.create_subscription(msg_type, topic, keep, qos)
+
+    def messages(self, key: str, since: float = 0.0) -> list[Any]:
+        """Messages recorded under ``key`` that arrived after ``since``."""
+        with self._lock:
+            return [msg for arrived, msg in self.received.get(key, []) if arrived >= since]
+
+    def wait_for(
+        self, predicate: Callable[[], Any], timeout: float, what: str, log: Callable[[], str]
+    ) -> Any:
+        """Poll ``predicate`` until truthy; fail with the node's log on timeout."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(
+            f'timed out after {timeout} s waiting for {what}\n--- node log:\n{log()[-4000:]}'
+        )
+
+    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0) -> Any:
+        """Call a service and return its response."""
+        client = self.node.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise AssertionError(f'service {name} not available')
+            future = client.call_async(request)
+            end = time.monotonic() + timeout
+            while not future.done() and time.monotonic() < end:
+                time.sleep(0.01)
+            if not future.done():
+                raise AssertionError(f'service {name} did not answer within {timeout} s')
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def get_parameters(self, node: str, names: list[str]) -> dict[str, Any]:
+        """Read parameters through the node's parameter service."""
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        response = self.call(
+            GetParameters, f'{node}/get_parameters', GetParameters.Request(names=names)
+        )
+        return {
+            name: parameter_value_to_python(value)
+            for name, value in zip(names, response.values, strict=True)
+        }
+
+    def set_parameter(self, node: str, name: str, value: Any) -> Any:
+        """Set one parameter through the node's parameter service; the result."""
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        request = SetParameters.Request(
+            parameters=[Parameter(name, value=value).to_parameter_msg()]
+        )
+        return self.call(SetParameters, f'{node}/set_parameters', request).results[0]
+
+    def close(self) -> None:
+        """Stop spinning and shut the context down."""
+        self._executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+        self._thread.join(5)
+
+
+class RobotStream:
+    """Publishes camera frames and joint states from the harness, in a background thread."""
+
+    def __init__(self, harness: Harness, clips: dict, rate_hz: float = 15.0) -> None:
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import Image, JointState
+
+        from dreamzero_ros.policy_types import DROID_CAMERAS
+
+        self.harness = harness
+        self.clips = clips
+        self.rate_hz = rate_hz
+        self.cameras_on = True
+        self.joints_on = True
+        self.override: dict[str, Callable[[float], Any]] = {}
+        self.stamps: list[float] = []
+        node = harness.node
+        self._images = {
+            camera: node.create_publisher(Image, camera, qos_profile_sensor_data)
+            for camera in DROID_CAMERAS
+        }
+        self._joints = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import numpy as np
+        from sensor_msgs.msg import JointState
+
+        from dreamzero_ros.droid_clips import demo_joint_trajectory
+        from dreamzero_ros.ros.conversions import image_msg, to_time
+
+        index = 0
+        start = self.harness.now()
+        length = min(len(clip) for clip in self.clips.values())
+        while not self._stop.wait(1.0 / self.rate_hz):
+            now = self.harness.now()
+            if self.cameras_on:
+                for camera, publisher in self._images.items():
+                    if camera in self.override:
+                        msg = self.override[camera](now)
+                    else:
+                        msg = image_msg(self.clips[camera][index % length], now, camera)
+                    publisher.publish(msg)
+            if self.joints_on:
+                joints, gripper = demo_joint_trajectory(np.array([now - start]))
+                state = JointState(name=JOINTS, position=[*joints[0], *gripper[0]])
+                state.header.stamp = to_time(now)
+                self._joints.publish(state)
+            self.stamps.append(now)
+            index += 1
+
+    def close(self) -> None:
+        """Stop publishing."""
+        self._stop.set()
+        self._thread.join(5)

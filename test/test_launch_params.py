@@ -1,0 +1,151 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The launch file's arguments, and the config files loaded into the real node through rclpy."""
+
+import ast
+import importlib.util
+import json
+import math
+
+from node_support import CONFIG, NODE, REPO, Harness, NodeProcess
+import pytest
+
+from dreamzero_ros.core.launch_plan import plan_launch
+from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
+
+LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
+REQUIRED_ARGUMENTS = {
+    'config',
+    'checkpoint',
+    'gpus',
+    'cfg_parallel',
+    'openpi_bridge',
+    'openpi_port',
+    'use_sim_time',
+    'dry_run',
+}
+
+
+@pytest.fixture(scope='module')
+def harness():
+    harness = Harness('launch_params_harness')
+    yield harness
+    harness.close()
+
+
+def test_launch_arguments_are_declared_and_described():
+    source = LAUNCH_FILE.read_text()
+    tree = ast.parse(source)
+    names = {
+        key.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS'
+        for key in node.value.keys
+    }
+    assert REQUIRED_ARGUMENTS <= names
+    assert 'DeclareLaunchArgument(name, default_value=default, description=description)' in source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
+            for value in node.value.values:
+                description = value.elts[1]
+                text = ast.literal_eval(description)
+                assert isinstance(text, str) and len(text) > 10
+
+
+def test_launch_description_runs_where_launch_ros_exists(tmp_path):
+    pytest.importorskip(
+        'launch_ros', reason='launch_ros has no PyPI wheel; runs with a ROS 2 install'
+    )
+    from launch.actions import ExecuteProcess, OpaqueFunction
+    from launch_ros.actions import Node
+
+    from launch import LaunchContext
+
+    spec = importlib.util.spec_from_file_location('dreamzero_launch', LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    context = LaunchContext()
+    for entity in description.entities:
+        if not isinstance(entity, OpaqueFunction):
+            entity.visit(context)
+    context.launch_configurations.update(
+        {
+            'config': str(CONFIG / 'droid.yaml'),
+            'checkpoint': str(tmp_path),
+            'gpus': '0,1',
+            'cfg_parallel': '2',
+        }
+    )
+    opaque = [e for e in description.entities if isinstance(e, OpaqueFunction)][0]
+    actions = opaque.execute(context)
+    assert sum(isinstance(action, Node) for action in actions) == 1
+    workers = [action for action in actions if isinstance(action, ExecuteProcess)]
+    assert len(workers) == 1
+
+
+def _as_ros_arg(value) -> str:
+    return json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+
+
+def _assert_same(expected, actual, name):
+    if isinstance(expected, float) or (
+        isinstance(expected, list) and expected and isinstance(expected[0], float)
+    ):
+        assert all(
+            math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+            for a, b in zip(
+                expected if isinstance(expected, list) else [expected],
+                actual if isinstance(actual, list) else [actual],
+                strict=True,
+            )
+        ), (name, expected, actual)
+    else:
+        assert expected == actual, (name, expected, actual)
+
+
+@pytest.mark.parametrize('config_name', ['droid.yaml', 'cpu_small.yaml'])
+def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, config_name):
+    """The node reads the file and the launch's overrides exactly; read back via its services."""
+    config = CONFIG / config_name
+    plan = plan_launch(
+        read_params_file(config), checkpoint='/data/ckpt', dry_run='true', openpi_port='8123'
+    )
+    overrides = [f'{name}:={_as_ros_arg(value)}' for name, value in plan.node_parameters.items()]
+    node = NodeProcess(tmp_path / 'node.log', 'autostart:=false', *overrides, params_file=config)
+    try:
+        names = [spec.name for spec in PARAMETERS]
+        values = harness.get_parameters(NODE, names)
+        expected = {spec.name: spec.default for spec in PARAMETERS}
+        expected.update(read_params_file(config))
+        expected.update(plan.node_parameters)
+        expected['autostart'] = False
+        for name in names:
+            _assert_same(expected[name], values[name], name)
+        assert values['engine.checkpoint'] == '/data/ckpt' and values['dry_run'] is True
+    finally:
+        node.stop()
+
+
+def test_unknown_parameter_stops_the_node(tmp_path):
+    bad = tmp_path / 'typo.yaml'
+    bad.write_text((CONFIG / 'cpu_small.yaml').read_text().replace('max_skew:', 'max_skwe:'))
+    node = NodeProcess(tmp_path / 'node.log', params_file=bad)
+    assert node.wait_exit(30) == 2
+    assert "unknown parameters for dreamzero_policy: ['max_skwe']" in node.log()
+    node.stop()
+
+
+def test_writable_and_read_only_parameters(harness, tmp_path):
+    node = NodeProcess(
+        tmp_path / 'node.log', 'autostart:=false', params_file=CONFIG / 'cpu_small.yaml'
+    )
+    try:
+        harness.get_parameters(NODE, ['prompt'])
+        assert harness.set_parameter(NODE, 'prompt', 'stack the cups').successful
+        assert harness.get_parameters(NODE, ['prompt'])['prompt'] == 'stack the cups'
+        result = harness.set_parameter(NODE, 'max_age', 3.0)
+        assert not result.successful and 'read-only' in result.reason
+    finally:
+        node.stop()
