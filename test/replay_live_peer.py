@@ -5,7 +5,7 @@
 
 Runs with use_sim_time; counts what the player publishes, checks /clock against the stamps, and
 answers every 10th joint state with a preview trajectory (and an ActionChunk where built)
-stamped with that joint state's stamp. Prints a JSON summary when the clock stops for 3 s.
+stamped with that joint state's stamp. Prints a JSON summary when the clock stops for 2 s.
 """
 
 import json
@@ -87,7 +87,7 @@ def main():
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.1)
-        if node.counts['clock'] and time.monotonic() - node.last_clock > 3.0:
+        if node.counts['clock'] and time.monotonic() - node.last_clock > 2.0:
             break
     lag = sorted(node.clock_lag)
     print(json.dumps({
