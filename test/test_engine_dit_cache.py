@@ -22,8 +22,12 @@ T = (H // 2) * (W // 2)
 
 
 @pytest.fixture(autouse=True)
-def _threads():
-    torch.set_num_threads(2)
+def _one_thread():
+    # Tiny tensors: a second intra-op thread only adds wake-up latency on a busy machine.
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
 
 
 def make_model(**overrides) -> CausalWanDiT:
