@@ -190,10 +190,22 @@ class FrameHistory:
         return len(self._frames[DROID_CAMERAS[0]])
 
     def append(self, images: Mapping[str, np.ndarray]) -> None:
-        """Add the frame(s) of one observation, ``(H, W, 3)`` or ``(T, H, W, 3)`` per view."""
+        """Add the frame(s) of one observation, ``(H, W, 3)`` or ``(T, H, W, 3)`` per view.
+
+        A view whose frame size differs from the frames already held is an
+        :class:`ObservationError`, raised before anything is added.
+        """
+        clips = {}
         for name in DROID_CAMERAS:
             image = images[name]
-            clip = image[None] if image.ndim == 3 else image
+            clips[name] = image[None] if image.ndim == 3 else image
+            held = self._frames[name]
+            if held and held[-1].shape != clips[name].shape[1:]:
+                raise ObservationError(
+                    f'camera {name!r}: frame size {clips[name].shape[1:]} differs from the '
+                    f"session's {held[-1].shape}; reset the session to change resolution"
+                )
+        for name, clip in clips.items():
             self._frames[name].extend(np.array(frame, copy=True) for frame in clip)
 
     def select(self, num_frames: int) -> dict[str, np.ndarray]:
@@ -203,11 +215,5 @@ class FrameHistory:
             if not frames:
                 raise ObservationError(f'no frames received for camera {name!r}')
             chosen = list(frames)[-num_frames:]
-            chosen = [frames[0]] * (num_frames - len(chosen)) + chosen
-            shapes = {frame.shape for frame in chosen}
-            if len(shapes) != 1:
-                raise ObservationError(
-                    f'camera {name!r}: frame size changed within a session {shapes}'
-                )
-            selected[name] = np.stack(chosen)
+            selected[name] = np.stack([frames[0]] * (num_frames - len(chosen)) + chosen)
         return selected

@@ -1,0 +1,247 @@
+"""Strict loading of DreamZero weights in the published checkpoint layout.
+
+A checkpoint folder (``GEAR-Dreams/DreamZero-DROID`` layout)::
+
+    config.json                        upstream VLAConfig (see :mod:`dreamzero_ros.engine.config`)
+    model.safetensors.index.json       {"metadata": {...}, "weight_map": {tensor: shard file}}
+    model-00001-of-0000N.safetensors   the shards (or one model.safetensors and no index)
+    experiment_cfg/metadata.json       per-embodiment q01/q99 statistics
+    tokenizer/spiece.model             the umT5 sentencepiece model
+
+Tensor names are those of upstream's ``VLA`` module; each prefix goes to one engine module:
+
+    ``action_head.model.*``          -> the causal DiT
+    ``action_head.text_encoder.*``   -> the umT5 encoder
+    ``action_head.image_encoder.*``  -> the CLIP image encoder
+    ``action_head.vae.*``            -> the Wan VAE
+
+Ignored on purpose (inference never reads them): ``action_head.image_encoder.model.textual.*``,
+the text tower of the open-CLIP model that upstream keeps inside its image encoder, and
+``backbone.*`` (upstream's IdentityBackbone has no weights; nothing is expected there).
+Everything else is strict: a tensor the engine does not know, a tensor it needs that is absent,
+a shape mismatch, a shard listed in the index that is missing or unreadable, or an index that
+disagrees with its shards is a :class:`CheckpointError` naming the tensor and the shard.
+
+Tensors are copied one at a time from memory-mapped shards into modules that already live on the
+target device in the target dtype, so a checkpoint never needs more memory than the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+import contextlib
+import json
+from pathlib import Path
+
+from safetensors import SafetensorError, safe_open
+import torch
+from torch import nn
+
+__all__ = [
+    'COMPONENT_PREFIXES',
+    'CONFIG_FILE',
+    'IGNORED_PREFIXES',
+    'INDEX_FILE',
+    'METADATA_FILE',
+    'SINGLE_FILE',
+    'CheckpointError',
+    'checkpoint_state',
+    'load_weights',
+    'randomize_',
+    'read_weight_map',
+    'skip_init',
+]
+
+CONFIG_FILE = 'config.json'
+INDEX_FILE = 'model.safetensors.index.json'
+SINGLE_FILE = 'model.safetensors'
+METADATA_FILE = str(Path('experiment_cfg') / 'metadata.json')
+
+#: Engine module name -> prefix of its tensors in the checkpoint.
+COMPONENT_PREFIXES: dict[str, str] = {
+    'dit': 'action_head.model.',
+    'text_encoder': 'action_head.text_encoder.',
+    'image_encoder': 'action_head.image_encoder.',
+    'vae': 'action_head.vae.',
+}
+
+#: Checkpoint tensors that inference does not use (see the module docstring).
+IGNORED_PREFIXES: tuple[str, ...] = ('action_head.image_encoder.model.textual.', 'backbone.')
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint folder is incomplete, corrupt, or does not match the model."""
+
+
+def read_weight_map(folder: str | Path) -> dict[str, str]:
+    """Tensor name -> shard file name, from the index (or the single ``model.safetensors``)."""
+    folder = Path(folder)
+    index = folder / INDEX_FILE
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())['weight_map']
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+            raise CheckpointError(f'{index} is not a safetensors index: {error!r}') from error
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+        ):
+            raise CheckpointError(f'{index}: weight_map must map tensor names to file names')
+        for shard in sorted(set(weight_map.values())):
+            if Path(shard).name != shard:
+                raise CheckpointError(f'{index}: shard {shard!r} must be a file in the folder')
+            if not (folder / shard).is_file():
+                raise CheckpointError(f'shard {shard} listed in {INDEX_FILE} is missing')
+        return weight_map
+    single = folder / SINGLE_FILE
+    if single.is_file():
+        with _open_shard(single) as handle:
+            return dict.fromkeys(handle.keys(), SINGLE_FILE)
+    raise CheckpointError(f'{folder} has neither {INDEX_FILE} nor {SINGLE_FILE}')
+
+
+@contextlib.contextmanager
+def _open_shard(path: Path) -> Iterator:
+    """``safe_open`` a shard on the CPU, turning a corrupt file into :class:`CheckpointError`."""
+    try:
+        handle = safe_open(str(path), framework='pt', device='cpu')
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f'shard {path.name} is unreadable: {error}') from error
+    with handle:
+        yield handle
+
+
+def checkpoint_state(modules: Mapping[str, nn.Module]) -> dict[str, torch.Tensor]:
+    """Checkpoint tensor name -> the engine tensor it loads into (parameters and buffers)."""
+    unknown = set(modules) - set(COMPONENT_PREFIXES)
+    if unknown:
+        raise ValueError(f'no checkpoint prefix for modules {sorted(unknown)}')
+    return {
+        COMPONENT_PREFIXES[name] + key: tensor
+        for name, module in modules.items()
+        for key, tensor in module.state_dict(keep_vars=True).items()
+    }
+
+
+def load_weights(folder: str | Path, modules: Mapping[str, nn.Module]) -> None:
+    """Load every tensor of ``modules`` from the checkpoint in ``folder``, strictly.
+
+    Each tensor is cast to the dtype and moved to the device of the module tensor it fills.
+    """
+    folder = Path(folder)
+    targets = checkpoint_state(modules)
+    weight_map = read_weight_map(folder)
+    unexpected = sorted(
+        key for key in weight_map if key not in targets and not key.startswith(IGNORED_PREFIXES)
+    )
+    if unexpected:
+        raise CheckpointError(
+            f'{len(unexpected)} unexpected tensor(s) in the checkpoint, e.g. '
+            f'{unexpected[0]!r} in {weight_map[unexpected[0]]}: {unexpected[:8]}'
+        )
+    missing = sorted(key for key in targets if key not in weight_map)
+    if missing:
+        raise CheckpointError(
+            f'{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]!r}: '
+            f'{missing[:8]}'
+        )
+    by_shard: dict[str, list[str]] = {}
+    for key, shard in weight_map.items():
+        by_shard.setdefault(shard, []).append(key)
+    with torch.no_grad():
+        for shard, keys in sorted(by_shard.items()):
+            with _open_shard(folder / shard) as handle:
+                present = set(handle.keys())
+                absent = sorted(set(keys) - present)
+                if absent:
+                    raise CheckpointError(
+                        f'shard {shard} lacks tensor {absent[0]!r} that the index places there'
+                    )
+                extra = sorted(present - set(keys))
+                if extra:
+                    raise CheckpointError(
+                        f'shard {shard} holds tensor {extra[0]!r} that the index does not list'
+                    )
+                for key in keys:
+                    if key in targets:
+                        _copy_tensor(handle, key, shard, targets[key])
+
+
+def _copy_tensor(handle, key: str, shard: str, target: torch.Tensor) -> None:
+    """Copy one checkpoint tensor into ``target`` after checking its shape."""
+    shape = tuple(handle.get_slice(key).get_shape())
+    if shape != tuple(target.shape):
+        raise CheckpointError(
+            f'tensor {key!r} in {shard} has shape {shape}, the model expects {tuple(target.shape)}'
+        )
+    try:
+        tensor = handle.get_tensor(key)
+    except (SafetensorError, OSError, RuntimeError) as error:
+        raise CheckpointError(f'tensor {key!r} in {shard} is unreadable: {error}') from error
+    target.data.copy_(tensor)
+
+
+_INIT_FUNCTIONS = (
+    'uniform_',
+    'normal_',
+    'trunc_normal_',
+    'constant_',
+    'ones_',
+    'zeros_',
+    'eye_',
+    'dirac_',
+    'xavier_uniform_',
+    'xavier_normal_',
+    'kaiming_uniform_',
+    'kaiming_normal_',
+    'orthogonal_',
+)
+
+
+@contextlib.contextmanager
+def skip_init(device: torch.device | str, dtype: torch.dtype) -> Iterator[None]:
+    """Build modules directly on ``device`` in ``dtype`` without running weight initialisers.
+
+    Parameters are left uninitialised (to be loaded or randomised afterwards); buffers that
+    modules compute from explicit dtypes are built as usual.  Construction therefore costs one
+    allocation of the model in its final dtype and no init work.
+    """
+    saved = {name: getattr(nn.init, name) for name in _INIT_FUNCTIONS}
+    previous_dtype = torch.get_default_dtype()
+
+    def keep(tensor: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        return tensor
+
+    try:
+        for name in _INIT_FUNCTIONS:
+            setattr(nn.init, name, keep)
+        torch.set_default_dtype(dtype)
+        with torch.device(device):
+            yield
+    finally:
+        torch.set_default_dtype(previous_dtype)
+        for name, function in saved.items():
+            setattr(nn.init, name, function)
+
+
+@torch.no_grad()
+def randomize_(module: nn.Module, seed: int) -> nn.Module:
+    """Fill every parameter with seeded values of a sane scale, on its own device, in place.
+
+    Matrices and convolutions ``N(0, 1/fan_in)``; norm gains ``1 + N(0, 0.1)``; other vectors
+    ``N(0, 0.02)``.  The same seed, device type and dtype give the same weights.
+    """
+    generator: dict[torch.device, torch.Generator] = {}
+    for name, param in module.named_parameters():
+        device = param.device
+        if device not in generator:
+            generator[device] = torch.Generator(device).manual_seed(seed)
+        leaf = name.rsplit('.', 1)[-1]
+        if leaf == 'gamma' or (leaf == 'weight' and param.ndim == 1):
+            mean, std = 1.0, 0.1
+        elif param.ndim >= 2:
+            mean, std = 0.0, param[0].numel() ** -0.5
+        else:
+            mean, std = 0.0, 0.02
+        noise = torch.randn(param.shape, generator=generator[device], device=device)
+        param.copy_(noise * std + mean)
+    return module

@@ -1,0 +1,415 @@
+"""The DreamZero engine: DROID observations in, absolute joint action chunks out.
+
+One :meth:`DreamZeroEngine.infer` call is upstream's ``lazy_joint_video_action`` plus the
+evaluation transforms around it (``GrootSimPolicy.lazy_joint_forward_causal`` and the OpenPI
+server wrapper):
+
+1. **inputs** -- the views of the session's recent frames (1 on the first call, then 4) are
+   cropped, resized and stitched (:mod:`.droid_inputs`); the state is q01/q99-normalised
+   (:mod:`.normalization`); the prompt is wrapped in the DROID template.
+2. **encode** -- umT5 embeddings of the prompt and of the negative prompt (cached per text).
+   On a new context window (first call, prompt change, single-frame input, window used up):
+   CLIP tokens of the conditioning frame (the last frame of a 4-frame input, else the first) and
+   the I2V conditioning ``y`` (VAE latents of that frame followed by ``num_frames - 1`` blank
+   frames, with a 4-channel first-frame mask).  Otherwise the VAE latents of the new frames,
+   each repeated ``num_frame_per_block`` times after the first, as upstream feeds them.
+3. **prefill / denoise** -- :class:`~.denoise.ChunkDenoiser`: clean context into the K/V caches
+   of both CFG branches, then 16 UniPC steps over video latents and actions.
+4. **decode** -- de-normalised actions, joints made absolute by adding the current state; on
+   request, the predicted video latents decoded to frames.
+
+The engine is thread-safe: one inference at a time.  Sessions are isolated and bounded
+(:mod:`.session`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+import tempfile
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from dreamzero_ros.policy_types import (
+    DROID_CAMERAS,
+    ActionChunk,
+    Observation,
+    PolicyError,
+)
+
+from .checkpoint import METADATA_FILE, load_weights, randomize_, skip_init
+from .config import EngineConfig
+from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
+from .dit import CausalWanDiT
+from .droid_inputs import (
+    ViewGeometry,
+    prepare_view,
+    stitch_droid_views,
+    to_model_video,
+    validate_observation,
+)
+from .droid_inputs import droid_prompt as apply_prompt_template
+from .image_encoder import CLIPImageEncoder
+from .normalization import MetadataError, StateActionNormalizer, load_metadata
+from .session import Session, SessionStore
+from .text_encoder import UMT5Encoder
+from .tokenizer import UMT5Tokenizer, train_tiny_tokenizer
+from .vae import WanVAE
+
+__all__ = ['DreamZeroEngine', 'EngineModules', 'build_modules']
+
+#: Mask channels in front of the VAE latents of the I2V conditioning ``y``.
+_MASK_CHANNELS = 4
+
+
+@dataclass
+class EngineModules:
+    """The four networks of the engine."""
+
+    dit: CausalWanDiT
+    text_encoder: UMT5Encoder
+    image_encoder: CLIPImageEncoder
+    vae: WanVAE
+
+    def as_dict(self) -> dict[str, nn.Module]:
+        """Name -> module, with the names of :data:`.checkpoint.COMPONENT_PREFIXES`."""
+        return {
+            'dit': self.dit,
+            'text_encoder': self.text_encoder,
+            'image_encoder': self.image_encoder,
+            'vae': self.vae,
+        }
+
+
+def build_modules(config: EngineConfig, seed: int | None = None) -> EngineModules:
+    """Construct the networks on ``config.device`` in ``config.dtype``, in inference mode.
+
+    Parameters are allocated once, in the final dtype, without running initialisers; with
+    ``seed`` they are filled with seeded random values, otherwise they await a checkpoint.
+    """
+    with skip_init(config.device, config.torch_dtype):
+        modules = EngineModules(
+            dit=CausalWanDiT(config.dit),
+            text_encoder=UMT5Encoder(config.text_encoder),
+            image_encoder=CLIPImageEncoder(config.image_encoder),
+            vae=WanVAE(config.vae),
+        )
+    for offset, module in enumerate(modules.as_dict().values()):
+        module.eval().requires_grad_(False)
+        if seed is not None:
+            randomize_(module, seed + offset)
+    return modules
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+class DreamZeroEngine:
+    """DreamZero inference behind the :class:`~dreamzero_ros.policy_types.Policy` protocol.
+
+    Build it with :meth:`from_pretrained` (a checkpoint folder) or :meth:`from_config` (random
+    weights, for tests and benchmarks).
+
+    Args:
+        config: shapes and settings.
+        modules: the networks, on ``config.device`` in ``config.dtype``.
+        tokenizer: prompt tokenizer.
+        normalizer: state/action statistics of ``config.embodiment``.
+        layout: CFG branch layout (default: both branches batched in this process).
+
+    """
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        modules: EngineModules,
+        tokenizer: UMT5Tokenizer,
+        normalizer: StateActionNormalizer,
+        layout: BranchLayout | None = None,
+    ) -> None:
+        self.config = config
+        self.modules = modules
+        self.tokenizer = tokenizer
+        self.normalizer = normalizer
+        self.device = torch.device(config.device)
+        self.denoiser = ChunkDenoiser(
+            modules.dit,
+            DenoiseConfig(
+                num_inference_steps=config.num_inference_steps,
+                cfg_scale=config.cfg_scale,
+                sigma_shift=config.shift,
+                seed=config.seed,
+                step_cache=config.step_cache,
+            ),
+            layout,
+        )
+        self.sessions = SessionStore(
+            config.max_sessions, self.denoiser.open_session, self.denoiser.close_session
+        )
+        self._prompts: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._negative: torch.Tensor | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_pretrained(
+        cls,
+        folder: str | Path,
+        device: str | torch.device = 'cpu',
+        dtype: str | None = None,
+        layout: BranchLayout | None = None,
+        **settings: Any,
+    ) -> DreamZeroEngine:
+        """Load a checkpoint folder (see :mod:`.checkpoint` for the layout).
+
+        Args:
+            folder: checkpoint folder.
+            device: torch device to run on.
+            dtype: ``bfloat16`` (default), ``float16`` or ``float32``.
+            layout: CFG branch layout (:mod:`.cfg_parallel` gives the 2-process one).
+            settings: other :class:`EngineConfig` fields (sampling, sessions, ...).
+
+        """
+        folder = Path(folder)
+        metadata = load_metadata(folder / METADATA_FILE)
+        settings = {'device': str(device), **settings}
+        if dtype is not None:
+            settings['dtype'] = dtype
+        config = EngineConfig.from_pretrained(folder, **settings)
+        config = config.replace(view=_view_from_metadata(config, metadata))
+        normalizer = StateActionNormalizer.from_metadata(
+            metadata, config.embodiment, config.max_state_dim, config.max_action_dim
+        )
+        tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
+        modules = build_modules(config)
+        load_weights(folder, modules.as_dict())
+        return cls(config, modules, tokenizer, normalizer, layout)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: EngineConfig,
+        seed: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+        layout: BranchLayout | None = None,
+    ) -> DreamZeroEngine:
+        """An engine with seeded random weights, a tiny trained tokenizer and ``metadata``.
+
+        ``metadata`` defaults to :func:`.testing.droid_metadata` (plausible DROID statistics).
+        """
+        from .testing import droid_metadata
+
+        metadata = droid_metadata() if metadata is None else metadata
+        normalizer = StateActionNormalizer.from_metadata(
+            metadata, config.embodiment, config.max_state_dim, config.max_action_dim
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            train_tiny_tokenizer(folder)
+            tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
+        return cls(config, build_modules(config, seed), tokenizer, normalizer, layout)
+
+    # ------------------------------------------------------------------ Policy
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What clients need to know (the OpenPI server sends this first)."""
+        return {
+            'image_resolution': tuple(self.config.view.source_size),
+            'n_external_cameras': 2,
+            'needs_wrist_camera': True,
+            'needs_stereo_camera': False,
+            'needs_session_id': True,
+            'action_space': 'joint_position',
+            'action_horizon': self.config.action_horizon,
+            'action_dim': self.normalizer.action_dim,
+            'control_hz': self.config.control_hz,
+            'cameras': list(DROID_CAMERAS),
+            'embodiment': self.config.embodiment,
+        }
+
+    def reset(self, session_id: str = 'default') -> None:
+        """Forget a session: frame history, K/V caches, prompt, chunk counter."""
+        with self._lock:
+            self.sessions.reset(session_id)
+
+    def infer(self, observation: Observation, return_video: bool = False) -> ActionChunk:
+        """Predict the next action chunk of ``observation.session_id``.
+
+        Args:
+            observation: the newest observation (images of the three DROID views).
+            return_video: also decode the predicted future frames (slow).
+
+        Raises:
+            ObservationError: malformed observation; the session is left untouched.
+            PolicyError: inference failed; the session is reset.
+
+        """
+        validate_observation(observation)
+        state = np.concatenate(
+            [
+                np.asarray(observation.joint_position, dtype=np.float64),
+                np.asarray(observation.gripper_position, dtype=np.float64),
+            ]
+        )
+        normalized_state = self.normalizer.normalize_state(state)
+        with self._lock:
+            session = self.sessions.get(observation.session_id)
+            session.history.append(observation.images)
+            try:
+                return self._infer(session, observation, state, normalized_state, return_video)
+            except PolicyError:
+                self.sessions.reset(session.session_id)
+                raise
+            except (RuntimeError, ValueError) as error:
+                self.sessions.reset(session.session_id)
+                raise PolicyError(f'inference failed: {error}') from error
+
+    # ------------------------------------------------------------------ stages
+    @contextlib.contextmanager
+    def _timed(self, timings: dict[str, float], name: str) -> Iterator[None]:
+        """Add the elapsed milliseconds of the block (device-synchronised) to ``timings[name]``."""
+        _sync(self.device)
+        start = time.perf_counter()
+        yield
+        _sync(self.device)
+        timings[name] = timings.get(name, 0.0) + (time.perf_counter() - start) * 1e3
+
+    def _encode_text(self, text: str) -> torch.Tensor:
+        ids, mask = self.tokenizer(text)
+        return self.modules.text_encoder.encode(ids.to(self.device), mask.to(self.device))
+
+    def encode_prompt(self, text: str) -> torch.Tensor:
+        """umT5 embeddings ``(1, text_len, dim)`` of ``text`` (already templated), LRU-cached."""
+        cached = self._prompts.get(text)
+        if cached is not None:
+            self._prompts.move_to_end(text)
+            return cached
+        embeds = self._encode_text(text)
+        self._prompts[text] = embeds
+        if len(self._prompts) > self.config.max_cached_prompts:
+            self._prompts.popitem(last=False)
+        return embeds
+
+    def negative_prompt_embeds(self) -> torch.Tensor:
+        """umT5 embeddings of the negative prompt (computed once)."""
+        if self._negative is None:
+            self._negative = self._encode_text(self.config.negative_prompt)
+        return self._negative
+
+    def _video(self, session: Session) -> torch.Tensor:
+        """Model video ``(1, 3, T, H, W)`` of the session's last frames."""
+        frames = session.history.select(session.frames_per_call)
+        views = {name: prepare_view(clip, self.config.view) for name, clip in frames.items()}
+        return to_model_video(stitch_droid_views(views), self.device, self.config.torch_dtype)
+
+    def _window_conditioning(
+        self, video: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """CLIP tokens, I2V conditioning ``y`` and first-frame latent of a new window."""
+        frames = video.shape[2]
+        image = video[:, :, -1:] if frames in (4, 9) else video[:, :, :1]
+        clip_tokens = self.modules.image_encoder(image[:, :, 0])
+        blank = image.new_zeros((*image.shape[:2], self.config.num_frames - 1, *image.shape[3:]))
+        latents = self.modules.vae.encode(torch.cat([image, blank], dim=2))
+        mask = torch.zeros(
+            (latents.shape[0], _MASK_CHANNELS, *latents.shape[2:]),
+            dtype=latents.dtype,
+            device=latents.device,
+        )
+        mask[:, :, 0] = 1
+        return clip_tokens, torch.cat([mask, latents], dim=1), latents[:, :, :1]
+
+    def _context_latents(self, video: torch.Tensor) -> torch.Tensor:
+        """VAE latents of the new frames of a continuing window (upstream's frame repetition)."""
+        per_block = self.config.dit.num_frame_per_block
+        groups = video.shape[2] // 4
+        if groups != per_block:
+            video = torch.repeat_interleave(video, per_block // groups, dim=2)
+        return self.modules.vae.encode(torch.cat([video[:, :, :1], video], dim=2))
+
+    @torch.no_grad()
+    def _infer(
+        self,
+        session: Session,
+        observation: Observation,
+        state: np.ndarray,
+        normalized_state: np.ndarray,
+        return_video: bool,
+    ) -> ActionChunk:
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
+        video = self._video(session)
+        new_window = session.needs_new_window(observation.prompt, video.shape[2])
+        with self._timed(timings, 'encode'):
+            prompt = self.encode_prompt(apply_prompt_template(observation.prompt))
+            negative = self.negative_prompt_embeds() if self.config.cfg_scale != 1.0 else None
+            if new_window:
+                clip_tokens, y, context = self._window_conditioning(video)
+            else:
+                clip_tokens = y = None
+                context = self._context_latents(video)
+        inputs = ChunkInputs(
+            prompt_embeds=prompt,
+            negative_prompt_embeds=negative,
+            context_latents=context,
+            state=torch.from_numpy(normalized_state)[None].to(self.device),
+            new_window=new_window,
+            clip_tokens=clip_tokens,
+            y=y,
+        )
+        output = self.denoiser.denoise_chunk(session.denoise, inputs)
+        timings['prefill'] = output.timings_ms['context'] + output.timings_ms['prefill']
+        timings['denoise'] = output.timings_ms['denoise']
+        with self._timed(timings, 'decode'):
+            actions = self.normalizer.denormalize_actions(
+                output.actions[0].float().cpu().numpy(), state
+            )
+            frames = None
+            if return_video:
+                latents = output.video_latents
+                if output.start_frame == 1:
+                    latents = torch.cat([context[:, :, :1].to(latents.dtype), latents], dim=2)
+                decoded = self.modules.vae.decode(latents)[0]
+                frames = ((decoded.float() + 1) * 127.5).clamp(0, 255).to(torch.uint8)
+                frames = frames.permute(1, 2, 3, 0).cpu().numpy()
+        timings['total'] = (time.perf_counter() - start) * 1e3
+        if not np.all(np.isfinite(actions)):
+            raise PolicyError('the model produced non-finite actions')
+        session.prompt = observation.prompt
+        session.calls += 1
+        return ActionChunk(
+            actions=actions,
+            stamp=observation.stamp,
+            step_duration=1.0 / self.config.control_hz,
+            chunk_id=session.calls - 1,
+            timing_ms=timings,
+            video=frames,
+        )
+
+
+def _view_from_metadata(config: EngineConfig, metadata: Mapping[str, Any]) -> ViewGeometry:
+    """The view geometry with the dataset resolution of ``metadata`` as its source size."""
+    entry = metadata.get(config.embodiment, {})
+    videos = entry.get('modalities', {}).get('video', {}) if isinstance(entry, Mapping) else {}
+    sizes = set()
+    for name in DROID_CAMERAS:
+        resolution = videos.get(name, {}).get('resolution')
+        if resolution is not None:
+            if len(resolution) != 2:
+                raise MetadataError(f'{name}: video resolution must be [width, height]')
+            sizes.add((int(resolution[1]), int(resolution[0])))
+    if len(sizes) > 1:
+        raise MetadataError(f'camera resolutions differ in metadata.json: {sorted(sizes)}')
+    if not sizes:
+        return config.view
+    return dataclasses.replace(config.view, source_size=sizes.pop())
