@@ -112,7 +112,7 @@ def load_policy(args: argparse.Namespace) -> Policy:
 
 def replay_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-replay``."""
-    from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
+    from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
     from dreamzero_ros.replay.progress import ProgressBar
     from dreamzero_ros.replay.report import write_outputs
     from dreamzero_ros.replay.video import VideoComparison
@@ -130,10 +130,16 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             start_offset_s=args.start,
             duration_s=args.duration,
             max_chunks=args.max_chunks,
+            request_video=args.video,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
     out = args.out or Path(f'replay_{args.bag.resolve().name}')
+    try:
+        check_bag(args.bag, config)  # before the (slow) policy load
+    except BagError as error:
+        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
+        return 2
     policy = load_policy(args)
     progress = None if args.no_progress else ProgressBar('replay')
     video = VideoComparison() if args.video else None

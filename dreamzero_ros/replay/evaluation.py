@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+import functools
+import inspect
 import math
 from pathlib import Path
 import time
@@ -20,7 +22,7 @@ from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.messages import NS_PER_S
 from dreamzero_ros.replay.observations import check_topics, observations, query_times
 from dreamzero_ros.replay.reference import Trajectory, read_trajectory
-from dreamzero_ros.replay.topics import ReplayTopics
+from dreamzero_ros.replay.topics import COMMAND_TYPES, ReplayTopics
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class EvaluationConfig:
         duration_s: evaluate at most this span of bag time (``None``: to the end).
         max_chunks: stop after this many chunks (``None``: no limit).
         session_id: policy session used for the whole bag.
+        request_video: ask the policy for its predicted future frames (where its ``infer``
+            takes ``return_video``, as the local engine's does).
 
     """
 
@@ -47,6 +51,7 @@ class EvaluationConfig:
     duration_s: float | None = None
     max_chunks: int | None = None
     session_id: str = 'replay'
+    request_video: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,15 @@ ProgressCallback = Callable[[float, float], None]
 ChunkCallback = Callable[[ChunkRecord, ActionChunk], None]
 
 
+def check_bag(path: str | Path, config: EvaluationConfig) -> None:
+    """Raise :class:`BagError` unless the bag has every topic ``config`` needs, of its type."""
+    with BagReader(path) as reader:
+        check_topics(reader, config.topics)
+        reader.require(
+            config.topics.command or config.topics.joint_states, COMMAND_TYPES, 'reference'
+        )
+
+
 def evaluate_bag(
     path: str | Path,
     policy: Policy,
@@ -170,6 +184,9 @@ def evaluate_bag(
         evaluation = Evaluation(str(path), config, reference_topic, reference, span_s=(start, stop))
         times = query_times(start, stop, config.query_period_s)
         policy.reset(config.session_id)
+        infer = policy.infer
+        if config.request_video and 'return_video' in inspect.signature(infer).parameters:
+            infer = functools.partial(infer, return_video=True)
         for query in observations(
             reader, topics, config.cache, times, config.prompt, config.session_id
         ):
@@ -178,7 +195,7 @@ def evaluate_bag(
             if isinstance(query.result, Refusal):
                 evaluation.refusals.append((query.time, str(query.result)))
                 continue
-            record, chunk = _run_query(policy, query.time, query.result, reference)
+            record, chunk = _run_query(infer, query.time, query.result, reference)
             if record is None:
                 evaluation.policy_errors.append((query.time, chunk))
                 continue
@@ -191,12 +208,15 @@ def evaluate_bag(
 
 
 def _run_query(
-    policy: Policy, query_time: float, observation: Observation, reference: Trajectory
+    infer: Callable[[Observation], ActionChunk],
+    query_time: float,
+    observation: Observation,
+    reference: Trajectory,
 ) -> tuple[ChunkRecord, ActionChunk] | tuple[None, str]:
     """Infer once; return ``(record, chunk)`` or ``(None, error message)``."""
     began = time.perf_counter()
     try:
-        chunk = policy.infer(observation)
+        chunk = infer(observation)
     except PolicyError as error:
         return None, f'{type(error).__name__}: {error}'
     latency = time.perf_counter() - began
