@@ -1,0 +1,226 @@
+"""Checkpoint layout: write, load back, and strict errors naming the tensor or the shard."""
+
+import json
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+from safetensors.torch import save_file
+import torch
+
+from dreamzero_ros.engine import CheckpointError, DreamZeroEngine, EngineConfig, MetadataError
+from dreamzero_ros.engine.checkpoint import (
+    INDEX_FILE,
+    checkpoint_state,
+    load_weights,
+    read_weight_map,
+)
+from dreamzero_ros.engine.pipeline import build_modules
+from dreamzero_ros.engine.testing import random_observation, write_random_checkpoint
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope='module')
+def checkpoint(tmp_path_factory):
+    return write_random_checkpoint(tmp_path_factory.mktemp('ckpt'), 'tiny', seed=5, num_shards=3)
+
+
+def _copy(src, dst):
+    dst.mkdir()
+    for path in src.rglob('*'):
+        if path.is_file():
+            target = dst / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return dst
+
+
+def _tiny_modules(dtype='float32'):
+    return build_modules(EngineConfig.tiny(dtype=dtype)).as_dict()
+
+
+def _shards(folder):
+    index = json.loads((folder / INDEX_FILE).read_text())
+    return index, sorted(set(index['weight_map'].values()))
+
+
+def _rewrite_shard(folder, shard, change):
+    with safe_open(str(folder / shard), framework='pt') as handle:
+        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+    change(tensors)
+    save_file(tensors, str(folder / shard))
+
+
+def test_layout_and_real_tensor_names(checkpoint):
+    names = sorted(p.name for p in checkpoint.iterdir())
+    assert names == [
+        'config.json',
+        'experiment_cfg',
+        'model-00001-of-00003.safetensors',
+        'model-00002-of-00003.safetensors',
+        'model-00003-of-00003.safetensors',
+        'model.safetensors.index.json',
+        'tokenizer',
+    ]
+    assert (checkpoint / 'experiment_cfg' / 'metadata.json').is_file()
+    assert (checkpoint / 'tokenizer' / 'spiece.model').is_file()
+    weight_map = read_weight_map(checkpoint)
+    assert 'action_head.model.blocks.0.self_attn.q.weight' in weight_map
+    assert 'action_head.text_encoder.token_embedding.weight' in weight_map
+    assert 'action_head.image_encoder.model.visual.patch_embedding.weight' in weight_map
+    assert 'action_head.vae.model.encoder.conv1.weight' in weight_map
+    assert len(set(weight_map.values())) == 3
+    with safe_open(str(checkpoint / weight_map['action_head.model.head.head.weight']), 'pt') as f:
+        assert f.get_tensor('action_head.model.head.head.weight').dtype == torch.bfloat16
+
+
+def test_weights_round_trip_exactly(tmp_path):
+    config = EngineConfig.tiny(dtype='float32')
+    for shards in (0, 2):
+        folder = write_random_checkpoint(tmp_path / str(shards), config, 11, shards, 'float32')
+        original = checkpoint_state(build_modules(config, seed=11).as_dict())
+        modules = _tiny_modules()
+        load_weights(folder, modules)
+        loaded = checkpoint_state(modules)
+        assert loaded.keys() == original.keys()
+        for key, tensor in original.items():
+            assert torch.equal(loaded[key], tensor), key
+
+
+def test_loading_casts_to_the_engine_dtype(checkpoint):
+    modules = _tiny_modules('float32')
+    load_weights(checkpoint, modules)
+    weight = modules['dit'].blocks[0].self_attn.q.weight
+    assert weight.dtype == torch.float32
+    key = 'action_head.model.blocks.0.self_attn.q.weight'
+    with safe_open(str(checkpoint / read_weight_map(checkpoint)[key]), 'pt') as handle:
+        stored = handle.get_tensor(key)
+    assert torch.equal(weight, stored.float())
+
+
+def test_same_outputs_after_save_and_load(tmp_path):
+    config = EngineConfig.tiny(dtype='float32')
+    folder = write_random_checkpoint(tmp_path, config, seed=2, num_shards=2, dtype='float32')
+    loaded = DreamZeroEngine.from_pretrained(folder, dtype='float32')
+    built = DreamZeroEngine.from_config(config, seed=2)
+    assert loaded.config == built.config
+    for step in range(2):
+        observation = random_observation(seed=step)
+        np.testing.assert_array_equal(
+            loaded.infer(observation).actions, built.infer(observation).actions
+        )
+
+
+def test_missing_tensor_is_named(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, _ = _shards(folder)
+    key = 'action_head.model.blocks.1.ffn.2.weight'
+    shard = index['weight_map'].pop(key)
+    (folder / INDEX_FILE).write_text(json.dumps(index))
+    _rewrite_shard(folder, shard, lambda t: t.pop(key))
+    with pytest.raises(CheckpointError, match=f'missing from the checkpoint, e.g. {key!r}'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_unexpected_tensor_is_named_with_its_shard(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, shards = _shards(folder)
+    key = 'action_head.model.blocks.0.lora_A.weight'
+    index['weight_map'][key] = shards[0]
+    (folder / INDEX_FILE).write_text(json.dumps(index))
+    _rewrite_shard(folder, shards[0], lambda t: t.__setitem__(key, torch.zeros(2)))
+    with pytest.raises(CheckpointError, match=f'unexpected .*{key!r} in {shards[0]}'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_ignored_tensors_are_accepted(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, shards = _shards(folder)
+    extra = {
+        'action_head.image_encoder.model.textual.token_embedding.weight': torch.zeros(3, 2),
+        'backbone.identity.weight': torch.zeros(1),
+    }
+    index['weight_map'].update(dict.fromkeys(extra, shards[-1]))
+    (folder / INDEX_FILE).write_text(json.dumps(index))
+    _rewrite_shard(folder, shards[-1], lambda t: t.update(extra))
+    load_weights(folder, _tiny_modules())
+
+
+def test_misshaped_tensor_is_named(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, _ = _shards(folder)
+    key = 'action_head.text_encoder.token_embedding.weight'
+    shard = index['weight_map'][key]
+    _rewrite_shard(folder, shard, lambda t: t.__setitem__(key, torch.zeros(7, 7)))
+    with pytest.raises(CheckpointError, match=rf'{key!r} in {shard} has shape \(7, 7\)'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_corrupt_and_missing_shards_are_named(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    _, shards = _shards(folder)
+    data = (folder / shards[1]).read_bytes()
+    (folder / shards[1]).write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match=f'shard {shards[1]} is unreadable'):
+        load_weights(folder, _tiny_modules())
+    (folder / shards[1]).unlink()
+    with pytest.raises(CheckpointError, match=f'shard {shards[1]} listed in .* is missing'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_index_and_shard_disagreements_are_named(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, shards = _shards(folder)
+    key = next(k for k, v in index['weight_map'].items() if v == shards[0])
+    index['weight_map'][key] = shards[1]
+    (folder / INDEX_FILE).write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match=f'shard {shards[0]} holds tensor|lacks tensor'):
+        load_weights(folder, _tiny_modules())
+    (folder / INDEX_FILE).write_text('{"weight_map": 3}')
+    with pytest.raises(CheckpointError, match='weight_map'):
+        load_weights(folder, _tiny_modules())
+    (folder / INDEX_FILE).write_text(json.dumps({'weight_map': {key: '../elsewhere.safetensors'}}))
+    with pytest.raises(CheckpointError, match='must be a file in the folder'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_missing_files_are_named(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    for shard in _shards(folder)[1]:
+        (folder / shard).unlink()
+    (folder / INDEX_FILE).unlink()
+    with pytest.raises(CheckpointError, match='neither model.safetensors.index.json nor'):
+        load_weights(folder, _tiny_modules())
+    folder = _copy(checkpoint, tmp_path / 'd')
+    (folder / 'experiment_cfg' / 'metadata.json').unlink()
+    with pytest.raises(MetadataError, match='metadata.json'):
+        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+    folder = _copy(checkpoint, tmp_path / 'e')
+    (folder / 'tokenizer' / 'spiece.model').unlink()
+    with pytest.raises(FileNotFoundError, match='spiece.model'):
+        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+
+
+def test_published_model_has_the_upstream_tensor_census():
+    """The 14B engine expects upstream's tensors (built on the meta device: no memory)."""
+    modules = build_modules(EngineConfig.droid_14b(device='meta')).as_dict()
+    state = checkpoint_state(modules)
+    counts = {}
+    for key in state:
+        component = key.split('.')[1]
+        counts[component] = counts.get(component, 0) + 1
+    # umT5-XXL: 24 blocks x 10 tensors + token embedding + final norm.
+    assert counts['text_encoder'] == 242
+    assert tuple(state['action_head.model.blocks.39.cross_attn.k_img.weight'].shape) == (5120, 5120)
+    assert tuple(state['action_head.model.patch_embedding.weight'].shape) == (5120, 36, 1, 2, 2)
+    assert tuple(state['action_head.model.state_encoder.layer1.W'].shape) == (1, 64, 1024)
+    assert tuple(state['action_head.text_encoder.token_embedding.weight'].shape) == (256384, 4096)
+    assert tuple(state['action_head.image_encoder.model.visual.pos_embedding'].shape) == (
+        1,
+        257,
+        1280,
+    )
+    assert tuple(state['action_head.vae.model.conv1.weight'].shape) == (32, 32, 1, 1, 1)
+    dit_params = sum(t.numel() for k, t in state.items() if k.startswith('action_head.model.'))
+    assert 16.4e9 < dit_params < 16.6e9
