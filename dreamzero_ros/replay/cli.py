@@ -160,6 +160,8 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     if video is not None and video_path is None:
         print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
     written = write_outputs(evaluation, out, video_path.name if video_path else None)
+    if video_path is not None:
+        written['video'] = video_path
     print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
     if not evaluation.records:
         print('dreamzero-replay: no chunk was produced (see refusals)', file=sys.stderr)

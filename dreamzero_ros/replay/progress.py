@@ -55,8 +55,8 @@ class ProgressBar:
         width = 30
         filled = int(round(fraction * width))
         elapsed = now - self._started
-        eta = elapsed * (1.0 - fraction) / fraction if fraction > 0 else float('nan')
+        eta = f'{elapsed * (1.0 - fraction) / fraction:.0f} s' if fraction > 0 else '?'
         return (
             f'{self.label} [{"#" * filled}{"." * (width - filled)}] {fraction * 100:5.1f}% '
-            f'{done:.1f}/{total:.1f} {self.unit}, elapsed {elapsed:.0f} s, eta {eta:.0f} s'
+            f'{done:.1f}/{total:.1f} {self.unit}, elapsed {elapsed:.0f} s, eta {eta}'
         )

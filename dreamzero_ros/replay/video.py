@@ -84,6 +84,7 @@ class VideoComparison:
         import av
 
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         with av.open(str(path), 'w') as container:
             stream = None
             for frame in self._frames:
