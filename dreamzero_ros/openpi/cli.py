@@ -22,6 +22,7 @@ from dreamzero_ros.policy_types import Policy
 
 API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
 PRESETS = ('tiny', 'small')
+DTYPES = ('bfloat16', 'float16', 'float32')
 
 
 def _aspect(text: str) -> float:
@@ -47,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         '--preset', choices=PRESETS, help='serve random weights of a small architecture instead'
     )
     parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
+    parser.add_argument(
+        '--dtype',
+        choices=DTYPES,
+        default=None,
+        help='weights and compute dtype (default: bfloat16 on CUDA, float32 on the CPU)',
+    )
+    parser.add_argument(
+        '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
+    )
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
     parser.add_argument(
@@ -88,20 +98,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(checkpoint: Path | None, preset: str | None, device: str | None) -> Policy:
-    """The DreamZero engine from a checkpoint folder, or with random weights of a preset."""
+def load_policy(
+    checkpoint: Path | None, preset: str | None, device: str | None, dtype: str | None = None
+) -> Policy:
+    """The DreamZero engine from a checkpoint folder, or with random weights of a preset.
+
+    Args:
+        checkpoint: checkpoint folder, or None to use ``preset``.
+        preset: ``tiny`` or ``small`` random weights.
+        device: torch device; None picks CUDA where present.
+        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU (where
+            bfloat16 kernels are slow).
+
+    """
     import torch
 
     from dreamzero_ros.engine import DreamZeroEngine
 
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
     if checkpoint is not None:
-        return DreamZeroEngine.from_pretrained(checkpoint, device=device)
+        return DreamZeroEngine.from_pretrained(checkpoint, device=device, dtype=dtype)
     from dreamzero_ros.engine.testing import write_random_checkpoint
 
     with tempfile.TemporaryDirectory(prefix=f'dreamzero-{preset}-') as folder:
         write_random_checkpoint(folder, preset=preset)
-        return DreamZeroEngine.from_pretrained(folder, device=device)
+        return DreamZeroEngine.from_pretrained(folder, device=device, dtype=dtype)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,7 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply_format=args.reply_format,
         camera_aspect=args.camera_aspect,
     )
-    policy = load_policy(args.checkpoint, args.preset, args.device)
+    if args.num_threads > 0:
+        import torch
+
+        torch.set_num_threads(args.num_threads)
+    policy = load_policy(args.checkpoint, args.preset, args.device, args.dtype)
     server = OpenPIServer(policy, config)
     logging.getLogger(__name__).info('serving metadata %s', server.metadata)
     server.serve_forever()
