@@ -27,6 +27,8 @@ import torch
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
 
+from dreamzero_ros.engine import DreamZeroEngine
+from dreamzero_ros.engine.testing import write_random_checkpoint
 from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
 
@@ -44,12 +46,9 @@ CLIENT_CONFIG = {
 
 @pytest.fixture(scope='module')
 def engine(tmp_path_factory):
-    testing = pytest.importorskip('dreamzero_ros.engine.testing', reason='engine not landed yet')
-    from dreamzero_ros.engine import DreamZeroEngine
-
     torch.set_num_threads(1)  # faster than 2 on a shared 2-core machine
     folder = tmp_path_factory.mktemp('tiny-checkpoint')
-    testing.write_random_checkpoint(folder, preset='tiny')
+    write_random_checkpoint(folder, preset='tiny')
     return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32')
 
 
@@ -335,7 +334,6 @@ def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size):
     assert all(np.isfinite(out['final_joint_position']))
 
 
-@pytest.mark.usefixtures('engine')  # skips with the others until the engine exists
 def test_console_script_serves_a_preset_until_sigterm(frames_npz):
     command = [str(Path(sys.executable).with_name('dreamzero-openpi-server'))]
     command += ['--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--port', '0']
