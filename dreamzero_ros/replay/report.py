@@ -22,12 +22,16 @@ CAPTIONS = {
 }
 
 
-def _fmt(value: object, scale: float = 1.0, unit: str = '') -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return 'n/a'
-    if isinstance(value, float):
-        return f'{value * scale:.4g}{unit}'
-    return f'{value}{unit}'
+    return f'{value:.4g}' if isinstance(value, float) else str(value)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return 'n/a'
+    return f'{seconds:.3g} s' if seconds >= 1.0 else f'{seconds * 1e3:.3g} ms'
 
 
 def summary_rows(metrics: dict) -> list[tuple[str, str]]:
@@ -44,16 +48,16 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
         errors, hold = metrics['errors'], metrics['hold_baseline_errors']
         latency, timing = metrics['latency_s'], metrics['timing']
         arm_mae, arm_rmse = _fmt(errors['arm']['mae']), _fmt(errors['arm']['rmse'])
-        p50, p95 = _fmt(latency['p50'], 1e3, ' ms'), _fmt(latency['p95'], 1e3, ' ms')
-        step = _fmt(timing['step_duration_s'], 1e3, ' ms')
+        p50, p95 = _duration(latency['p50']), _duration(latency['p95'])
+        step = _duration(timing['step_duration_s'])
         rows += [
             ('arm MAE / RMSE (rad)', f'{arm_mae} / {arm_rmse}'),
             ('hold baseline arm MAE (rad)', _fmt(hold['arm']['mae'])),
             ('gripper MAE', _fmt(errors['gripper']['mae'])),
             ('latency p50 / p95', f'{p50} / {p95}'),
             ('horizon', f'{timing["horizon"]} steps x {step}'),
-            ('query period', _fmt(timing['query_period_s'], 1, ' s')),
-            ('chunks arriving after their last step', _fmt(timing['late_fraction'])),
+            ('query period', _duration(timing['query_period_s'])),
+            ('fraction of chunks arriving after their last step', _fmt(timing['late_fraction'])),
         ]
     return rows
 
