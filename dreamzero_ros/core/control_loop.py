@@ -16,6 +16,7 @@ Plans are in policy units (radians, gripper in ``[0, 1]``). All times are passed
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 import itertools
 
@@ -30,11 +31,23 @@ from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observatio
 
 @dataclass(frozen=True)
 class LoopConfig:
-    """How often to query and how to hand over and limit the commands."""
+    """How often to query, how to hand over and limit the commands.
+
+    ``step_duration`` > 0 replaces the chunks' own row spacing (slow-motion playback for
+    policies slower than their horizon); 0 keeps each chunk's.
+    """
 
     limits: SafetyLimits
     blend: BlendConfig = field(default_factory=BlendConfig)
     min_replan_period: float = 0.0
+    step_duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.min_replan_period < 0 or self.step_duration < 0:
+            raise ValueError(
+                f'min_replan_period and step_duration must be >= 0, got '
+                f'{self.min_replan_period}, {self.step_duration}'
+            )
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,8 @@ class ControlLoop:
         latency = now - stamp
         self.latency.record(latency, now)
         self.inference.record(now - query.sent_at, now)
+        if self.config.step_duration > 0:
+            chunk = dataclasses.replace(chunk, step_duration=self.config.step_duration)
         discarded = self._discard_reason(query, chunk)
         if discarded:
             self.counters.chunks_discarded += 1

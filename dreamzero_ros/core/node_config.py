@@ -162,6 +162,13 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         DELTA_MODES,
     ),
     _spec(
+        'scheduler.step_duration',
+        0.0,
+        "Seconds between action rows; 0 keeps the policy's (1/15 s for DROID). A larger value "
+        'plays chunks in slow motion, for CPU profiles whose chunks take longer than their '
+        'horizon.',
+    ),
+    _spec(
         'scheduler.min_replan_period',
         0.0,
         'Least seconds between queries; 0 queries again as soon as a chunk arrives.',
@@ -348,6 +355,7 @@ def build_settings(values: Mapping[str, Any]) -> NodeSettings:
                 int(merged['scheduler.blend_min_steps']), int(merged['scheduler.blend_max_steps'])
             ),
             min_replan_period=float(merged['scheduler.min_replan_period']),
+            step_duration=float(merged['scheduler.step_duration']),
         )
     except ValueError as error:
         raise ValueError(f'invalid parameters: {error}') from error

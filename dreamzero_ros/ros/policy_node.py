@@ -447,7 +447,7 @@ class PolicyNode(LifecycleNode):
             publisher.publish(
                 conversions.action_chunk_msg(
                     stamp,
-                    chunk.step_duration,
+                    settings['scheduler.step_duration'] or chunk.step_duration,
                     names,
                     settings.gripper_to_joint(chunk.actions),
                     chunk.chunk_id,

@@ -1,0 +1,172 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""``dreamzero-demo``: the policy node on a small model over a demo robot stream, over real DDS.
+
+Three processes: the policy node (``config/cpu_small.yaml`` with a random-weight checkpoint of
+the ``small`` preset, written once to a cache folder by the real checkpoint writer and loaded by
+the real loader), the demo stream (the real DROID clips where present, synthetic frames
+otherwise, and a joint trajectory), and this listener, which prints each action chunk and its
+latency, then a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'dreamzero_ros'
+
+
+def config_file(name: str) -> Path:
+    """A config file of the package: from the source tree, else from the install's share."""
+    source = Path(__file__).resolve().parents[1] / 'config' / name
+    if source.is_file():
+        return source
+    from ament_index_python.packages import get_package_share_directory
+
+    return Path(get_package_share_directory('dreamzero_ros')) / 'config' / name
+
+
+def demo_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
+    """The random-weight checkpoint of ``preset`` in ``cache_dir``, written on first use."""
+    folder = cache_dir / f'random-{preset}'
+    if (folder / 'config.json').is_file():
+        return folder, False
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
+    write_random_checkpoint(partial, preset=preset)
+    try:
+        partial.rename(folder)
+    except OSError:  # another process wrote it first
+        shutil.rmtree(partial)
+        return folder, False
+    return folder, True
+
+
+def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, 'w') as out:
+        return subprocess.Popen(
+            [sys.executable, '-m', *args], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _fmt(row: np.ndarray) -> str:
+    return '[' + ' '.join(f'{v:+.3f}' for v in row) + ']'
+
+
+def run(options: argparse.Namespace) -> int:
+    """Run the demo; returns the exit status."""
+    options.cache_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    checkpoint, written = demo_checkpoint(options.cache_dir, options.preset)
+    print(
+        f'{"wrote" if written else "using"} a random-weight {options.preset!r} DreamZero '
+        f'checkpoint at {checkpoint} (real layout, random weights: the actions are not '
+        'meaningful, the pipeline is real)'
+    )
+    env = dict(os.environ)
+    env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
+    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    env['PYTHONUNBUFFERED'] = '1'
+    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    logs = options.cache_dir / 'logs'
+    logs.mkdir(exist_ok=True)
+    config = config_file('cpu_small.yaml')
+    print(f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}; node config {config}; logs in {logs}')
+    node_args = [
+        'dreamzero_ros.ros.policy_node', '--ros-args', '--params-file', str(config),
+        '-p', f'engine.checkpoint:={checkpoint}', '-p', 'engine.warmup:=false',
+    ]  # fmt: skip
+    node = _start(node_args, env, logs / 'policy_node.log')
+    stream = _start(
+        ['dreamzero_ros.ros.demo_stream', '--frames', '90', '--transport', options.transport],
+        env,
+        logs / 'demo_stream.log',
+    )
+    try:
+        return _listen(options, start, node, logs)
+    finally:
+        _stop(stream)
+        _stop(node)
+
+
+def _listen(options: argparse.Namespace, start: float, node: subprocess.Popen, logs: Path) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dreamzero_ros.ros.demo_listener import DemoListener
+
+    rclpy.init()
+    listener = DemoListener()
+    executor = SingleThreadedExecutor()
+    executor.add_node(listener)
+    deadline = time.monotonic() + options.timeout
+    printed = 0
+    try:
+        while len(listener.chunks) < options.chunks and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.2)
+            if node.poll() is not None:
+                print(f'the policy node exited ({node.returncode}); see {logs}/policy_node.log')
+                return 1
+            for chunk in listener.chunks[printed:]:
+                print(
+                    f'chunk {chunk.chunk_id}: actions {chunk.shape}, observation stamp '
+                    f'{chunk.stamp:.3f}, latency {chunk.latency:.2f} s, first row '
+                    f'{_fmt(chunk.first_row)}'
+                )
+                printed += 1
+        for _ in range(10):  # let the last trajectory and diagnostics arrive
+            executor.spin_once(timeout_sec=0.1)
+        print(listener.summary(time.monotonic() - start))
+        if len(listener.chunks) < options.chunks:
+            print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
+            return 1
+        return 0
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
+        rclpy.try_shutdown()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-demo``."""
+    parser = argparse.ArgumentParser(
+        prog='dreamzero-demo',
+        description='Run the DreamZero policy node on a small random-weight model over a demo '
+        'robot stream (real DROID clips where present) and print its action chunks.',
+    )
+    parser.add_argument('--chunks', type=int, default=3, help='chunks to print before stopping')
+    parser.add_argument(
+        '--preset', default='small', choices=('tiny', 'small'), help='engine preset'
+    )
+    parser.add_argument('--transport', default='raw', choices=('raw', 'compressed'))
+    parser.add_argument(
+        '--cache-dir', type=Path, default=DEFAULT_CACHE, help='where the checkpoint is kept'
+    )
+    parser.add_argument('--timeout', type=float, default=240.0, help='give up after seconds')
+    return run(parser.parse_args(args))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
