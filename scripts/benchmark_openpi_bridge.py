@@ -98,9 +98,10 @@ def main() -> int:
 
     policy = InstantPolicy()
     handle = OpenPIServer(policy, ServerConfig(port=0)).start()
-    baseline = statistics.median(_direct_ms(policy, small, args.requests))
+    direct = _direct_ms(policy, small, args.requests)
+    baseline = statistics.median(direct)
     print(f'{"path":<34} {"p50 ms":>9} {"p95 ms":>9} {"vs direct":>11}')
-    print(_row('direct policy call (180x320)', [baseline], baseline))
+    print(_row('direct policy call (180x320)', direct, baseline))
     try:
         for size in ((180, 320), (224, 224), (720, 1280)):
             packed = [msgpack_numpy.packb(_request(frames, i, size)) for i in range(args.requests)]
