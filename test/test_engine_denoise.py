@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 import torch
 
+from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
 from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig
 from dreamzero_ros.engine.scheduler import FlowUniPCScheduler
@@ -26,13 +27,13 @@ def _one_thread():
 @pytest.fixture(scope='module')
 def model():
     config = dataclasses.replace(DiTConfig.tiny(), frame_seqlen=T)
-    return CausalWanDiT(config).randomize_(0).eval()
+    return randomize_(CausalWanDiT(config), 0).eval()
 
 
 @pytest.fixture(scope='module')
 def model64(model):
     config = model.config
-    return CausalWanDiT(config).double().randomize_(0).eval()
+    return randomize_(CausalWanDiT(config).double(), 0).eval()
 
 
 def make_inputs(model, seed=0, batch=1):

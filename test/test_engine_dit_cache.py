@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from dreamzero_ros.engine.attention import sdpa
+from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig, sinusoidal_embedding
 from dreamzero_ros.engine.rope import RopeTables, Rotary, apply_rotary, rope_angles
 
@@ -32,7 +33,7 @@ def _one_thread():
 
 def make_model(**overrides) -> CausalWanDiT:
     config = dataclasses.replace(DiTConfig.tiny(), frame_seqlen=T, **overrides)
-    return CausalWanDiT(config).double().randomize_(0).eval()
+    return randomize_(CausalWanDiT(config).double(), 0).eval()
 
 
 class MaskedFullAttention:

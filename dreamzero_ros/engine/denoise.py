@@ -186,16 +186,27 @@ class BranchLayout:
     """Which CFG branches this process computes, and how it gets the velocities of all of them.
 
     The default computes every branch in one batch.  Rows of a DiT call are
-    ``[branch 0 x B, branch 1 x B, ...]`` over :attr:`local_branches`.
+    ``[branch 0 x B, branch 1 x B, ...]`` over :attr:`local_branches`.  Subclasses (see
+    :mod:`dreamzero_ros.engine.cfg_parallel`) split the branches over processes; the hooks let
+    them keep other processes in step with the denoiser that uses the layout.
     """
 
-    def __init__(self, use_cfg: bool) -> None:
+    def __init__(self, use_cfg: bool = True) -> None:
         self.branches: tuple[str, ...] = ('cond', 'uncond') if use_cfg else ('cond',)
 
     @property
     def local_branches(self) -> tuple[str, ...]:
         """Branches computed in this process."""
         return self.branches
+
+    def attach(self, denoiser: ChunkDenoiser) -> None:
+        """Called once by the denoiser that uses this layout, at its construction."""
+
+    def before_chunk(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
+        """Called for each chunk after its inputs are validated, before anything runs."""
+
+    def on_close(self, session: DenoiseSession) -> None:
+        """Called when a session is closed."""
 
     def combine(
         self, video: torch.Tensor, action: torch.Tensor, batch: int
@@ -241,10 +252,16 @@ class ChunkDenoiser:
         self.dit = dit
         self.config = config or DenoiseConfig()
         self.layout = layout or BranchLayout(self.config.use_cfg)
+        if len(self.layout.branches) != (2 if self.config.use_cfg else 1):
+            raise ValueError(
+                f'layout branches {self.layout.branches} do not fit '
+                f'cfg_scale {self.config.cfg_scale}'
+            )
         self._schedulers = [
             FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
             for _ in range(2)
         ]
+        self.layout.attach(self)
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""
@@ -252,7 +269,8 @@ class ChunkDenoiser:
         return DenoiseSession(sid, self.dit.config.local_attn_size)
 
     def close_session(self, session: DenoiseSession) -> None:
-        """Release a session's memory."""
+        """Release a session's memory (and that of the other ranks' copies, if any)."""
+        self.layout.on_close(session)
         session.release()
 
     def validate(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
@@ -261,6 +279,11 @@ class ChunkDenoiser:
         lat = inputs.context_latents
         _check_shape('context_latents', lat, (None, c.out_dim, None, None, None))
         batch, frames, h, w = lat.shape[0], lat.shape[2], lat.shape[3], lat.shape[4]
+        _, ph, pw = c.patch_size
+        if h % ph or w % pw or (h // ph) * (w // pw) != c.frame_seqlen:
+            raise ValueError(
+                f'latents of {h}x{w} do not give frame_seqlen={c.frame_seqlen} tokens per frame'
+            )
         _check_shape('prompt_embeds', inputs.prompt_embeds, (batch, c.text_len, c.text_dim))
         if self.config.use_cfg:
             _check_shape(
@@ -312,6 +335,7 @@ class ChunkDenoiser:
     def denoise_chunk(self, session: DenoiseSession, inputs: ChunkInputs) -> ChunkOutput:
         """Prefill and denoise one chunk; see the module docstring."""
         self.validate(session, inputs)
+        self.layout.before_chunk(session, inputs)
         try:
             return self._run(session, inputs)
         except BaseException:

@@ -466,33 +466,6 @@ class CausalWanDiT(nn.Module):
         """Compute dtype (the parameters' dtype)."""
         return self.patch_embedding.weight.dtype
 
-    @torch.no_grad()
-    def randomize_(self, seed: int) -> CausalWanDiT:
-        """Fill every parameter with seeded random values of realistic scale, in place.
-
-        Matrices ``N(0, 1/fan_in)``, modulations ``N(0, 1/dim)``, norm weights ``1 + N(0, 0.1)``,
-        biases ``N(0, 0.02)``.  Values are drawn on the parameters' device, so two processes with
-        the same seed, device type and dtype get the same weights (used for CFG-parallel workers,
-        tests and benchmarks without a checkpoint).
-        """
-        generator = torch.Generator(self.device).manual_seed(seed)
-        for name, param in self.named_parameters():
-            leaf = name.rsplit('.', 1)[-1]
-            if leaf == 'modulation':
-                mean, std = 0.0, self.config.dim**-0.5
-            elif leaf == 'W':
-                mean, std = 0.0, param.shape[1] ** -0.5
-            elif param.ndim >= 2:
-                mean, std = 0.0, math.prod(param.shape[1:]) ** -0.5
-            elif leaf == 'weight':
-                mean, std = 1.0, 0.1
-            else:
-                mean, std = 0.0, 0.02
-            param.copy_(
-                torch.randn(param.shape, generator=generator, device=self.device) * std + mean
-            )
-        return self
-
     def rope_tables(self) -> RopeTables:
         """Rotary tables on the model's device (built once, rebuilt if the model moves)."""
         if self._rope is None or self._rope.device != self.device:
