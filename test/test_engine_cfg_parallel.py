@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """CFG parallel over gloo in two real processes gives the actions of the one-process batched run.
 
 Rank 1 is the real ``dreamzero-engine-worker`` console script loading the same random checkpoint

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-chunk denoising loop: windows, CFG, seeds, sessions, step caching, input errors."""
 
 import dataclasses

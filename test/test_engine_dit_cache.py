@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Chunk-causal attention over the K/V cache equals the full sequence under the causal mask.
 
 The reference runs the same blocks once over the whole token sequence

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The DiT's state_dict reproduces upstream CausalWanModel's key names and shapes exactly.
 
 The expected names/shapes below were derived by reading upstream

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Attention kernels of the DiT: one place that calls torch's scaled-dot-product attention.
 
 Tensors are kept in the ``(batch, tokens, heads, head_dim)`` layout that the linear projections

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """CFG parallel: the two classifier-free-guidance branches on two processes (torch.distributed).
 
 Rank 0 runs the conditional branch (prompt), rank 1 the unconditional one (negative prompt); each

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-chunk DreamZero inference: prefill clean context, then denoise video latents and actions.
 
 This is the DiT part of upstream ``WANPolicyHead.lazy_joint_video_action``; the caller (the

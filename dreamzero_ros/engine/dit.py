@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """DreamZero's causal Wan2.1-I2V video DiT with action and state tokens.
 
 This is the network of upstream ``CausalWanModel`` (``wan_video_dit_action_casual_chunk.py``), for

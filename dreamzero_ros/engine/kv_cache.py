@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Self-attention K/V cache of the causal DiT for one CFG branch set (all layers).
 
 Only clean video tokens are cached: a *prefill* call (clean context latents at ``t = 0``) appends

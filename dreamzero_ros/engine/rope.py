@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Rotary position embeddings of the causal Wan DiT: 3-D for video tokens, 1-D for action/state.
 
 Each attention head of size ``d`` is rotated as ``d / 2`` complex pairs of adjacent channels

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Which of the scheduler steps run the DiT; the others reuse the last prediction.
 
 Upstream DreamZero takes 16 UniPC steps per chunk but by default runs the DiT on only 8 of them
