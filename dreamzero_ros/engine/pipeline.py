@@ -160,6 +160,9 @@ class DreamZeroEngine:
         self._prompts: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._negative: torch.Tensor | None = None
         self._lock = threading.Lock()
+        #: Facts about the last chunk: ``dit_calls``, ``start_frame`` (window frame of its first
+        #: predicted latent), ``new_window`` and ``frames`` (frames per view it was given).
+        self.last_stats: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -241,6 +244,14 @@ class DreamZeroEngine:
         """Forget a session: frame history, K/V caches, prompt, chunk counter."""
         with self._lock:
             self.sessions.reset(session_id)
+
+    def close(self) -> None:
+        """Drop every session and stop CFG-parallel workers, if the layout has any."""
+        with self._lock:
+            self.sessions.clear()
+            shutdown = getattr(self.denoiser.layout, 'shutdown', None)
+            if shutdown is not None:
+                shutdown()
 
     def infer(self, observation: Observation, return_video: bool = False) -> ActionChunk:
         """Predict the next action chunk of ``observation.session_id``.
@@ -383,6 +394,12 @@ class DreamZeroEngine:
                 frames = ((decoded.float() + 1) * 127.5).clamp(0, 255).to(torch.uint8)
                 frames = frames.permute(1, 2, 3, 0).cpu().numpy()
         timings['total'] = (time.perf_counter() - start) * 1e3
+        self.last_stats = {
+            'dit_calls': output.dit_calls,
+            'start_frame': output.start_frame,
+            'new_window': new_window,
+            'frames': video.shape[2],
+        }
         if not np.all(np.isfinite(actions)):
             raise PolicyError('the model produced non-finite actions')
         session.prompt = observation.prompt
