@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-chunk latency of the DreamZero engine with random weights.
 
 Builds the engine of a preset (default: the published 14B DROID architecture) directly on the

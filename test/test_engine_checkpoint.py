@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Checkpoint layout: write, load back, and strict errors naming the tensor or the shard."""
 
 import json

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """EngineConfig presets, consistency checks and strict parsing of upstream config.json."""
 
 import copy

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """DROID view crop/resize/stitch, prompt template, frame history and observation errors."""
 
 import numpy as np

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """q01/q99 normalisation, relative joint actions, padding and metadata errors."""
 
 import json

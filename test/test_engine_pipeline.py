@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """End-to-end tiny engine: shapes, determinism, timings, video, settings, threads, errors."""
 
 import dataclasses

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Smoke test of benchmarks/engine_benchmark.py on the CPU with the tiny preset."""
 
 import json

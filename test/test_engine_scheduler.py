@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Flow UniPC scheduler: schedule values, exactness, Euler equivalence, accuracy, reference."""
 
 import math

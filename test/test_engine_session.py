@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Sessions: isolation, reset, prompt change, window resets, LRU bound, untouched on bad input."""
 
 import dataclasses

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """ROS-free DreamZero inference engine (PyTorch).
 
 ``DreamZeroEngine.from_pretrained(folder, device=...)`` loads a checkpoint in the published

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Strict loading of DreamZero weights in the published checkpoint layout.
 
 A checkpoint folder (``GEAR-Dreams/DreamZero-DROID`` layout)::

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Engine configuration: model shapes, view geometry and inference settings, and ``config.json``.
 
 :class:`EngineConfig` composes the shapes of the four networks (:class:`DiTConfig`,

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """DROID observations -> DreamZero model inputs: view stitching, prompt template, frame history.
 
 Upstream's evaluation transform for ``oxe_droid``, reproduced step by step:

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """State and action normalisation with the per-embodiment q01/q99 statistics of a checkpoint.
 
 DreamZero's checkpoints carry ``experiment_cfg/metadata.json``: for every embodiment tag, the

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The DreamZero engine: DROID observations in, absolute joint action chunks out.
 
 One :meth:`DreamZeroEngine.infer` call is upstream's ``lazy_joint_video_action`` plus the

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Flow-matching UniPC multistep sampler, as DreamZero uses it at inference.
 
 DreamZero denoises video latents and actions with the UniPC predictor-corrector (B(h) = e^h - 1,

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-session inference state and a bounded store of sessions.
 
 A session is one episode of one robot (the ``session_id`` of the observations).  It owns its

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """Random checkpoints in the published layout, DROID statistics and observations for tests/demos.
 
 :func:`write_random_checkpoint` writes what ``DreamZeroEngine.from_pretrained`` reads, with the
