@@ -221,3 +221,12 @@ class RobotStream:
         """Stop publishing."""
         self._stop.set()
         self._thread.join(5)
+
+
+def latched_qos() -> Any:
+    """Reliable, transient-local depth-1 QoS (the node's ~/prompt subscription)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )

@@ -1,0 +1,329 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The policy node in its own process, on the real tiny engine, driven over DDS.
+
+One node process serves the whole module; the tests run in file order and each leaves the node
+streaming normally. The harness (this process) publishes the real DROID clips and a joint
+trajectory at 15 Hz and records what the node publishes.
+"""
+
+import socket
+
+from node_support import CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
+import numpy as np
+import pytest
+
+from dreamzero_ros.core.node_config import defaults, read_params_file
+
+TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
+STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
+LIMITS = {**defaults(), **read_params_file(CONFIG / 'cpu_small.yaml')}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def _is_hold(msg) -> bool:
+    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
+
+
+@pytest.fixture(scope='module')
+def clips():
+    from dreamzero_ros.droid_clips import find_clips_dir, load_clips
+
+    if find_clips_dir() is None:
+        pytest.skip(
+            'real DROID clips not found (../shared/data/droid_videos or DREAMZERO_DROID_CLIPS)'
+        )
+    return load_clips(max_frames=45)
+
+
+@pytest.fixture(scope='module')
+def tiny_checkpoint(tmp_path_factory):
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
+
+
+@pytest.fixture(scope='module')
+def bridge_port():
+    return _free_port()
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port):
+    """(harness, stream, node): a dry-run node with per-step commands and the OpenPI bridge."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.ros.conversions import ActionChunkMsg
+
+    harness = Harness('pipeline_harness')
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
+    harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    if ActionChunkMsg is not None:
+        harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
+    node = NodeProcess(
+        tmp_path_factory.mktemp('node') / 'node.log',
+        f'engine.checkpoint:={tiny_checkpoint}',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        'dry_run:=true',
+        'step_command.enabled:=true',
+        'openpi_bridge.enabled:=true',
+        f'openpi_bridge.port:={bridge_port}',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    stream = RobotStream(harness, clips)
+    yield harness, stream, node
+    stream.close()
+    assert node.stop() == 0, node.log()[-3000:]
+    harness.close()
+
+
+def _wait_chunks(harness, node, key, count, since, **kwargs):
+    return harness.wait_for(
+        lambda: (
+            msgs
+            if len(msgs := [m for m in harness.messages(key, since) if not _is_hold(m)]) >= count
+            else None
+        ),
+        kwargs.get('timeout', TIMEOUT),
+        f'{count} trajectories on {key}',
+        node.log,
+    )
+
+
+def _diagnostic(harness, since, predicate):
+    for msg in reversed(harness.messages('diagnostics', since)):
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.name.startswith('dreamzero_policy') and predicate(status, values):
+                return status, values
+    return None
+
+
+def test_dry_run_publishes_previews_and_nothing_to_the_controller(system):
+    harness, _, node = system
+    previews = _wait_chunks(harness, node, 'preview', 2, 0.0)
+    assert previews[0].joint_names == JOINTS
+    assert harness.messages('controller') == []
+    assert harness.messages('step') == []
+
+
+def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
+    harness, stream, node = system
+    assert harness.set_parameter(NODE, 'dry_run', False).successful
+    start = harness.now()
+    trajectories = _wait_chunks(harness, node, 'controller', 2, start)
+    arrivals = {id(m): t for t, m in harness.received['controller']}
+    lower = np.array(LIMITS['safety.joint_lower'])
+    upper = np.array(LIMITS['safety.joint_upper'])
+    max_delta = np.array(LIMITS['safety.max_step_delta'])
+    published = np.array(stream.stamps)
+    for msg in trajectories:
+        assert msg.joint_names == JOINTS
+        stamp = _seconds(msg.header.stamp)
+        # stamped with the time of an observation the harness published
+        assert np.min(np.abs(published - stamp)) < 1e-6
+        offsets = np.array([_seconds(p.time_from_start) for p in msg.points])
+        steps = offsets / STEP
+        np.testing.assert_allclose(steps, np.round(steps), atol=1e-6)
+        assert np.all(np.diff(steps) > 0.5) and steps[0] >= 1
+        # rows already past on arrival were dropped
+        assert stamp + offsets[0] >= arrivals[id(msg)] - 0.1
+        positions = np.array([p.positions for p in msg.points])
+        assert positions.shape == (len(msg.points), 8)
+        assert np.all(positions >= lower - 1e-9) and np.all(positions <= upper + 1e-9)
+        assert np.all(np.abs(np.diff(positions, axis=0)) <= max_delta + 1e-9)
+    commands = harness.wait_for(
+        lambda: harness.messages('step', start), TIMEOUT, 'per-step commands', node.log
+    )
+    values = np.array([m.data for m in commands])
+    assert values.shape[1] == 8 and np.all(values >= lower - 1e-9)
+    assert np.all(values <= upper + 1e-9)
+
+
+def test_action_chunk_messages_carry_the_raw_chunk(system):
+    harness, _, node = system
+    from dreamzero_ros.ros.conversions import ActionChunkMsg
+
+    if ActionChunkMsg is None:
+        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+    chunks = harness.wait_for(
+        lambda: harness.messages('chunk'), TIMEOUT, 'ActionChunk messages', node.log
+    )
+    for msg in chunks:
+        assert msg.horizon == 24 and list(msg.joint_names) == JOINTS
+        assert len(msg.positions) == 24 * 8
+        assert _seconds(msg.step_duration) == pytest.approx(STEP)
+        assert msg.inference_latency > 0 and msg.session_id == 'default'
+    chunk_stamps = {_seconds(m.header.stamp) for m in chunks}
+    previews = [m for m in harness.messages('preview') if not _is_hold(m)]
+    assert {_seconds(m.header.stamp) for m in previews} <= chunk_stamps
+
+
+def test_openpi_bridge_serves_the_same_engine(system, bridge_port):
+    from dreamzero_ros.engine.testing import random_observation
+    from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
+
+    with RemoteOpenPIPolicy(f'ws://127.0.0.1:{bridge_port}') as remote:
+        assert remote.metadata['action_space'] == 'joint_position'
+        chunk = remote.infer(random_observation(session_id='bridge-test'))
+    assert chunk.actions.shape == (24, 8) and np.all(np.isfinite(chunk.actions))
+
+
+def test_prompt_topic_is_latched_and_sets_the_parameter(system):
+    from std_msgs.msg import String
+
+    harness, _, node = system
+    publisher = harness.node.create_publisher(String, f'{NODE}/prompt', latched_qos())
+    publisher.publish(String(data='put the marker in the cup'))
+    harness.wait_for(
+        lambda: harness.get_parameters(NODE, ['prompt'])['prompt'] == 'put the marker in the cup',
+        30,
+        'prompt parameter to follow the topic',
+        node.log,
+    )
+    harness.node.destroy_publisher(publisher)
+
+
+def test_reset_holds_and_restarts_the_session(system):
+    from std_srvs.srv import Trigger
+
+    harness, _, node = system
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+    before = harness.now()
+    response = harness.call(Trigger, f'{NODE}/reset', Trigger.Request())
+    assert response.success and 'reset' in response.message
+    hold = harness.wait_for(
+        lambda: [m for m in harness.messages('controller', before) if _is_hold(m)],
+        10,
+        'a hold after the reset',
+        node.log,
+    )
+    assert len(hold[0].points) == 1 and hold[0].joint_names == JOINTS
+    if 'chunk' in harness.received:
+        harness.wait_for(
+            lambda: any(m.chunk_id == 0 for m in harness.messages('chunk', before)),
+            TIMEOUT,
+            'chunk 0 of the new session',
+            node.log,
+        )
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+
+
+@pytest.mark.parametrize(
+    ('encoding', 'size', 'expected'),
+    [('16UC1', (180, 320), '16UC1'), ('rgb8', (90, 160), 'size 90x160, expected 180x320')],
+)
+def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expected):
+    from sensor_msgs.msg import Image
+
+    from dreamzero_ros.ros.conversions import to_time
+
+    harness, stream, node = system
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+    height, width = size
+    channels = 2 if encoding == '16UC1' else 3
+
+    def bad_image(now):
+        msg = Image(
+            encoding=encoding, height=height, width=width, step=width * channels,
+            data=bytes(height * width * channels),
+        )  # fmt: skip
+        msg.header.stamp = to_time(now)
+        return msg
+
+    start = harness.now()
+    stream.override['wrist_image_left'] = bad_image
+    try:
+        status, values = harness.wait_for(
+            lambda: _diagnostic(harness, start, lambda s, v: 'bad_image' in v['last_refusal']),
+            20,
+            'a bad_image diagnostic',
+            node.log,
+        )
+        assert expected in values['last_refusal'] and status.level == b'\x01'
+        assert int(values['frames_bad']) > 0
+        harness.wait_for(
+            lambda: [m for m in harness.messages('controller', start) if _is_hold(m)],
+            10,
+            'a hold',
+            node.log,
+        )
+        bad_since = harness.now()
+        harness.wait_for(lambda: harness.now() > bad_since + 3 * STEP, 10, 'time', node.log)
+        moved = [
+            m
+            for m in harness.messages('controller', start)
+            if not _is_hold(m) and _seconds(m.header.stamp) > start + 0.2
+        ]
+        assert moved == [], 'an observation with a bad image produced an action'
+    finally:
+        del stream.override['wrist_image_left']
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+
+
+def test_stale_input_holds_until_fresh_frames_arrive(system):
+    harness, stream, node = system
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+    stream.cameras_on = False
+    stopped = harness.now()
+    try:
+        hold = harness.wait_for(
+            lambda: [m for m in harness.messages('controller', stopped) if _is_hold(m)],
+            15,
+            'a hold on stale input',
+            node.log,
+        )
+        held = np.array(hold[0].points[0].positions)
+        harness.wait_for(
+            lambda: _diagnostic(harness, stopped, lambda s, v: 'stale' in v['last_refusal']),
+            15,
+            'a stale diagnostic',
+            node.log,
+        )
+        after_hold = harness.now()
+        harness.wait_for(lambda: harness.now() > after_hold + 1.0, 5, 'time', node.log)
+        steps = [np.array(m.data) for m in harness.messages('step', after_hold + 0.2)]
+        assert steps and all(np.allclose(s, held) for s in steps)
+        assert not [m for m in harness.messages('controller', after_hold) if not _is_hold(m)]
+    finally:
+        stream.cameras_on = True
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+
+
+def test_estop_disables_commands_and_enable_restores_them(system):
+    from std_msgs.msg import Bool
+    from std_srvs.srv import SetBool
+
+    harness, _, node = system
+    estop = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+    harness.wait_for(lambda: estop.get_subscription_count() > 0, 10, 'estop subscriber', node.log)
+    before = harness.now()
+    estop.publish(Bool(data=True))
+    harness.wait_for(
+        lambda: _diagnostic(harness, before, lambda s, v: v['enabled'] == 'false'),
+        10,
+        'the node to report disabled',
+        node.log,
+    )
+    disabled = harness.now()
+    _wait_chunks(harness, node, 'preview', 2, disabled)
+    assert harness.messages('controller', disabled + 0.2) == []
+    response = harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+    assert response.success and 'enabled' in response.message
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+    harness.node.destroy_publisher(estop)
