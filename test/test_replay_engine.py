@@ -1,0 +1,96 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Replay end to end with the real (tiny, random-weight) DreamZero engine."""
+
+import json
+
+import av
+import numpy as np
+import pytest
+from replay_support import STEP, demo_bag, demo_state
+import torch
+
+from dreamzero_ros.engine import DreamZeroEngine
+from dreamzero_ros.engine.testing import write_random_checkpoint
+from dreamzero_ros.replay.cli import replay_main
+from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
+from dreamzero_ros.replay.report import write_outputs
+from dreamzero_ros.replay.settings import node_settings
+from dreamzero_ros.replay.topics import ReplayTopics
+from dreamzero_ros.replay.video import VideoComparison
+
+START = 1_700_000_000.0
+
+
+@pytest.fixture(scope='module')
+def checkpoint(tmp_path_factory):
+    torch.set_num_threads(2)
+    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), 'tiny')
+
+
+@pytest.fixture(scope='module')
+def bag(tmp_path_factory):
+    return demo_bag(tmp_path_factory.mktemp('bag'), num_frames=15, image_format='jpeg')
+
+
+def test_engine_chunks_are_scored_against_the_recording(tmp_path, checkpoint, bag):
+    engine = DreamZeroEngine.from_pretrained(checkpoint, device='cpu')
+    settings = node_settings()
+    topics = ReplayTopics.from_settings(settings, None, 'auto')
+    config = EvaluationConfig(
+        topics, settings.cache, 'put the pan on the stove', 0.5, max_chunks=2, request_video=True
+    )
+    video = VideoComparison()
+    evaluation = evaluate_bag(bag, engine, config, on_chunk=video.add_chunk)
+    metrics = evaluation.metrics()
+
+    assert metrics['chunks'] == 2 and metrics['refusals'] == {}
+    horizon = engine.metadata['action_horizon']
+    records = evaluation.records
+    assert [r.actions.shape for r in records] == [(horizon, 8)] * 2
+    assert [r.chunk_id for r in records] == [0, 1]
+    assert records[0].stamp - START == pytest.approx(0.0, abs=1e-6)
+    assert records[1].stamp - START == pytest.approx(0.5, abs=1e-6)
+    # hand check of the arm MAE: the bag's trajectory is known in closed form
+    errors = []
+    for record in records:
+        times = record.stamp - START + STEP * np.arange(horizon)
+        inside = times <= 0.98 + 1e-9  # the joint states end at 0.98 s
+        errors.append(np.abs(record.actions[inside, :7] - demo_state(times[inside])[:, :7]))
+    expected = np.concatenate(errors).mean()
+    assert metrics['errors']['arm']['mae'] == pytest.approx(expected, abs=1e-4)
+    assert metrics['timing']['horizon'] == horizon
+    assert metrics['timing']['step_duration_s'] == pytest.approx(STEP)
+    assert {'encode', 'denoise', 'total'} <= set(metrics['policy_timing_ms'])
+
+    assert video.frame_count > 0
+    path = video.write(bag, topics, tmp_path / 'prediction.mp4')
+    with av.open(str(path)) as container:
+        frames = [frame.to_ndarray(format='rgb24') for frame in container.decode(video=0)]
+    assert len(frames) == video.frame_count
+    height, width, _ = frames[0].shape
+    assert width == 2 * (width // 2) and width > height  # predicted | recorded, side by side
+    assert frames[0][:, width // 2 :].mean() > 20  # the recorded side holds the camera views
+    written = write_outputs(evaluation, tmp_path / 'out', path.name)
+    assert json.loads(written['metrics'].read_text())['chunks'] == 2
+    html = written['report'].read_text()
+    assert html.count('data:image/png;base64,') == 4
+    assert '<video' in html and 'prediction.mp4' in html
+
+
+def test_replay_console_script_with_a_checkpoint(tmp_path, checkpoint, bag, capsys):
+    out = tmp_path / 'out'
+    status = replay_main(
+        [str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--max-chunks', '1',
+         '--out', str(out), '--video', '--no-progress', '--prompt', 'wipe the table']
+    )  # fmt: skip
+    assert status == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary['chunks'] == 1
+    assert summary['latency_p50_s'] > 0
+    assert set(summary['outputs']) >= {'metrics', 'report', 'joints', 'latency', 'video'}
+    metrics = json.loads((out / 'metrics.json').read_text())
+    assert metrics['prompt'] == 'wipe the table'
+    assert len(metrics['errors']['by_step_joint']['mae']) == 24
+    assert (out / 'prediction.mp4').stat().st_size > 0
