@@ -458,6 +458,7 @@ class CausalWanDiT(nn.Module):
         self.head = Head(dim, config.out_dim, config.patch_size, config.eps)
         self.img_emb = ImageProjection(config.clip_dim, dim)
         self._rope: RopeTables | None = None
+        self._rotary: dict[tuple, Rotary] = {}
 
     @property
     def device(self) -> torch.device:
@@ -473,7 +474,32 @@ class CausalWanDiT(nn.Module):
         """Rotary tables on the model's device (built once, rebuilt if the model moves)."""
         if self._rope is None or self._rope.device != self.device:
             self._rope = RopeTables(self.config.head_dim, self.device)
+            self._rotary.clear()
         return self._rope
+
+    def rotary(self, start_frame: int, grid: tuple[int, int, int], registers: bool) -> Rotary:
+        """Rotation of a call's tokens: video from ``start_frame``, then action/state if asked.
+
+        Memoised (a chunk's 16 steps share one), so a denoising step builds no tables.
+        """
+        tables = self.rope_tables()
+        key = (start_frame, grid, registers)
+        rotary = self._rotary.get(key)
+        if rotary is None:
+            c = self.config
+            rotary = tables.video(start_frame, *grid)
+            if registers:
+                chunk = (start_frame - 1) // c.num_frame_per_block
+                rotary = Rotary.cat(
+                    [
+                        rotary,
+                        tables.registers(chunk, c.num_action_per_block, c.num_state_per_block),
+                    ]
+                )
+            if len(self._rotary) >= 64:
+                self._rotary.clear()
+            self._rotary[key] = rotary
+        return rotary
 
     def new_cache(self, batch: int) -> KVCache:
         """An empty K/V cache for ``batch`` rows in the model's dtype and device."""
@@ -596,7 +622,7 @@ class CausalWanDiT(nn.Module):
         _, e0 = self.time_embeddings(
             torch.zeros(x.shape[0], frames, dtype=torch.int64, device=x.device)
         )
-        rotary = self.rope_tables().video(start_frame, *grid)
+        rotary = self.rotary(start_frame, grid, registers=False)
         cache.begin(x.shape[1], 0)
         self.run_blocks(x, e0, frames, rotary, context, cache)
         cache.commit()
@@ -653,15 +679,7 @@ class CausalWanDiT(nn.Module):
         stride = num_action // c.num_state_per_block
         timesteps = torch.cat([timestep, timestep_action, timestep_action[:, ::stride]], dim=1)
         e, e0 = self.time_embeddings(timesteps)
-        tables = self.rope_tables()
-        rotary = Rotary.cat(
-            [
-                tables.video(start_frame, *grid),
-                tables.registers(
-                    (start_frame - 1) // c.num_frame_per_block, num_action, c.num_state_per_block
-                ),
-            ]
-        )
+        rotary = self.rotary(start_frame, grid, registers=True)
         video_len = x.shape[1]
         cache.begin(video_len, registers.shape[1])
         x = self.run_blocks(torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache)
