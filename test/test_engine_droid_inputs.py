@@ -148,3 +148,12 @@ def test_observation_errors():
         validate_observation(_observation(session_id=''))
     with pytest.raises(ObservationError, match='Observation'):
         validate_observation({'images': {}})
+
+
+def test_frame_history_refuses_a_size_change_without_changing():
+    history = FrameHistory()
+    history.append({name: np.zeros((4, 6, 3), np.uint8) for name in DROID_CAMERAS})
+    bigger = {name: np.ones((8, 12, 3), np.uint8) for name in DROID_CAMERAS}
+    with pytest.raises(ObservationError, match='differs from the session'):
+        history.append(bigger)
+    assert len(history) == 1 and history.select(1)['wrist_image_left'].shape == (1, 4, 6, 3)

@@ -93,7 +93,10 @@ def test_prompt_change_starts_a_new_window(engine):
     changed = engine.infer(_obs(1, 'p', prompt='close the drawer'))
     assert engine.sessions.get('p').denoise.start_frame == 3
     assert changed.chunk_id == 1
-    assert engine.sessions.get('p').prompt == 'close the drawer'
+    assert engine.sessions.get('p').prompt.endswith('The robot close the drawer')
+    # Only case and spacing differ: the model text is the same, so the window goes on.
+    engine.infer(_obs(2, 'p', prompt='Close  the DRAWER'))
+    assert engine.sessions.get('p').denoise.start_frame == 5
 
 
 def test_least_recently_used_session_is_dropped():

@@ -65,7 +65,7 @@ from .image_encoder import CLIPImageEncoder
 from .normalization import MetadataError, StateActionNormalizer, load_metadata
 from .session import Session, SessionStore
 from .text_encoder import UMT5Encoder
-from .tokenizer import UMT5Tokenizer, train_tiny_tokenizer
+from .tokenizer import UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
 from .vae import WanVAE
 
 __all__ = ['DreamZeroEngine', 'EngineModules', 'build_modules']
@@ -363,9 +363,11 @@ class DreamZeroEngine:
         timings: dict[str, float] = {}
         start = time.perf_counter()
         video = self._video(session)
-        new_window = session.needs_new_window(observation.prompt, video.shape[2])
+        # Upstream restarts the window when the prompt's tokens change: compare the model's text.
+        text = clean_prompt(apply_prompt_template(observation.prompt))
+        new_window = session.needs_new_window(text, video.shape[2])
         with self._timed(timings, 'encode'):
-            prompt = self.encode_prompt(apply_prompt_template(observation.prompt))
+            prompt = self.encode_prompt(text)
             negative = self.negative_prompt_embeds() if self.config.cfg_scale != 1.0 else None
             if new_window:
                 clip_tokens, y, context = self._window_conditioning(video)
@@ -405,7 +407,7 @@ class DreamZeroEngine:
         }
         if not np.all(np.isfinite(actions)):
             raise PolicyError('the model produced non-finite actions')
-        session.prompt = observation.prompt
+        session.prompt = text
         session.calls += 1
         return ActionChunk(
             actions=actions,

@@ -31,7 +31,8 @@ class Session:
         session_id: the observations' ``session_id``.
         denoise: DiT-side state (window position, caches, context, conditioning).
         history: recent frames of every view.
-        prompt: instruction of the current context window (``None`` before the first call).
+        prompt: model text (templated, cleaned instruction) of the current context window,
+            ``None`` before the first call.
         calls: inferences since the last reset.
 
     """
@@ -50,8 +51,8 @@ class Session:
     def needs_new_window(self, prompt: str, num_frames: int) -> bool:
         """Whether this call starts a new context window (upstream's reset conditions).
 
-        On the first call, on a prompt change, for a single-frame input and when the current
-        window is used up.
+        On the first call, on a change of the model text ``prompt``, for a single-frame input
+        and when the current window is used up.
         """
         return self.prompt != prompt or num_frames == 1 or self.denoise.needs_new_window
 
