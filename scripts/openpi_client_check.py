@@ -9,8 +9,8 @@ Run it with the openpi-client's own Python (numpy<2), not the project's:
 
 Scenarios (each prints one JSON object on stdout):
 
-- ``protocol``: metadata, infer, reset, a bad request, infer after it, the RoboArena key set,
-  reconnect;
+- ``protocol``: metadata, infer, reset, bad requests, infer after them, a session-less and a
+  single-exterior-camera (sim-evals) request, the RoboArena key set, reconnect;
 - ``oversized``: a request over the server's payload cap, then a fresh connection;
 - ``api-key``: connections without the key and with a wrong one, then one with it;
 - ``internal-error``: a request that makes the policy fail (prompt ``--fail-prompt``), the
@@ -128,6 +128,8 @@ def scenario_protocol(args: argparse.Namespace) -> dict:
     out['nan_state'] = raised(lambda: client.infer(nan_state))
     out['after_error'] = describe(client.infer(droid_request(metadata, 3, 'episode-1')))
     out['no_session'] = describe(client.infer(droid_request(metadata, 0, None)))
+    sim_evals = droid_request({**metadata, 'n_external_cameras': 1}, 0, 'one-exterior')
+    out['one_exterior_camera'] = describe(client.infer(sim_evals))
     out['roboarena'] = describe(client.infer(roboarena_request(0)))
     client._ws.close()
     again = WebsocketClientPolicy(args.host, args.port, api_key=args.api_key)

@@ -30,10 +30,11 @@ from openpi_client_check import camera_frame
 FRANKA_HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
-def camera_names(metadata: dict) -> list[str]:
-    """DROID camera names the server asks for."""
+def camera_names(metadata: dict, external_cameras: int | None) -> list[str]:
+    """DROID camera names to send: those the server asks for, or ``external_cameras``."""
     names = ['wrist_image_left'] if metadata.get('needs_wrist_camera', True) else []
-    return names + [f'exterior_image_{i + 1}_left' for i in range(metadata['n_external_cameras'])]
+    count = metadata['n_external_cameras'] if external_cameras is None else external_cameras
+    return names + [f'exterior_image_{i + 1}_left' for i in range(count)]
 
 
 def load_frames(path: str | None, names: list[str]) -> dict[str, np.ndarray]:
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> dict:
     """Run the loop; return its summary."""
     client = WebsocketClientPolicy(args.host, args.port, api_key=args.api_key)
     metadata = client.get_server_metadata()
-    names = camera_names(metadata)
+    names = camera_names(metadata, args.external_cameras)
     frames = load_frames(args.frames, names)
     height, width = args.image_size
     session_id = args.session_id or str(uuid.uuid4())
@@ -123,6 +124,12 @@ def main() -> int:
     parser.add_argument('--open-loop-horizon', type=int, default=8, help='steps per query')
     parser.add_argument(
         '--image-size', type=_size, default=(224, 224), help='HxW sent, e.g. 180x320'
+    )
+    parser.add_argument(
+        '--external-cameras',
+        type=int,
+        default=None,
+        help='exterior cameras to send (default: the metadata; sim-evals sends 1)',
     )
     parser.add_argument('--frames', default=None, help='.npz of camera name -> (T, H, W, 3) uint8')
     parser.add_argument('--prompt', default='put the marker in the cup')

@@ -122,6 +122,28 @@ def test_bad_requests_raise_observation_errors(change, message):
         observation_keys.request_to_observation(request, CAMERAS, SIZE)
 
 
+def test_a_missing_exterior_camera_becomes_a_dropped_black_view_when_allowed():
+    request = _droid_request()
+    del request['observation/exterior_image_2_left']
+    with pytest.raises(ObservationError, match="missing camera 'observation/exterior_image_2"):
+        observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    observation, _ = observation_keys.request_to_observation(
+        request, CAMERAS, SIZE, fill_missing_exterior=True
+    )
+    assert observation.images['exterior_image_2_left'].shape == (180, 320, 3)
+    assert not observation.images['exterior_image_2_left'].any()
+    np.testing.assert_array_equal(
+        observation.images['exterior_image_1_left'], request['observation/exterior_image_1_left']
+    )
+    del request['observation/exterior_image_1_left']
+    with pytest.raises(ObservationError, match='no exterior camera'):
+        observation_keys.request_to_observation(request, CAMERAS, SIZE, fill_missing_exterior=True)
+    request = _droid_request()
+    del request['observation/wrist_image_left']
+    with pytest.raises(ObservationError, match='wrist_image_left'):
+        observation_keys.request_to_observation(request, CAMERAS, SIZE, fill_missing_exterior=True)
+
+
 def test_scalar_gripper_and_row_joint_vectors_are_accepted():
     request = _droid_request(
         **{'observation/gripper_position': 0.25, 'observation/joint_position': np.zeros((1, 7))}

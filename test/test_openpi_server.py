@@ -139,6 +139,7 @@ def test_reference_client_protocol(server):
     assert [first['chunk_id'], second['chunk_id'], out['after_reset']['chunk_id']] == [0, 1, 0]
     assert out['after_error']['chunk_id'] == 1
     assert out['no_session']['chunk_id'] == 0
+    assert out['one_exterior_camera']['finite'] and out['one_exterior_camera']['chunk_id'] == 0
     assert out['reconnect']['chunk_id'] == 0 and out['reconnect_metadata_equal']
     assert out['reset']['keys'] == ['reset', 'session_id']
     for error, needle in (
@@ -321,11 +322,15 @@ def test_remote_policy_reports_errors_and_reconnects(engine):
         RemoteOpenPIPolicy(f'127.0.0.1:{port}', connect_timeout_s=2)
 
 
-@pytest.mark.parametrize('image_size', ['224x224', '180x320'])
-def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size):
+@pytest.mark.parametrize(
+    ('image_size', 'external_cameras'),
+    [('224x224', '1'), ('180x320', '2')],
+    ids=['sim-evals-224x224-one-exterior', 'droid-180x320-two-exterior'],
+)
+def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size, external_cameras):
     out = run_openpi(
         [LOOP, '--port', str(server.port), '--steps', '16', '--frames', frames_npz]
-        + ['--image-size', image_size],
+        + ['--image-size', image_size, '--external-cameras', external_cameras],
         timeout=300,
     )
     assert out['queries'] == 2 and out['chunk_ids'] == [0, 1]

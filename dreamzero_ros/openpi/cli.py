@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="clients' camera aspect, e.g. 16:9, to undo resize_with_pad exactly "
         '(default: detect the black bands)',
     )
+    parser.add_argument(
+        '--no-fill-missing-exterior',
+        dest='fill_missing_exterior',
+        action='store_false',
+        help='refuse requests with a single exterior camera instead of blacking out the other',
+    )
     parser.add_argument('--log-level', default='INFO', help='logging level (default INFO)')
     return parser
 
@@ -142,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metadata_extras=args.metadata_extras,
         reply_format=args.reply_format,
         camera_aspect=args.camera_aspect,
+        fill_missing_exterior=args.fill_missing_exterior,
     )
     if args.num_threads > 0:
         import torch

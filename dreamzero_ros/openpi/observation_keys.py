@@ -110,6 +110,7 @@ def request_to_observation(
     image_size: tuple[int, int] | None,
     *,
     source_aspect: float | None = None,
+    fill_missing_exterior: bool = False,
     session_id: str = 'default',
     stamp: float = 0.0,
 ) -> tuple[Observation, KeySet]:
@@ -120,6 +121,9 @@ def request_to_observation(
         cameras: policy camera names the request must carry.
         image_size: ``(height, width)`` the policy wants, or None to keep the client's size.
         source_aspect: camera aspect ratio for :func:`images.remove_padding`.
+        fill_missing_exterior: give a missing exterior camera a black frame (a dropped view,
+            which DreamZero saw in training), as long as one exterior camera is present;
+            DROID-main and sim-evals clients send a single exterior camera.
         session_id: the session the observation belongs to.
         stamp: observation time, seconds.
 
@@ -130,9 +134,13 @@ def request_to_observation(
     key_set = detect_key_set(request)
     keys = key_set.camera_keys()
     frames = {}
+    dropped = []
     for camera in cameras:
         key = keys[camera]
         if key not in request:
+            if fill_missing_exterior and camera in EXTERIOR_CAMERAS:
+                dropped.append(camera)
+                continue
             raise ObservationError(
                 f'missing camera {key!r} ({key_set.value} naming; expected '
                 + ', '.join(repr(keys[c]) for c in cameras)
@@ -142,6 +150,14 @@ def request_to_observation(
         if image_size is not None:
             image = images.resize(image, *image_size)
         frames[camera] = np.ascontiguousarray(image)
+    if dropped:
+        present = [frames[c] for c in EXTERIOR_CAMERAS if c in frames]
+        if not present:
+            raise ObservationError(
+                'no exterior camera: expected ' + ' or '.join(repr(keys[c]) for c in dropped)
+            )
+        for camera in dropped:
+            frames[camera] = np.zeros_like(present[0])
     prompt = request.get(PROMPT_KEY)
     if isinstance(prompt, bytes):
         prompt = prompt.decode('utf-8', errors='replace')

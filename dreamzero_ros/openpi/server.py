@@ -62,6 +62,9 @@ class ServerConfig:
             ``auto`` answers each request in the format of its key set.
         camera_aspect: width / height of the clients' cameras, to undo ``resize_with_pad``
             exactly; None detects the black bands.
+        fill_missing_exterior: serve requests with one exterior camera (DROID main loop,
+            sim-evals) by giving the other a black frame, a dropped view as in training;
+            False refuses them.
 
     """
 
@@ -76,6 +79,7 @@ class ServerConfig:
     metadata_extras: bool = False
     reply_format: str = 'auto'
     camera_aspect: float | None = None
+    fill_missing_exterior: bool = True
 
     def __post_init__(self) -> None:
         if self.reply_format not in REPLY_FORMATS:
@@ -298,6 +302,7 @@ class OpenPIServer:
             self._cameras,
             self._image_size,
             source_aspect=self._config.camera_aspect,
+            fill_missing_exterior=self._config.fill_missing_exterior,
             session_id=key,
             stamp=time.time(),
         )
