@@ -152,7 +152,7 @@ class OpenPIServer:
         return dict(self._metadata)
 
     def serve_forever(self) -> None:
-        """Serve on this thread until SIGINT/SIGTERM (or KeyboardInterrupt)."""
+        """Serve on this thread; on the main thread SIGINT/SIGTERM stop it cleanly."""
         asyncio.run(self._serve(lambda port: None, handle_signals=True))
 
     def start(self, timeout_s: float = 30.0) -> ServerHandle:
@@ -188,7 +188,7 @@ class OpenPIServer:
         config = self._config
         loop = asyncio.get_running_loop()
         self._stop_future = loop.create_future()
-        if handle_signals:
+        if handle_signals and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, self._request_stop)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix='openpi-policy')
@@ -240,7 +240,10 @@ class OpenPIServer:
             self._open -= 1
             logger.info('connection %d closed', state.number)
             if state.sessions:
-                await self._run_in_worker(self._reset_sessions, sorted(state.sessions))
+                try:
+                    await self._run_in_worker(self._reset_sessions, sorted(state.sessions))
+                except Exception:
+                    logger.exception('connection %d: resetting its sessions failed', state.number)
 
     async def _serve_one(self, websocket: ServerConnection, state: _Connection) -> bool:
         """Answer one request; False once the connection is to end."""
