@@ -200,9 +200,12 @@ def test_missing_files_are_named(checkpoint, tmp_path):
     with pytest.raises(MetadataError, match='metadata.json'):
         DreamZeroEngine.from_pretrained(folder, dtype='float32')
     folder = _copy(checkpoint, tmp_path / 'e')
-    (folder / 'tokenizer' / 'spiece.model').unlink()
-    with pytest.raises(FileNotFoundError, match='spiece.model'):
+    moved = tmp_path / 'spiece.model'
+    (folder / 'tokenizer' / 'spiece.model').rename(moved)
+    with pytest.raises(CheckpointError, match='missing tokenizer .*spiece.model'):
         DreamZeroEngine.from_pretrained(folder, dtype='float32')
+    engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', tokenizer_file=moved)
+    assert engine.infer(random_observation(seed=0)).actions.shape == (24, 8)
 
 
 def test_published_model_has_the_upstream_tensor_census():

@@ -49,7 +49,7 @@ from dreamzero_ros.policy_types import (
     PolicyError,
 )
 
-from .checkpoint import METADATA_FILE, load_weights, randomize_, skip_init
+from .checkpoint import METADATA_FILE, CheckpointError, load_weights, randomize_, skip_init
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
 from .dit import CausalWanDiT
@@ -65,7 +65,7 @@ from .image_encoder import CLIPImageEncoder
 from .normalization import MetadataError, StateActionNormalizer, load_metadata
 from .session import Session, SessionStore
 from .text_encoder import UMT5Encoder
-from .tokenizer import UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
+from .tokenizer import TOKENIZER_FILE, UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
 from .vae import WanVAE
 
 __all__ = ['DreamZeroEngine', 'EngineModules', 'build_modules']
@@ -175,6 +175,7 @@ class DreamZeroEngine:
         device: str | torch.device = 'cpu',
         dtype: str | None = None,
         layout: BranchLayout | None = None,
+        tokenizer_file: str | Path | None = None,
         **settings: Any,
     ) -> DreamZeroEngine:
         """Load a checkpoint folder (see :mod:`.checkpoint` for the layout).
@@ -184,10 +185,19 @@ class DreamZeroEngine:
             device: torch device to run on.
             dtype: ``bfloat16`` (default), ``float16`` or ``float32``.
             layout: CFG branch layout (:mod:`.cfg_parallel` gives the 2-process one).
+            tokenizer_file: the umT5 sentencepiece model, if not ``<folder>/tokenizer/spiece.model``
+                (the published checkpoint does not ship it: take ``spiece.model`` of
+                ``google/umt5-xxl``).
             settings: other :class:`EngineConfig` fields (sampling, sessions, ...).
 
         """
         folder = Path(folder)
+        tokenizer_path = Path(tokenizer_file) if tokenizer_file else folder / TOKENIZER_FILE
+        if not tokenizer_path.is_file():
+            raise CheckpointError(
+                f'missing tokenizer {tokenizer_path}: copy spiece.model of google/umt5-xxl there '
+                'or pass tokenizer_file'
+            )
         metadata = load_metadata(folder / METADATA_FILE)
         settings = {'device': str(device), **settings}
         if dtype is not None:
@@ -197,7 +207,7 @@ class DreamZeroEngine:
         normalizer = StateActionNormalizer.from_metadata(
             metadata, config.embodiment, config.max_state_dim, config.max_action_dim
         )
-        tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
+        tokenizer = UMT5Tokenizer(tokenizer_path, config.text_encoder.text_len)
         modules = build_modules(config)
         load_weights(folder, modules.as_dict())
         return cls(config, modules, tokenizer, normalizer, layout)
