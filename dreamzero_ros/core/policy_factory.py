@@ -18,20 +18,26 @@ import time
 import numpy as np
 
 from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.droid_clips import FRANKA_HOME
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, Policy
 
 WARMUP_SESSION = '__warmup__'
 
 
-def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) -> Policy:
-    """The policy of ``engine.backend``; raises on anything that prevents serving."""
+def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) -> SerializedPolicy:
+    """The policy of ``engine.backend``; raises on anything that prevents serving.
+
+    With ``engine.cfg_parallel`` > 1 this process joins the CFG-parallel group as rank 0 (it
+    blocks until the worker ranks have joined); closing the policy ends the workers and leaves
+    the group.
+    """
     if settings['engine.backend'] == 'remote':
         from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
         uri = settings['engine.remote_uri']
         log(f'connecting to the OpenPI server at {uri}')
-        return RemoteOpenPIPolicy(uri, settings['engine.remote_api_key'] or None)
+        return SerializedPolicy(RemoteOpenPIPolicy(uri, settings['engine.remote_api_key'] or None))
 
     import torch
 
@@ -40,34 +46,37 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
     if settings['engine.num_threads'] > 0:
         torch.set_num_threads(int(settings['engine.num_threads']))
     folder = settings['engine.checkpoint']
+    device = settings['engine.device']
     world_size = int(settings['engine.cfg_parallel'])
-    log(
-        f'loading DreamZero from {folder} on {settings["engine.device"]} '
-        f'({settings["engine.dtype"]}, CFG parallel {world_size})'
-    )
+    driver, on_close = None, None
+    if world_size > 1:
+        from dreamzero_ros.engine import cfg_parallel
+
+        address = f'{settings["engine.master_addr"]}:{settings["engine.master_port"]}'
+        log(f'CFG parallel: rank 0 of {world_size}, waiting for the worker ranks at {address}')
+        driver = cfg_parallel.connect_driver(
+            settings['engine.master_addr'],
+            int(settings['engine.master_port']),
+            device=device,
+            world_size=world_size,
+        )
+
+        def on_close() -> None:
+            driver.shutdown()
+            torch.distributed.destroy_process_group()
+
+    log(f'loading DreamZero from {folder} on {device} ({settings["engine.dtype"]})')
     start = time.monotonic()
-    engine = DreamZeroEngine.from_pretrained(
-        folder,
-        device=settings['engine.device'],
-        dtype=settings['engine.dtype'],
-        **_parallel_kwargs(settings),
-    )
+    try:
+        engine = DreamZeroEngine.from_pretrained(
+            folder, device=device, dtype=settings['engine.dtype'], layout=driver
+        )
+    except BaseException:
+        if on_close is not None:
+            on_close()
+        raise
     log(f'loaded in {time.monotonic() - start:.1f} s')
-    return engine
-
-
-def _parallel_kwargs(settings: NodeSettings) -> dict:
-    world_size = int(settings['engine.cfg_parallel'])
-    if world_size == 1:
-        return {}
-    return {
-        'cfg_parallel': {
-            'rank': 0,
-            'world_size': world_size,
-            'master_addr': settings['engine.master_addr'],
-            'master_port': int(settings['engine.master_port']),
-        }
-    }
+    return SerializedPolicy(engine, on_close)
 
 
 def warmup_observation(settings: NodeSettings) -> Observation:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 import threading
 from typing import Any
 
@@ -19,8 +19,9 @@ class SerializedPolicy:
     every rank must enter in the same order; both need calls one at a time.
     """
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, on_close: Callable[[], None] | None = None) -> None:
         self.policy = policy
+        self._on_close = on_close
         self._lock = threading.Lock()
 
     @property
@@ -39,8 +40,11 @@ class SerializedPolicy:
             self.policy.reset(session_id)
 
     def close(self) -> None:
-        """Close the wrapped policy if it can be closed (engine process group, connection)."""
+        """Close the wrapped policy (a connection) and run ``on_close`` (a process group)."""
         with self._lock:
             close = getattr(self.policy, 'close', None)
             if callable(close):
                 close()
+            if self._on_close is not None:
+                self._on_close()
+                self._on_close = None

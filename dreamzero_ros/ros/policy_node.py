@@ -141,7 +141,7 @@ class PolicyNode(LifecycleNode):
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
-            self.policy = SerializedPolicy(create_policy(settings, self.get_logger().info))
+            self.policy = create_policy(settings, self.get_logger().info)
             if settings['engine.warmup']:
                 self.engine_state = 'warming up'
                 seconds = warm_up(self.policy, settings)
