@@ -263,18 +263,27 @@ def test_pings_health_and_new_clients_are_served_during_slow_inference(engine):
 
 
 def test_idle_connections_are_closed_and_connections_are_capped(engine):
-    config = ServerConfig(port=0, idle_timeout_s=0.5, max_connections=1)
+    config = ServerConfig(port=0, idle_timeout_s=1.5, max_connections=1)
     handle = OpenPIServer(engine, config).start()
     try:
         with connect(handle.url, compression=None) as ws:
             ws.recv(timeout=10)
+            opened = time.monotonic()
             with pytest.raises(InvalidStatus, match='503'):
                 connect(handle.url, compression=None)
             with pytest.raises(ConnectionClosedOK) as closed:
-                ws.recv(timeout=5)
+                ws.recv(timeout=10)
             assert closed.value.rcvd.reason == 'idle timeout'
-        time.sleep(0.2)
-        with connect(handle.url, compression=None) as again:
+            assert time.monotonic() - opened >= 1.0
+        deadline = time.monotonic() + 10
+        while True:  # the slot frees once the server has finished closing
+            try:
+                again = connect(handle.url, compression=None)
+                break
+            except InvalidStatus:
+                assert time.monotonic() < deadline, 'connection slot never freed'
+                time.sleep(0.05)
+        with again:
             assert msgpack_numpy.unpackb(again.recv(timeout=10)) == CLIENT_CONFIG
     finally:
         handle.stop()
