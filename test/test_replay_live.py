@@ -119,3 +119,50 @@ def test_cli_errors(tmp_path):
     result = _live_replay(str(bag), '--param', 'no_such_parameter=1')
     assert result.returncode == 2
     assert 'unknown' in result.stderr
+
+
+def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path):
+    """The real node (tiny engine, use_sim_time) driven by a played bag; its outputs recorded."""
+    from node_support import CONFIG, NodeProcess
+
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', 'tiny')
+    bag = demo_bag(tmp_path, num_frames=15, image_format='rgb8')
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'use_sim_time:=true',
+        f'engine.checkpoint:={checkpoint}',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    out = tmp_path / 'recorded'
+    try:
+        # slow motion: the CPU engine's wall-clock latency stays short in bag time
+        result = _live_replay(
+            str(bag), '--record', str(out), '--rate', '0.1', '--linger', '10',
+            '--until-chunks', '2', '--wait', '120', timeout=300,
+        )  # fmt: skip
+    finally:
+        node.stop(timeout=5.0)  # with its clock paused the node sleeps until killed
+    assert result.returncode == 0, result.stderr + node.log()[-3000:]
+    summary = json.loads(result.stdout)
+    assert summary['without_subscribers'] == []
+
+    chunk_topic, preview = node_topic('~/action_chunk'), node_topic('~/preview_trajectory')
+    with BagReader(out) as reader:
+        chunks = list(reader.messages([chunk_topic]))
+        previews = [m for _, _, m in reader.messages([preview])]
+    assert len(chunks) >= 2, node.log()[-3000:]
+    bag_end_ns = to_ns(START + 1.0)
+    for log_ns, (_, _, msg) in ((c[1], c) for c in chunks):
+        stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        # stamped with a recorded observation time, recorded on the bag clock after it
+        assert to_ns(START) <= stamp_ns <= bag_end_ns
+        assert stamp_ns <= log_ns <= bag_end_ns + to_ns(10.0)
+        assert msg.horizon == 24 and list(msg.joint_names) == ReplayTopics().joint_names
+        assert msg.inference_latency == pytest.approx((log_ns - stamp_ns) / 1e9, abs=0.05)
+        positions = np.asarray(msg.positions).reshape(24, 8)
+        assert np.all(np.isfinite(positions))
+    assert [m.chunk_id for _, _, m in chunks][:2] == [0, 1]
+    planned = [m for m in previews if m.header.stamp.sec != 0]  # not the zero-stamp holds
+    assert planned and all(len(m.points) > 1 for m in planned)

@@ -257,6 +257,9 @@ def build_live_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--linger', type=float, default=2.0, help='simulated seconds to keep recording at the end'
     )
+    parser.add_argument(
+        '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
+    )
     parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
     add_node_arguments(parser, command_topic=False)
     return parser
@@ -290,6 +293,7 @@ def live_main(argv: Sequence[str] | None = None) -> int:
             clock_period_s=args.clock_period,
             wait_for_subscribers_s=args.wait,
             linger_s=args.linger,
+            until_chunks=args.until_chunks,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))

@@ -80,6 +80,7 @@ class LiveReplayConfig:
             to have a subscriber (0: don't wait).
         linger_s: after the last message, keep the clock running and recording this long
             (simulated seconds, at ``rate``), so that chunks still being computed arrive.
+        until_chunks: end the linger early once this many chunks have been recorded.
 
     """
 
@@ -92,6 +93,7 @@ class LiveReplayConfig:
     clock_period_s: float = 0.01
     wait_for_subscribers_s: float = 10.0
     linger_s: float = 2.0
+    until_chunks: int | None = None
 
     def __post_init__(self) -> None:
         if self.rate <= 0 or self.clock_period_s <= 0:
@@ -118,6 +120,11 @@ class _Recorder:
         self.counts: dict[str, int] = {}
         self.rebuild_chunks = False
         self._chunk_id = 0
+
+    @property
+    def chunks(self) -> int:
+        """Chunks recorded so far (the node's own or rebuilt)."""
+        return self.counts.get(self.config.chunk_topic, 0) + self.counts.get('rebuilt_chunks', 0)
 
     def on_message(self, topic: str, data: bytes) -> None:
         self.counts[topic] = self.counts.get(topic, 0) + 1
@@ -267,10 +274,12 @@ def _play_messages(
     next_tick = start_ns
     published = dict.fromkeys(node.publishers_by_topic, 0)
 
-    def advance_to(target_ns: int) -> bool:
+    def advance_to(target_ns: int, lingering: bool = False) -> bool:
         """Publish clock ticks up to ``target_ns``, sleeping to keep pace; False if stopped."""
         nonlocal next_tick
         while next_tick <= target_ns:
+            if lingering and config.until_chunks and node.recorder.chunks >= config.until_chunks:
+                return True
             if not _sleep_until(started + (next_tick - start_ns) / NS_PER_S / config.rate, stop):
                 return False
             node.publish_clock(next_tick)
@@ -288,7 +297,7 @@ def _play_messages(
         published[topic] += 1
         last_ns = log_ns
     else:
-        advance_to(last_ns + int(config.linger_s * NS_PER_S))
+        advance_to(last_ns + int(config.linger_s * NS_PER_S), lingering=True)
     return published, (last_ns - start_ns) / NS_PER_S, time.monotonic() - started
 
 
