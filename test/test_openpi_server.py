@@ -349,7 +349,11 @@ def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size, exter
 
 
 def test_console_script_serves_a_preset_until_sigterm(frames_npz):
-    command = [str(Path(sys.executable).with_name('dreamzero-openpi-server'))]
+    script = Path(sys.executable).with_name('dreamzero-openpi-server')
+    # The installed console script where present (pip install), else the same entry point.
+    command = (
+        [str(script)] if script.exists() else [sys.executable, '-m', 'dreamzero_ros.openpi.cli']
+    )
     command += ['--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--port', '0']
     server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
