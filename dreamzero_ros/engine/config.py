@@ -362,7 +362,7 @@ class EngineConfig:
         """A preset by name: ``droid_14b``, ``small`` or ``tiny``."""
         if name not in PRESETS:
             raise ConfigError(f'unknown preset {name!r}; choose from {sorted(PRESETS)}')
-        return getattr(cls, PRESETS[name])(**changes)
+        return getattr(cls, name)(**changes)
 
     # ------------------------------------------------------------ config.json
     def to_json_dict(self) -> dict[str, Any]:
@@ -530,8 +530,8 @@ class EngineConfig:
         return cls.from_json_dict(config, **settings)
 
 
-#: Preset name -> :class:`EngineConfig` constructor.
-PRESETS = {'droid_14b': 'droid_14b', 'small': 'small', 'tiny': 'tiny'}
+#: Names of the :class:`EngineConfig` presets (each a classmethod of that name).
+PRESETS = ('droid_14b', 'small', 'tiny')
 
 
 def _jsonable(value: Any) -> Any:
