@@ -14,6 +14,11 @@ Every step is a fixed linear combination of the current sample, the last correct
 last two x0 predictions.  Those weights depend only on the sigma schedule, so they are computed once
 on the host in float64 by :meth:`FlowUniPCScheduler.set_timesteps`; :meth:`FlowUniPCScheduler.step`
 then only launches element-wise tensor ops (no host synchronisation, GPU friendly).
+
+Timesteps and sigmas are bit-identical to upstream's ``FlowUniPCMultistepScheduler``; on float32
+samples the steps agree with it to ~1e-6.  Upstream evaluates the update in the sample's dtype
+(bf16 at inference); here it is evaluated in float32 and rounded once per step, which on a bf16
+test trajectory is about 4x closer to the float64 solution than upstream's bf16 arithmetic.
 """
 
 from __future__ import annotations
