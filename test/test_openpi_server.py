@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig,
 from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
 
 CHECK = str(SCRIPTS / 'openpi_client_check.py')
+UPSTREAM_MIRROR = Path('/work/.mirror/dreamzero0+dreamzero/repo')
 LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 CLIENT_CONFIG = {
     'image_resolution': [180, 320],
@@ -304,6 +306,11 @@ def test_remote_policy_gives_the_engines_actions(server, engine):
         np.testing.assert_allclose(remote_chunk.actions, local_chunk.actions, atol=1e-5)
         assert {'round_trip', 'server_infer'} <= set(remote_chunk.timing_ms)
     np.testing.assert_allclose(after_reset.actions, chunks[0].actions, atol=1e-5)
+    # RoboArena naming reaches the same cameras (and gets RoboArena's bare-array reply).
+    with RemoteOpenPIPolicy(server.url, key_set='roboarena') as arena:
+        np.testing.assert_allclose(
+            arena.infer(_observation(frames, 0, 'arena')).actions, chunks[0].actions, atol=1e-5
+        )
 
 
 def test_remote_policy_reports_errors_and_reconnects(engine):
@@ -377,3 +384,60 @@ def test_console_script_serves_a_preset_until_sigterm(frames_npz):
     finally:
         if server.poll() is None:
             server.kill()
+
+
+UPSTREAM_SERVER = """
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location('policy_server', sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+
+class Policy(module.BasePolicy):
+    def infer(self, obs):
+        assert 'observation/exterior_image_0_left' in obs, sorted(obs)
+        return np.full((1, 8), 0.5, dtype=np.float32)
+
+    def reset(self, reset_info):
+        pass
+
+config = module.PolicyServerConfig(image_resolution=(180, 320), n_external_cameras=2)
+server = module.WebsocketPolicyServer(Policy(), config, host='127.0.0.1', port=int(sys.argv[2]))
+server.serve_forever()
+"""
+
+
+def test_remote_policy_talks_to_upstream_dreamzero_roboarena_server(tmp_path):
+    if not (UPSTREAM_MIRROR / 'HEAD').exists():
+        pytest.skip(f'upstream DreamZero mirror not found at {UPSTREAM_MIRROR}')
+    source = subprocess.run(
+        ['git', '-C', str(UPSTREAM_MIRROR), 'show', 'HEAD:eval_utils/policy_server.py'],
+        capture_output=True,
+        check=True,
+    ).stdout
+    (tmp_path / 'policy_server.py').write_bytes(source)
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [openpi_python(), '-c', UPSTREAM_SERVER, str(tmp_path / 'policy_server.py'), str(port)],
+        env={'PYTHONPATH': ''},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                remote = RemoteOpenPIPolicy(f'127.0.0.1:{port}', key_set='roboarena')
+                break
+            except PolicyError:
+                assert time.monotonic() < deadline and server.poll() is None, 'no upstream server'
+                time.sleep(0.2)
+        with remote:
+            assert remote.metadata['n_external_cameras'] == 2
+            chunk = remote.infer(_observation(droid_frames(1), 0, 'upstream'))
+            remote.reset('upstream')  # upstream acknowledges with a text frame
+        assert chunk.actions.shape == (1, 8) and np.all(chunk.actions == 0.5)
+    finally:
+        server.kill()
+        server.wait()

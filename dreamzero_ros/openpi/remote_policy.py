@@ -32,6 +32,8 @@ from dreamzero_ros.policy_types import (
     PolicyError,
 )
 
+#: What RoboArena servers send as the (text) reply to a reset.
+RESET_ACKNOWLEDGEMENT_TEXT = 'reset successful'
 #: Largest reply accepted from a server, bytes.
 MAX_REPLY_BYTES = 16 * 2**20
 #: websockets >= 17.1 wants ``legacy=True`` for a connection held outside a ``with`` block.
@@ -49,6 +51,9 @@ class RemoteOpenPIPolicy:
         ping_interval_s: keepalive ping period; None disables pings.
         ping_timeout_s: drop the connection when a pong is this late.
         resize_images: ``resize_with_pad`` images to the server's ``image_resolution``.
+        key_set: camera naming to send: ``droid`` (openpi servers, ours) or ``roboarena``
+            (RoboArena servers such as upstream DreamZero's, which also answer a reset with the
+            text ``reset successful``).
 
     Raises:
         PolicyError: where the server cannot be reached or refuses the handshake.
@@ -65,6 +70,7 @@ class RemoteOpenPIPolicy:
         ping_interval_s: float | None = 20.0,
         ping_timeout_s: float | None = 60.0,
         resize_images: bool = True,
+        key_set: str = 'droid',
     ) -> None:
         self._uri = uri if uri.startswith(('ws://', 'wss://')) else f'ws://{uri}'
         self._api_key = api_key
@@ -72,6 +78,7 @@ class RemoteOpenPIPolicy:
         self._reply_timeout_s = reply_timeout_s
         self._ping = (ping_interval_s, ping_timeout_s)
         self._resize_images = resize_images
+        self._key_set = observation_keys.KeySet(key_set)
         self._lock = threading.Lock()
         self._ws: ClientConnection | None = None
         with self._lock:
@@ -93,12 +100,12 @@ class RemoteOpenPIPolicy:
         observation.validate(cameras)
         resolution = self._metadata.get('image_resolution')
         size = tuple(resolution) if resolution is not None and self._resize_images else None
-        request = observation_keys.observation_to_request(observation, cameras, size)
+        request = observation_keys.observation_to_request(observation, cameras, size, self._key_set)
         request[protocol.SESSION_KEY] = observation.session_id
         request[protocol.ENDPOINT_KEY] = protocol.INFER
         start = time.monotonic()
         with self._lock:
-            reply = self._round_trip(request)
+            reply = _decoded(self._uri, self._round_trip(request))
         round_trip_ms = (time.monotonic() - start) * 1000.0
         actions, extra = _parse_actions(reply)
         timing = {'round_trip': round_trip_ms}
@@ -118,9 +125,11 @@ class RemoteOpenPIPolicy:
         with self._lock:
             if self._ws is None or self._ws.state is not State.OPEN:
                 return
-            self._round_trip(
+            reply = self._round_trip(
                 {protocol.ENDPOINT_KEY: protocol.RESET, protocol.SESSION_KEY: session_id}
             )
+        if reply != RESET_ACKNOWLEDGEMENT_TEXT:
+            _decoded(self._uri, reply)
 
     def close(self) -> None:
         """Close the connection."""
@@ -162,27 +171,30 @@ class RemoteOpenPIPolicy:
         self._ws = ws
         return metadata
 
-    def _round_trip(self, request: dict[str, Any]) -> Any:
+    def _round_trip(self, request: dict[str, Any]) -> bytes | str:
+        """Send one request and return the raw reply, (re)connecting first if needed."""
         if self._ws is None or self._ws.state is not State.OPEN:
             self._metadata = self._connect()
         ws = self._ws
         try:
             ws.send(msgpack_numpy.packb(request))
-            reply = ws.recv(timeout=self._reply_timeout_s)
+            return ws.recv(timeout=self._reply_timeout_s)
         except (ConnectionClosed, TimeoutError, OSError) as error:
             ws.close()
             self._ws = None
             raise PolicyError(f'OpenPI server {self._uri}: connection lost ({error})') from error
-        if isinstance(reply, str):
-            kind, message = protocol.parse_error_text(reply)
-            error_type = ObservationError if kind == 'ObservationError' else PolicyError
-            raise error_type(f'OpenPI server {self._uri}: {kind}: {message}')
-        try:
-            return msgpack_numpy.unpackb(reply)
-        except msgpack_numpy.MsgpackNumpyError as error:
-            raise PolicyError(
-                f'OpenPI server {self._uri} sent a malformed reply: {error}'
-            ) from error
+
+
+def _decoded(uri: str, reply: bytes | str) -> Any:
+    """A binary reply decoded; a text reply (an error) raised as ObservationError/PolicyError."""
+    if isinstance(reply, str):
+        kind, message = protocol.parse_error_text(reply)
+        error_type = ObservationError if kind == 'ObservationError' else PolicyError
+        raise error_type(f'OpenPI server {uri}: {kind}: {message}')
+    try:
+        return msgpack_numpy.unpackb(reply)
+    except msgpack_numpy.MsgpackNumpyError as error:
+        raise PolicyError(f'OpenPI server {uri} sent a malformed reply: {error}') from error
 
 
 def _parse_actions(reply: Any) -> tuple[np.ndarray, dict[str, Any]]:
