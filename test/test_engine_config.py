@@ -248,6 +248,12 @@ def test_inconsistent_configs_are_refused(changes, message):
         EngineConfig.tiny(**changes)
 
 
+def test_step_cache_by_mode_name():
+    assert EngineConfig.tiny(step_cache='dynamic').step_cache.mode == 'dynamic'
+    with pytest.raises(ConfigError, match='step cache mode'):
+        EngineConfig.tiny(step_cache='sometimes')
+
+
 def test_preset_lookup():
     assert EngineConfig.preset('tiny') == EngineConfig.tiny()
     with pytest.raises(ConfigError, match='unknown preset'):

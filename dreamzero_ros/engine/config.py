@@ -179,7 +179,8 @@ class EngineConfig:
         shift: sigma shift of the schedule.
         cfg_scale: classifier-free guidance scale of the video velocity (1 disables CFG).
         seed: seed of the initial noise (the same noise every chunk, as upstream).
-        step_cache: which steps run the DiT (``full``, ``static`` 8 of 16, ``dynamic``).
+        step_cache: which steps run the DiT: a :class:`StepCacheConfig`, or just its mode name
+            (``full``, ``static`` = 8 of 16 steps, ``dynamic``).
         negative_prompt: text of the unconditional branch.
         dtype: weight and activation dtype name (``bfloat16``, ``float16``, ``float32``).
         device: torch device the engine runs on.
@@ -203,7 +204,7 @@ class EngineConfig:
     shift: float = 5.0
     cfg_scale: float = 5.0
     seed: int = 1140
-    step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
+    step_cache: StepCacheConfig | str = field(default_factory=StepCacheConfig)
     negative_prompt: str = NEGATIVE_PROMPT
     dtype: str = 'bfloat16'
     device: str = 'cpu'
@@ -212,6 +213,11 @@ class EngineConfig:
     control_hz: float = 15.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.step_cache, str):
+            try:
+                object.__setattr__(self, 'step_cache', StepCacheConfig(mode=self.step_cache))
+            except ValueError as error:
+                raise ConfigError(str(error)) from error
         dit = self.dit
         checks = [
             (self.embodiment in EMBODIMENT_LAYOUTS, f'unknown embodiment {self.embodiment!r}'),
