@@ -1,0 +1,54 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The README's first command: ``dreamzero-demo`` prints chunks, latency and a summary."""
+
+import os
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+
+from node_support import ros_env
+import pytest
+
+
+def test_demo_prints_chunks_and_a_summary(tmp_path):
+    executable = shutil.which('dreamzero-demo') or str(
+        Path(sys.executable).with_name('dreamzero-demo')
+    )
+    if not Path(executable).exists():
+        pytest.fail('dreamzero-demo is not installed; run pip install -e .')
+    env = {**ros_env(), 'OMP_NUM_THREADS': '1'}
+    env.pop('ROS_DOMAIN_ID')  # the demo picks its own
+    command = [executable, '--chunks', '2', '--cache-dir', str(tmp_path), '--timeout', '150']
+    result = subprocess.run(command, capture_output=True, text=True, timeout=200, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "wrote a random-weight 'small' DreamZero checkpoint" in output
+    assert (tmp_path / 'random-small' / 'config.json').is_file()
+    chunks = re.findall(
+        r'chunk (\d+): actions \((\d+), (\d+)\), observation stamp [\d.]+, '
+        r'latency ([\d.]+) s, first row \[([^\]]+)\]',
+        output,
+    )
+    assert len(chunks) == 2, output
+    for _, horizon, width, latency, first_row in chunks:
+        assert (int(horizon), int(width)) == (24, 8)
+        assert float(latency) > 0 and len(first_row.split()) == 8
+    assert re.search(r'summary: 2 chunks in [\d.]+ s', output), output
+    assert 'latency p50' in output and 'node: ' in output
+    assert os.listdir(tmp_path / 'logs')
+
+
+def test_demo_checkpoint_is_written_once(tmp_path):
+    from dreamzero_ros.demo import demo_checkpoint
+
+    folder, written = demo_checkpoint(tmp_path, 'tiny')
+    assert written and (folder / 'config.json').is_file()
+    stamp = (folder / 'config.json').stat().st_mtime_ns
+    again, written = demo_checkpoint(tmp_path, 'tiny')
+    assert again == folder and not written
+    assert (folder / 'config.json').stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == ['random-tiny']

@@ -1,0 +1,88 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The node with ``engine.backend: remote``: its policy is an OpenPI server in another process."""
+
+import socket
+import subprocess
+import sys
+import time
+
+from node_support import CONFIG, JOINTS, REPO, Harness, NodeProcess, RobotStream, ros_env
+import pytest
+
+TIMEOUT = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _wait_listening(port: int, process: subprocess.Popen, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            pytest.fail(f'OpenPI server exited with {process.returncode}')
+        with socket.socket() as sock:
+            if sock.connect_ex(('127.0.0.1', port)) == 0:
+                return
+        time.sleep(0.2)
+    pytest.fail(f'OpenPI server not listening on {port} after {timeout} s')
+
+
+def _chunk_trajectories(harness) -> list:
+    """Controller trajectories answering observations (holds have a zero stamp)."""
+    return [m for m in harness.messages('controller') if m.header.stamp.sec]
+
+
+def test_remote_backend_turns_server_chunks_into_trajectories(tmp_path):
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    port = _free_port()
+    server_log = open(tmp_path / 'server.log', 'w')  # noqa: SIM115 - closed below
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.openpi.cli', str(checkpoint), '--device', 'cpu',
+         '--num-threads', '1', '--port', str(port)],
+        cwd=REPO, env=ros_env(), stdout=server_log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    harness = Harness('remote_harness')
+    node = None
+    stream = None
+    try:
+        _wait_listening(port, server, 60)
+        harness.record(
+            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        node = NodeProcess(
+            tmp_path / 'node.log',
+            'engine.backend:=remote',
+            f'engine.remote_uri:=ws://127.0.0.1:{port}',
+            'engine.warmup:=false',
+            params_file=CONFIG / 'cpu_small.yaml',
+        )
+        clips, _ = demo_clips(15)
+        stream = RobotStream(harness, clips)
+        harness.wait_for(
+            lambda: len(_chunk_trajectories(harness)) >= 2,
+            TIMEOUT,
+            'two chunks through the remote policy',
+            node.log,
+        )
+        chunks = _chunk_trajectories(harness)
+        assert all(m.joint_names == JOINTS for m in chunks)
+        assert 'connecting to the OpenPI server' in node.log()
+    finally:
+        if stream is not None:
+            stream.close()
+        harness.close()
+        if node is not None:
+            assert node.stop() == 0, node.log()[-3000:]
+        server.terminate()
+        server.wait(20)
+        server_log.close()
