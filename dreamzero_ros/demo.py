@@ -107,8 +107,8 @@ def run(options: argparse.Namespace) -> int:
     try:
         return _listen(options, start, node, logs)
     finally:
+        _stop(node)  # first: it holds and shuts down before its inputs go stale
         _stop(stream)
-        _stop(node)
 
 
 def _listen(options: argparse.Namespace, start: float, node: subprocess.Popen, logs: Path) -> int:

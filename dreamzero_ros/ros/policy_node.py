@@ -54,7 +54,7 @@ from dreamzero_ros.core import node_config
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
-from dreamzero_ros.core.observation_cache import ObservationCache
+from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
@@ -289,18 +289,18 @@ class PolicyNode(LifecycleNode):
     def _on_image(self, camera: str, msg: Any) -> None:
         refusal = self.loop.cache.add_image_message(camera, msg)
         if refusal is not None:
-            self._note_refusal(str(refusal))
+            self._note_refusal(refusal)
 
     def _on_joint_state(self, msg: JointState) -> None:
         refusal = self.loop.cache.add_joint_state_message(msg)
         if refusal is not None:
-            self._note_refusal(str(refusal))
+            self._note_refusal(refusal)
 
-    def _note_refusal(self, text: str) -> None:
-        """Log a new refusal reason once and publish diagnostics at once."""
-        if text != self._last_refusal:
-            self._last_refusal = text
-            self.get_logger().warning(f'input refused: {text}')
+    def _note_refusal(self, refusal: Refusal) -> None:
+        """Log a refusal and publish diagnostics at once when its reason changes."""
+        if refusal.reason.value != self._last_refusal:
+            self._last_refusal = refusal.reason.value
+            self.get_logger().warning(f'input refused: {refusal}')
             self.publish_diagnostics()
 
     def _on_prompt(self, msg: String) -> None:
@@ -390,7 +390,7 @@ class PolicyNode(LifecycleNode):
         now = self._now()
         result = self.loop.poll(now)
         if result.refusal is not None:
-            self._note_refusal(str(result.refusal))
+            self._note_refusal(result.refusal)
         elif self._last_refusal:
             self._last_refusal = ''
             self.get_logger().info('input usable again')
