@@ -407,20 +407,63 @@ server.serve_forever()
 """
 
 
-def test_remote_policy_talks_to_upstream_dreamzero_roboarena_server(tmp_path):
+def _upstream_file(path: str, folder: Path) -> Path:
+    """Extract one file of the upstream DreamZero mirror (run, never copied into the project)."""
     if not (UPSTREAM_MIRROR / 'HEAD').exists():
         pytest.skip(f'upstream DreamZero mirror not found at {UPSTREAM_MIRROR}')
     source = subprocess.run(
-        ['git', '-C', str(UPSTREAM_MIRROR), 'show', 'HEAD:eval_utils/policy_server.py'],
-        capture_output=True,
-        check=True,
+        ['git', '-C', str(UPSTREAM_MIRROR), 'show', f'HEAD:{path}'], capture_output=True, check=True
     ).stdout
-    (tmp_path / 'policy_server.py').write_bytes(source)
+    target = folder / Path(path).name
+    target.write_bytes(source)
+    return target
+
+
+UPSTREAM_CLIENT = """
+import importlib.util, json, sys, uuid
+import numpy as np
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(path.rsplit('/', 1)[-1][:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+server_module, client_module = load(sys.argv[1]), load(sys.argv[2])
+client = client_module.WebsocketClientPolicy(host='127.0.0.1', port=int(sys.argv[3]))
+config = server_module.PolicyServerConfig(**client.get_server_metadata())
+rng = np.random.default_rng(0)
+obs = {f'observation/{name}': rng.integers(0, 256, (4, 180, 320, 3), dtype=np.uint8)
+       for name in ('exterior_image_0_left', 'exterior_image_1_left', 'wrist_image_left')}
+obs.update({'observation/joint_position': np.zeros(7, np.float32),
+            'observation/cartesian_position': np.zeros(6, np.float32),
+            'observation/gripper_position': np.zeros(1, np.float32),
+            'prompt': 'wipe the pan', 'session_id': str(uuid.uuid4())})
+actions = client.infer(obs)
+reset_reply = client.reset({})
+print(json.dumps({'n_external_cameras': config.n_external_cameras,
+                  'image_resolution': list(config.image_resolution),
+                  'type': type(actions).__name__, 'shape': list(actions.shape),
+                  'reset_reply_binary': isinstance(reset_reply, bytes)}))
+"""
+
+
+def test_upstream_dreamzero_roboarena_client_runs_against_our_server(server, tmp_path):
+    server_file = _upstream_file('eval_utils/policy_server.py', tmp_path)
+    client_file = _upstream_file('eval_utils/policy_client.py', tmp_path)
+    out = run_openpi(['-c', UPSTREAM_CLIENT, str(server_file), str(client_file), str(server.port)])
+    assert out['n_external_cameras'] == 2 and out['image_resolution'] == [180, 320]
+    assert out['type'] == 'ndarray' and out['shape'][1] == 8
+    assert out['reset_reply_binary']
+
+
+def test_remote_policy_talks_to_upstream_dreamzero_roboarena_server(tmp_path):
+    server_file = _upstream_file('eval_utils/policy_server.py', tmp_path)
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [openpi_python(), '-c', UPSTREAM_SERVER, str(tmp_path / 'policy_server.py'), str(port)],
+        [openpi_python(), '-c', UPSTREAM_SERVER, str(server_file), str(port)],
         env={'PYTHONPATH': ''},
         stderr=subprocess.DEVNULL,
     )
