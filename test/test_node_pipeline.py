@@ -327,3 +327,33 @@ def test_estop_disables_commands_and_enable_restores_them(system):
     assert response.success and 'enabled' in response.message
     _wait_chunks(harness, node, 'controller', 1, harness.now())
     harness.node.destroy_publisher(estop)
+
+
+def test_deactivate_holds_and_activate_resumes(system):
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState, GetState
+
+    harness, _, node = system
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
+
+    def transition(transition_id):
+        request = ChangeState.Request(transition=Transition(id=transition_id))
+        return harness.call(ChangeState, f'{NODE}/change_state', request, timeout=30).success
+
+    before = harness.now()
+    assert transition(Transition.TRANSITION_DEACTIVATE)
+    state = harness.call(GetState, f'{NODE}/get_state', GetState.Request()).current_state
+    assert state.label == 'inactive'
+    holds = harness.wait_for(
+        lambda: [m for m in harness.messages('controller', before) if _is_hold(m)],
+        10,
+        'a hold on deactivate',
+        node.log,
+    )
+    assert len(holds[0].points) == 1
+    inactive = harness.now()
+    harness.wait_for(lambda: harness.now() > inactive + 2 * STEP, 10, 'time', node.log)
+    assert harness.messages('controller', inactive + 0.2) == []
+    assert harness.messages('step', inactive + 0.2) == []
+    assert transition(Transition.TRANSITION_ACTIVATE)
+    _wait_chunks(harness, node, 'controller', 1, harness.now())
