@@ -1,0 +1,110 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Unit tests of the status report, the serialised policy wrapper and the warm-up observation."""
+
+import threading
+import time
+
+import numpy as np
+
+from dreamzero_ros.core.chunk_scheduler import BlendConfig
+from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
+from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+from dreamzero_ros.core.policy_factory import warmup_observation
+from dreamzero_ros.core.safety import SafetyLimits
+from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.status_report import ERROR, OK, WARN, build_report
+from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+
+ARM = tuple(f'j{i}' for i in range(7))
+
+
+def make_loop():
+    cache = ObservationCache(CacheConfig(ARM, 'g', max_age=0.5))
+    limits = SafetyLimits(np.full(8, -3.0), np.full(8, 3.0), np.full(8, 0.5))
+    return ControlLoop(cache, LoopConfig(limits, BlendConfig()), prompt='p')
+
+
+def report(loop, now=1.0, **overrides):
+    options = dict(lifecycle_state='active', engine_state='ready', enabled=True, dry_run=False)
+    options.update(overrides)
+    return build_report(loop, now, **options)
+
+
+def test_report_warns_with_the_refusal_and_counts_it():
+    loop = make_loop()
+    loop.poll(1.0)
+    result = report(loop)
+    assert result.level == WARN and result.message.startswith('input refused: missing')
+    assert result.value('refused_missing') == '1' and result.value('observations_refused') == '1'
+    assert result.value('latency_p50_ms') == 'nan'
+
+
+def test_report_is_ok_while_streaming_and_shows_latency():
+    loop = make_loop()
+    for camera in DROID_CAMERAS:
+        loop.cache.add_image(camera, np.zeros((2, 2, 3), np.uint8), 1.0)
+    loop.cache.add_joint_state([*ARM, 'g'], [0.0] * 8, 1.0)
+    query = loop.poll(1.0).query
+    actions = np.zeros((24, 8), np.float32)
+    loop.on_chunk(query, ActionChunk(actions, stamp=1.0), 1.25)
+    result = report(loop, now=1.3, dry_run=True)
+    assert result.level == OK and 'preview only' in result.message
+    assert result.value('latency_p50_ms') == '250.0' and result.value('commanding') == 'false'
+    assert result.value('chunks_applied') == '1'
+
+
+def test_report_is_an_error_when_the_engine_failed():
+    result = report(make_loop(), engine_state='error: PolicyError: boom')
+    assert result.level == ERROR and 'boom' in result.message
+
+
+def test_serialized_policy_runs_one_call_at_a_time_and_closes_once():
+    active, overlaps, closed = [], [], []
+
+    class Slow:
+        metadata = {'x': 1}
+
+        def infer(self, observation):
+            active.append(1)
+            overlaps.append(len(active))
+            time.sleep(0.02)
+            active.pop()
+            return observation
+
+        def reset(self, session_id='default'):
+            overlaps.append(len(active) + 1)
+
+    policy = SerializedPolicy(Slow(), on_close=lambda: closed.append(True))
+    threads = [threading.Thread(target=policy.infer, args=(i,)) for i in range(4)]
+    threads += [threading.Thread(target=policy.reset, args=('s',))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert max(overlaps) == 1 and policy.metadata == {'x': 1}
+    policy.close()
+    policy.close()
+    assert closed == [True]
+
+
+def test_warmup_observation_matches_the_configured_inputs():
+    settings = build_settings({'engine.checkpoint': 'c', 'image_height': 90, 'image_width': 160})
+    observation = warmup_observation(settings)
+    observation.validate()
+    assert observation.images[DROID_CAMERAS[0]].shape == (90, 160, 3)
+    assert observation.session_id == '__warmup__'
+
+
+def test_step_duration_override_replays_chunks_in_slow_motion():
+    loop = make_loop()
+    loop = ControlLoop(loop.cache, LoopConfig(loop.config.limits, BlendConfig(), 0.0, 0.5))
+    for camera in DROID_CAMERAS:
+        loop.cache.add_image(camera, np.zeros((2, 2, 3), np.uint8), 1.0)
+    loop.cache.add_joint_state([*ARM, 'g'], [0.0] * 8, 1.0)
+    query = loop.poll(1.0).query
+    outcome = loop.on_chunk(query, ActionChunk(np.zeros((24, 8), np.float32), stamp=1.0), 2.1)
+    assert outcome.dropped_steps == 3
+    np.testing.assert_allclose(np.diff(outcome.plan.times), 0.5)
