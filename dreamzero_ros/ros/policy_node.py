@@ -170,6 +170,7 @@ class PolicyNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start a fresh policy session and the control timer."""
         self._reset_session('activate')
+        self.loop.forget_plan()  # the first chunk starts from the measured joints
         self._timers.append(
             self.create_timer(1.0 / self.settings['control_rate_hz'], self._control_tick)
         )
@@ -178,8 +179,8 @@ class PolicyNode(LifecycleNode):
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Hold the current command, stop querying."""
-        self._publish_hold(self.loop.hold(self._now(), 'deactivated'))
+        """Hold the current command, stop querying; an answer still in flight is discarded."""
+        self._publish_hold(self.loop.reset(self._now()))
         self._destroy_timers()
         self.lifecycle_state = 'inactive'
         self.publish_diagnostics()
