@@ -1,60 +1,51 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""CFG parallel: the two classifier-free-guidance branches on two processes (torch.distributed).
+"""Multi-process engine: CFG parallel (and tensor parallel) over torch.distributed.
 
-Rank 0 runs the conditional branch (prompt), rank 1 the unconditional one (negative prompt); each
-keeps its own K/V caches and cross-attention context per session.  Every DiT step, the ranks
-exchange their velocities with one ``all_gather`` (video and action packed into one buffer) and
-both compute the same CFG-combined video velocity and take the conditional action velocity, so
-their schedulers and noisy samples stay identical step by step.  The results equal those of the
-one-process batched run (:class:`~dreamzero_ros.engine.denoise.ChunkDenoiser`) to float tolerance.
+CFG parallel: with 2 CFG ranks, rank 0 runs the conditional branch (prompt) and the other the
+unconditional one (negative prompt); each keeps its own K/V caches and cross-attention context per
+session.  Every DiT step the two exchange their velocities with one ``all_gather`` (video and
+action packed in one buffer); both compute the same CFG-combined video velocity and take the
+conditional action velocity, so their schedulers and noisy samples stay identical step by step.
+Results equal the one-process batched run (:class:`~dreamzero_ros.engine.denoise.ChunkDenoiser`)
+to float tolerance.
+
+Tensor parallel: ``tp_size`` ranks per branch each hold ``heads / tp_size`` attention heads and
+``ffn_dim / tp_size`` FFN columns (:mod:`dreamzero_ros.engine.tensor_parallel`).  The world is a
+``cfg x tp`` grid, global rank ``= cfg_rank * tp_size + tp_rank`` (1 or 2 CFG branches): 2 ranks
+= CFG parallel, or TP 2 with batched CFG; 4 ranks = CFG 2 x TP 2.  The CFG exchange runs between
+the two ranks holding the same TP shard.
 
 Driver/worker arrangement
-    Rank 0 lives in the caller's process (the ROS node or the OpenPI bridge): its denoiser (or
-    the engine, ``DreamZeroEngine.from_pretrained(..., layout=driver)``) uses a
-    :class:`CfgParallelDriver` as its branch layout.  The driver's hooks forward every chunk and
-    session close to the worker before rank 0 runs its own branch.  Rank 1 runs
-    :func:`run_worker` (console script ``dreamzero-engine-worker``), which obeys broadcast
-    commands:
+    Rank 0 lives in the caller's process (the ROS node or the OpenPI bridge): its denoiser, or the
+    engine (``DreamZeroEngine.from_pretrained(..., layout=driver)``), uses a
+    :class:`ParallelDriver` as its branch layout.  Ranks >= 1 run :func:`run_worker` (console
+    script ``dreamzero-engine-worker``).  Attaching the driver to a denoiser is a handshake: it
+    sends the :class:`~dreamzero_ros.engine.denoise.DenoiseConfig` and ``tp_size``; every rank
+    checks the grid and that it built the same :class:`~dreamzero_ros.engine.dit.DiTConfig`, and
+    any refusal raises :class:`CfgParallelError` on every rank.  Then all ranks build the process
+    groups and shard their DiT.  The driver's hooks broadcast, before rank 0 runs its part:
 
-    * ``infer``: session id + :class:`~dreamzero_ros.engine.denoise.ChunkInputs` tensors (prompt
-      tensors are sent only when the driver's prompt tensors changed);
+    * ``infer``: session id + :class:`~dreamzero_ros.engine.denoise.ChunkInputs` tensors (the
+      prompt tensors only when the driver's prompt tensors changed);
     * ``close``: drop that session's state (caches, context);
     * ``shutdown``: leave the loop.
 
-    Only rank 0 runs the encoders; workers hold just the DiT.  Attaching the driver to a denoiser
-    is a handshake: it sends the :class:`~dreamzero_ros.engine.denoise.DenoiseConfig`, and the
-    worker checks that it built the same :class:`~dreamzero_ros.engine.dit.DiTConfig`; a worker
-    that cannot serve says why and the driver raises :class:`CfgParallelError`.
+    Only rank 0 runs the encoders; workers hold just the DiT, each keeping per-session state.
 
-    Start-up: launch ``dreamzero-engine-worker`` (:func:`spawn_worker`, or the launch file, with
-    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), then :func:`connect_driver` on
-    rank 0 and build the engine with that layout; :meth:`CfgParallelDriver.shutdown` ends the
-    worker.
+    Start-up: launch ``dreamzero-engine-worker`` for ranks 1.. (:func:`spawn_worker`, or the launch
+    file, with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), then
+    :func:`connect_driver` on rank 0 and build the engine with that layout;
+    :meth:`ParallelDriver.shutdown` ends the workers.
 
 Backends: ``gloo`` (CPU tensors; used by the tests) or ``nccl`` (one GPU per rank).
-
-Tensor parallel (next step; designed, not built)
-    A second mesh dimension ``tp`` splits attention heads across ranks within each CFG branch
-    (4 GPUs = cfg 2 x tp 2).  Per block: ``q, k, v`` (self and cross, ``k_img, v_img``) become
-    column-parallel linears holding ``heads / tp`` heads; QK RMSNorm normalises over the full
-    ``dim``, so each rank all-reduces its partial sum of squares (a ``(B, L, 1)`` tensor) before
-    scaling its slice (the norm weights are sliced like the heads); attention needs no
-    communication (whole heads are local) and the K/V cache holds only local heads (memory / tp);
-    ``o`` is row-parallel and its output is all-reduced (sum) before the gated residual;
-    ``ffn.0`` is column-parallel, ``ffn.2`` row-parallel plus an all-reduce.  Embeddings, time
-    projections, modulations, the head and the action/state MLPs stay replicated (they are <3% of
-    the FLOPs).  That is 3 all-reduces of ``(B, L, dim)`` and 2 tiny ones per block.  Checkpoint
-    loading slices ``q/k/v/k_img/v_img/ffn.0`` weights by rows (biases too) and ``o/ffn.2`` by
-    columns (biases added once, on tp rank 0).  The CFG exchange above then runs between tp-peers
-    of the two branches (one all-gather per tp rank pair), after the tp all-reduces.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import dataclass, fields
 import datetime
 import enum
 import os
@@ -68,16 +59,19 @@ import torch.distributed as dist
 
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
+from .tensor_parallel import shard_dit_
 
 __all__ = [
-    'CfgParallelDriver',
     'CfgParallelError',
     'CfgParallelLayout',
+    'ParallelDriver',
+    'ParallelMesh',
     'connect_driver',
     'free_port',
     'init_process_group',
     'load_worker_dit',
     'main',
+    'make_mesh',
     'run_worker',
     'spawn_worker',
 ]
@@ -97,25 +91,22 @@ class _Command(enum.IntEnum):
 
 
 class CfgParallelLayout(BranchLayout):
-    """One CFG branch per rank; velocities of both branches all-gathered every DiT step."""
+    """One CFG branch per rank of a 2-rank group; velocities all-gathered every DiT step."""
 
-    def __init__(self, group: dist.ProcessGroup | None = None) -> None:
+    def __init__(
+        self, group: dist.ProcessGroup | None = None, comm_device: torch.device | None = None
+    ) -> None:
         super().__init__(use_cfg=True)
         if dist.get_world_size(group) != 2:
             raise CfgParallelError(f'CFG parallel needs 2 ranks, got {dist.get_world_size(group)}')
         self.group = group
         self.rank = dist.get_rank(group)
-        self.comm_device = torch.device('cpu')
+        self.comm_device = comm_device or torch.device('cpu')
 
     @property
     def local_branches(self) -> tuple[str, ...]:
-        """Rank 0: the conditional branch; rank 1: the unconditional one."""
+        """Rank 0 of the group: the conditional branch; rank 1: the unconditional one."""
         return (self.branches[self.rank],)
-
-    def attach(self, denoiser: ChunkDenoiser) -> None:
-        """Collectives run on the CPU for gloo, on the DiT's device otherwise."""
-        gloo = dist.get_backend(self.group) == 'gloo'
-        self.comm_device = torch.device('cpu') if gloo else denoiser.dit.device
 
     def combine(
         self, video: torch.Tensor, action: torch.Tensor, batch: int
@@ -129,69 +120,140 @@ class CfgParallelLayout(BranchLayout):
         return cond[:n].view_as(video), uncond[:n].view_as(video), cond[n:].view_as(action)
 
 
-class _Channel:
-    """Rank 0 -> workers: a pickled header, then the tensors it announces, by broadcast."""
+@dataclass(frozen=True)
+class ParallelMesh:
+    """A rank's place in the ``cfg x tp`` grid of the default group (rank = cfg * tp + t)."""
 
-    def __init__(self, layout: CfgParallelLayout) -> None:
-        self.layout = layout
-        group = layout.group
-        self.src = 0 if group is None else dist.get_global_rank(group, 0)
+    cfg_size: int
+    tp_size: int
+    cfg_rank: int
+    tp_rank: int
+    cfg_group: dist.ProcessGroup | None  # this shard's two branch ranks (None: the world)
+    tp_group: dist.ProcessGroup | None  # this branch's tensor-parallel ranks
+
+
+def _mesh_problem(tp_size: int, use_cfg: bool) -> str:
+    """Why the default group cannot form ``cfg x tp`` ranks ('' if it can)."""
+    world = dist.get_world_size()
+    if tp_size < 1 or world % tp_size or world // tp_size not in (1, 2):
+        return f'{world} ranks do not form (1 or 2 CFG branches) x {tp_size} tensor-parallel ranks'
+    if world // tp_size == 2 and not use_cfg:
+        return 'CFG parallel needs cfg_scale != 1'
+    return ''
+
+
+def make_mesh(tp_size: int) -> ParallelMesh:
+    """Create the process groups; collective: every rank calls it with the same ``tp_size``."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    cfg_size = world // tp_size
+    cfg_rank, tp_rank = divmod(rank, tp_size)
+    cfg_group = tp_group = None
+    if tp_size > 1:
+        for c in range(cfg_size):
+            group = dist.new_group([c * tp_size + t for t in range(tp_size)])
+            tp_group = group if c == cfg_rank else tp_group
+        if cfg_size > 1:
+            for t in range(tp_size):
+                group = dist.new_group([t, tp_size + t])
+                cfg_group = group if t == tp_rank else cfg_group
+    return ParallelMesh(cfg_size, tp_size, cfg_rank, tp_rank, cfg_group, tp_group)
+
+
+def _setup_rank(dit: CausalWanDiT, tp_size: int, use_cfg: bool, comm: torch.device):
+    """Build the mesh, shard the DiT for tensor parallel, and return this rank's layout."""
+    mesh = make_mesh(tp_size)
+    if tp_size > 1:
+        shard_dit_(dit, mesh.tp_group)
+    if mesh.cfg_size == 2:
+        return CfgParallelLayout(mesh.cfg_group, comm)
+    return BranchLayout(use_cfg)
+
+
+def _comm_device(dit: CausalWanDiT) -> torch.device:
+    """Collectives take CPU tensors with gloo, the DiT's device otherwise."""
+    return torch.device('cpu') if dist.get_backend() == 'gloo' else dit.device
+
+
+class _Channel:
+    """Rank 0 -> all ranks of the default group: a pickled header, then its tensors."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
 
     def send(self, header: dict, tensors: dict[str, torch.Tensor]) -> None:
-        group, device = self.layout.group, self.layout.comm_device
         header = dict(header, tensors={k: (tuple(t.shape), t.dtype) for k, t in tensors.items()})
-        dist.broadcast_object_list([header], src=self.src, group=group, device=device)
+        dist.broadcast_object_list([header], src=0, device=self.device)
         for tensor in tensors.values():
-            dist.broadcast(tensor.to(device).contiguous(), src=self.src, group=group)
+            dist.broadcast(tensor.to(self.device).contiguous(), src=0)
 
     def receive(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        group, device = self.layout.group, self.layout.comm_device
         box: list = [None]
-        dist.broadcast_object_list(box, src=self.src, group=group, device=device)
+        dist.broadcast_object_list(box, src=0, device=self.device)
         header = box[0]
         tensors = {}
         for name, (shape, dtype) in header['tensors'].items():
-            tensors[name] = torch.empty(shape, dtype=dtype, device=device)
-            dist.broadcast(tensors[name], src=self.src, group=group)
+            tensors[name] = torch.empty(shape, dtype=dtype, device=self.device)
+            dist.broadcast(tensors[name], src=0)
         return header, tensors
 
-    def gather_status(self, ok: bool, message: str) -> list[tuple[bool, str]]:
-        statuses: list = [None] * dist.get_world_size(self.layout.group)
-        dist.all_gather_object(statuses, (ok, message), group=self.layout.group)
-        return statuses
+    def agree(self, problem: str) -> None:
+        """Share every rank's problem ('' for none); raise the first one anywhere."""
+        statuses: list = [None] * dist.get_world_size()
+        dist.all_gather_object(statuses, (dist.get_rank(), problem))
+        failures = [f'rank {rank}: {text}' for rank, text in statuses if text]
+        if failures:
+            raise CfgParallelError('; '.join(failures))
 
 
-class CfgParallelDriver(CfgParallelLayout):
+class ParallelDriver(BranchLayout):
     """Rank 0's layout: give it to :class:`ChunkDenoiser` (or the engine) like any layout.
 
-    Attaching to a denoiser performs the handshake with the worker; every chunk and session
-    close is then forwarded to it before rank 0 runs its own branch.  Call :meth:`shutdown` to
-    end the worker loop.
+    Attaching to a denoiser performs the handshake with the workers (sampling config, DiT config,
+    ``tp_size``), builds the ``cfg x tp`` mesh over the default group (``world / tp_size`` CFG
+    branches, 1 or 2) and shards the DiT if ``tp_size > 1``.  Every chunk and session close is
+    then forwarded to the workers before rank 0 computes its part.  :meth:`shutdown` ends the
+    worker loops.
     """
 
-    def __init__(self, group: dist.ProcessGroup | None = None) -> None:
-        super().__init__(group)
-        if self.rank != 0:
+    def __init__(self, tp_size: int = 1) -> None:
+        super().__init__()
+        if dist.get_rank() != 0:
             raise CfgParallelError('the driver is rank 0; other ranks run run_worker()')
-        self._channel = _Channel(self)
+        self.tp_size = tp_size
+        self._inner: BranchLayout | None = None
+        self._channel: _Channel | None = None
         self._sent_prompts: dict[int, tuple[torch.Tensor | None, ...]] = {}
-        self._attached = False
         self._closed = False
 
+    @property
+    def local_branches(self) -> tuple[str, ...]:
+        """The branches rank 0 computes."""
+        return self._inner.local_branches
+
+    def combine(
+        self, video: torch.Tensor, action: torch.Tensor, batch: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """As the layout of rank 0's place in the mesh."""
+        return self._inner.combine(video, action, batch)
+
     def attach(self, denoiser: ChunkDenoiser) -> None:
-        """Send the sampling config, check the worker's DiT config; raise if it refuses."""
-        if self._attached:
-            raise CfgParallelError('a CFG-parallel driver serves one denoiser')
-        super().attach(denoiser)
-        self._channel.send({'config': denoiser.config, 'dit_config': denoiser.dit.config}, {})
-        failures = [m for ok, m in self._channel.gather_status(True, '') if not ok]
-        if failures:
+        """Handshake with the workers, build the mesh and shard; raise if any rank refuses."""
+        if self._channel is not None:
+            raise CfgParallelError('a parallel driver serves one denoiser')
+        comm = _comm_device(denoiser.dit)
+        self._channel = _Channel(comm)
+        header = {'config': denoiser.config, 'dit_config': denoiser.dit.config}
+        self._channel.send({**header, 'tp_size': self.tp_size}, {})
+        try:
+            self._channel.agree(_mesh_problem(self.tp_size, denoiser.config.use_cfg))
+        except CfgParallelError:
             self._closed = True
-            raise CfgParallelError(f'CFG-parallel worker refused: {failures[0]}')
-        self._attached = True
+            raise
+        self._inner = _setup_rank(denoiser.dit, self.tp_size, denoiser.config.use_cfg, comm)
+        self.branches = self._inner.branches
 
     def before_chunk(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
-        """Broadcast the chunk (prompts only when their tensors changed) to the worker."""
+        """Broadcast the chunk (prompts only when their tensors changed) to the workers."""
         self._check_open()
         prompts = (inputs.prompt_embeds, inputs.negative_prompt_embeds)
         sent = self._sent_prompts.get(session.session_id)
@@ -211,36 +273,34 @@ class CfgParallelDriver(CfgParallelLayout):
         self._sent_prompts[session.session_id] = prompts
 
     def on_close(self, session: DenoiseSession) -> None:
-        """Drop the worker's copy of the session."""
-        if self._closed:
+        """Drop the workers' copies of the session."""
+        if self._closed or self._channel is None:
             return
         self._channel.send({'command': _Command.CLOSE, 'session': session.session_id}, {})
         self._sent_prompts.pop(session.session_id, None)
 
     def shutdown(self) -> None:
-        """End the worker loop (the process group stays initialised); idempotent."""
-        if not self._closed and self._attached:
+        """End the worker loops (the process group stays initialised); idempotent."""
+        if not self._closed and self._inner is not None:
             self._channel.send({'command': _Command.SHUTDOWN}, {})
         self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:
-            raise CfgParallelError('the CFG-parallel group was shut down')
+            raise CfgParallelError('the parallel group was shut down')
 
 
-def run_worker(dit: CausalWanDiT, group: dist.ProcessGroup | None = None) -> int:
-    """Serve rank 1 of a CFG-parallel group until shutdown; returns the number of chunks run."""
-    layout = CfgParallelLayout(group)
-    layout.comm_device = torch.device('cpu') if dist.get_backend(group) == 'gloo' else dit.device
-    channel = _Channel(layout)
+def run_worker(dit: CausalWanDiT) -> int:
+    """Serve a worker rank (>= 1) of the default group until shutdown; returns chunks run."""
+    comm = _comm_device(dit)
+    channel = _Channel(comm)
     header, _ = channel.receive()
-    problem = ''
+    config, tp_size = header['config'], header['tp_size']
+    problem = _mesh_problem(tp_size, config.use_cfg)
     if header['dit_config'] != dit.config:
-        problem = f'rank {layout.rank} DiT config {dit.config} != rank 0 {header["dit_config"]}'
-    channel.gather_status(not problem, problem)
-    if problem:
-        raise CfgParallelError(problem)
-    denoiser = ChunkDenoiser(dit, header['config'], layout)
+        problem = f'DiT config {dit.config} != rank 0 {header["dit_config"]}'
+    channel.agree(problem)
+    denoiser = ChunkDenoiser(dit, config, _setup_rank(dit, tp_size, config.use_cfg, comm))
     sessions: dict[int, DenoiseSession] = {}
     prompts: dict[int, dict[str, torch.Tensor]] = {}
     chunks = 0
@@ -298,14 +358,18 @@ def connect_driver(
     master_port: int,
     device: torch.device | str = 'cpu',
     world_size: int = 2,
+    tp_size: int = 1,
     backend: str | None = None,
     timeout_s: float = 600.0,
-) -> CfgParallelDriver:
-    """Join the group as rank 0 (blocks until the workers join) and return the driver layout."""
+) -> ParallelDriver:
+    """Join the group as rank 0 (blocks until the workers join) and return the driver layout.
+
+    ``world_size / tp_size`` is the number of CFG-parallel branches (1 or 2).
+    """
     init_process_group(
         0, world_size, f'tcp://{master_addr}:{master_port}', backend, device, timeout_s
     )
-    return CfgParallelDriver()
+    return ParallelDriver(tp_size)
 
 
 def free_port(host: str = '127.0.0.1') -> int:
@@ -378,9 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     """Console script ``dreamzero-engine-worker``: one worker rank of a CFG-parallel group."""
     parser = argparse.ArgumentParser(
         prog='dreamzero-engine-worker',
-        description='Serve the unconditional CFG branch of a DreamZero engine (rank 1) until rank '
-        '0 shuts it down. The rendezvous comes from RANK, WORLD_SIZE, MASTER_ADDR and '
-        'MASTER_PORT (or --init-method).',
+        description='Serve a worker rank of a multi-process DreamZero engine (CFG / tensor '
+        'parallel) until rank 0 shuts it down. The rendezvous comes from RANK, WORLD_SIZE, '
+        'MASTER_ADDR and MASTER_PORT (or --init-method).',
     )
     parser.add_argument('--device', default='cpu', help='torch device of this rank')
     parser.add_argument('--dtype', default='bfloat16', help='bfloat16, float16 or float32')
@@ -399,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     rank = args.rank if args.rank is not None else int(os.environ.get('RANK', '1'))
     world_size = args.world_size or int(os.environ.get('WORLD_SIZE', '2'))
     if rank < 1:
-        parser.error('workers are ranks >= 1; rank 0 is the engine (CfgParallelDriver)')
+        parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
     dit = load_worker_dit(
         args.device, args.dtype, args.checkpoint, args.preset, args.random_weights or 0
     )

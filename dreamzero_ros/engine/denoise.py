@@ -203,7 +203,10 @@ class BranchLayout:
         return self.branches
 
     def attach(self, denoiser: ChunkDenoiser) -> None:
-        """Called once by the denoiser that uses this layout, at its construction."""
+        """Called once by the denoiser that uses this layout, first thing at its construction.
+
+        A layout may still set :attr:`branches` here (it then knows the sampling config).
+        """
 
     def before_chunk(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
         """Called for each chunk after its inputs are validated, before anything runs."""
@@ -255,6 +258,7 @@ class ChunkDenoiser:
         self.dit = dit
         self.config = config or DenoiseConfig()
         self.layout = layout or BranchLayout(self.config.use_cfg)
+        self.layout.attach(self)
         if len(self.layout.branches) != (2 if self.config.use_cfg else 1):
             raise ValueError(
                 f'layout branches {self.layout.branches} do not fit '
@@ -264,7 +268,6 @@ class ChunkDenoiser:
             FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
             for _ in range(2)
         ]
-        self.layout.attach(self)
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""

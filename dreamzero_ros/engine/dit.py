@@ -328,12 +328,12 @@ class I2VCrossAttention(nn.Module):
         self, text: torch.Tensor, image: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Keys and values of the embedded text ``(B, Lt, C)`` and image ``(B, Li, C)`` tokens."""
-        b, h = text.shape[0], self.num_heads
+        h = self.num_heads
         return (
-            self.norm_k(self.k(text)).view(b, -1, h, text.shape[-1] // h),
-            self.v(text).view(b, -1, h, text.shape[-1] // h),
-            self.norm_k_img(self.k_img(image)).view(b, -1, h, image.shape[-1] // h),
-            self.v_img(image).view(b, -1, h, image.shape[-1] // h),
+            self.norm_k(self.k(text)).unflatten(-1, (h, -1)),
+            self.v(text).unflatten(-1, (h, -1)),
+            self.norm_k_img(self.k_img(image)).unflatten(-1, (h, -1)),
+            self.v_img(image).unflatten(-1, (h, -1)),
         )
 
     def forward(
@@ -459,6 +459,8 @@ class CausalWanDiT(nn.Module):
         self.img_emb = ImageProjection(config.clip_dim, dim)
         self._rope: RopeTables | None = None
         self._rotary: dict[tuple, Rotary] = {}
+        #: ``(rank, size)`` once :func:`~dreamzero_ros.engine.tensor_parallel.shard_dit_` ran.
+        self.tensor_parallel: tuple[int, int] | None = None
 
     @property
     def device(self) -> torch.device:
@@ -507,7 +509,7 @@ class CausalWanDiT(nn.Module):
         return KVCache(
             c.num_layers,
             batch,
-            c.num_heads,
+            self.blocks[0].self_attn.num_heads,  # heads held here (fewer under tensor parallel)
             c.head_dim,
             c.max_attention_tokens,
             c.register_tokens,
