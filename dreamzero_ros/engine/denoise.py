@@ -167,7 +167,10 @@ class DenoiseSession:
 
     @property
     def window_full(self) -> bool:
-        """The next call must start a new window (upstream ``start_frame >= local_attn_size``)."""
+        """The next call must start a new window (upstream ``start_frame >= local_attn_size``).
+
+        With ``max_chunk_size = -1`` (``local_attn_size = -1``) that is always true, as upstream.
+        """
         return self.start_frame >= self.local_attn_size
 
     @property

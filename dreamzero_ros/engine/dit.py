@@ -156,11 +156,6 @@ class CrossAttentionContext:
 
     layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
 
-    @property
-    def batch(self) -> int:
-        """Rows of the context."""
-        return self.layers[0][0].shape[0]
-
     @staticmethod
     def cat(parts: list[CrossAttentionContext]) -> CrossAttentionContext:
         """Stack contexts along the batch (e.g. conditional then unconditional)."""

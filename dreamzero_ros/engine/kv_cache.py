@@ -66,11 +66,6 @@ class KVCache:
         """Rows of the cache."""
         return self.k.shape[1]
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the K and V buffers."""
-        return 2 * self.k.numel() * self.k.element_size()
-
     def reset(self) -> None:
         """Forget every cached token (a new context window)."""
         self.length = 0
