@@ -119,11 +119,6 @@ def action_chunk_msg(
     )
 
 
-def clock_msg(stamp_ns: int) -> Any:
-    """rosgraph_msgs/Clock."""
-    return _type('rosgraph_msgs/msg/Clock')(clock=time_msg(stamp_ns))
-
-
 def trajectory_samples(msg: Any, receive_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """Times (ns) and positions ``(P, N)`` of a JointTrajectory's points.
 
