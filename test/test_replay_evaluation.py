@@ -13,6 +13,7 @@ from dreamzero_ros.replay.bag_io import BagError, BagWriter
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.messages import image_msg, joint_state_msg, to_ns
 from dreamzero_ros.replay.observations import query_times
+from dreamzero_ros.replay.report import write_outputs
 from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.topics import ReplayTopics
 
@@ -178,6 +179,9 @@ def test_wrong_image_size_refuses_every_query(tmp_path):
     assert metrics['chunks'] == 0
     assert set(metrics['refusals']) == {'bad_image'}
     assert 'errors' not in metrics
+    written = write_outputs(evaluation, tmp_path / 'out')  # a report that says why
+    assert set(written) == {'metrics', 'report'}
+    assert 'bad_image' in written['report'].read_text()
 
 
 def test_policy_errors_are_recorded_and_the_replay_goes_on(tmp_path):
