@@ -75,3 +75,21 @@ def test_image_message_decodes_back(encoding):
     msg = conversions.image_msg(rgb, 4.0, 'cam', encoding)
     assert msg.header.frame_id == 'cam' and msg.encoding == encoding
     np.testing.assert_array_equal(msg_to_rgb(msg), rgb)
+
+
+def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
+    from sensor_msgs.msg import Image
+
+    from dreamzero_ros.core.image_codec import ImageDecodeError
+    from dreamzero_ros.ros import image_decoding
+
+    rgb = np.full((2, 3, 3), 7, dtype=np.uint8)
+    np.testing.assert_array_equal(
+        image_decoding.decode_image(conversions.image_msg(rgb, 0, 'c')), rgb
+    )
+    odd = Image(encoding='yuv422', height=2, width=2, step=4, data=bytes(8))
+    if image_decoding.CvBridge is None:
+        with pytest.raises(ImageDecodeError, match='yuv422'):
+            image_decoding.decode_image(odd)
+    else:  # a ROS install: cv_bridge converts what the codec does not
+        assert image_decoding.decode_image(odd).shape == (2, 2, 3)

@@ -20,7 +20,7 @@ by attribute, so rclpy and rosbags messages work alike.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import enum
 import math
@@ -174,10 +174,16 @@ class ObservationCache:
             frames.popleft()
         return None
 
-    def add_image_message(self, camera: str, msg: Any) -> Refusal | None:
-        """Decode a ``sensor_msgs/Image`` or ``CompressedImage``-like message and store it."""
+    def add_image_message(
+        self, camera: str, msg: Any, decode: Callable[[Any], np.ndarray] = msg_to_rgb
+    ) -> Refusal | None:
+        """Decode a ``sensor_msgs/Image`` or ``CompressedImage``-like message and store it.
+
+        ``decode`` raises :class:`ImageDecodeError` for what it cannot convert (the default is
+        :func:`~dreamzero_ros.core.image_codec.msg_to_rgb`).
+        """
         try:
-            image = msg_to_rgb(msg)
+            image = decode(msg)
         except ImageDecodeError as error:
             self.stats.frames_received += 1
             return self._mark_bad_image(camera, str(error))

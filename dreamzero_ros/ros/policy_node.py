@@ -60,6 +60,7 @@ from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions
+from dreamzero_ros.ros.image_decoding import decode_image
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
     from dreamzero_ros_interfaces.msg import ActionChunk as ActionChunkMsg
@@ -288,7 +289,7 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------------------ inputs
 
     def _on_image(self, camera: str, msg: Any) -> None:
-        refusal = self.loop.cache.add_image_message(camera, msg)
+        refusal = self.loop.cache.add_image_message(camera, msg, decode_image)
         if refusal is not None:
             self._note_refusal(refusal)
 
