@@ -60,13 +60,13 @@ from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions
+from dreamzero_ros.ros.conversions import ActionChunkMsg
 from dreamzero_ros.ros.image_decoding import decode_image
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
-    from dreamzero_ros_interfaces.msg import ActionChunk as ActionChunkMsg
     from dreamzero_ros_interfaces.msg import PolicyStatus
 except ImportError:  # pragma: no cover - depends on the install
-    ActionChunkMsg = PolicyStatus = None
+    PolicyStatus = None
 
 #: Parameters that may change while the node runs; the others are read at configure.
 WRITABLE_PARAMETERS = frozenset({'prompt', 'session_id', 'dry_run'})
