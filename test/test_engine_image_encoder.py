@@ -1,11 +1,12 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The CLIP image encoder: upstream keys and shapes, preprocessing, penultimate-block output."""
 
 import pytest
 import torch
 
 from dreamzero_ros.engine.image_encoder import CLIPConfig, CLIPImageEncoder
-
-torch.set_num_threads(2)
 
 NORM_SUFFIXES = ('norm.weight', 'norm1.weight', 'norm2.weight')
 

@@ -1,11 +1,12 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The umT5 text encoder: upstream key names and shapes, padding semantics, reference values."""
 
 import pytest
 import torch
 
 from dreamzero_ros.engine.text_encoder import T5Config, UMT5Encoder, relative_position_buckets
-
-torch.set_num_threads(2)
 
 NORM_SUFFIXES = ('gamma', 'norm.weight', 'norm1.weight', 'norm2.weight')
 

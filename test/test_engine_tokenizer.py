@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The umT5 tokenizer wrapper: checkpoint layout, special ids, cleaning, padding, truncation."""
 
 import pytest

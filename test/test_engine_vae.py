@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The Wan VAE: upstream keys and shapes, causal chunked encoding, decoding, reference values."""
 
 import dataclasses
@@ -5,9 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.vae import VAEConfig, WanVAE
-
-torch.set_num_threads(2)
+from dreamzero_ros.engine.vae import CausalConv3d, VAEConfig, WanVAE
 
 # Upstream VideoVAE_ layer lists, channels in units of the base width ``dim``.
 ENCODER_DOWNSAMPLES = [
@@ -238,6 +239,22 @@ def test_bfloat16_weights(tiny):
 def test_bad_videos_raise(tiny, clip, message):
     with pytest.raises(ValueError, match=message):
         tiny.encode(clip)
+
+
+@pytest.mark.parametrize(
+    ('kernel', 'stride', 'padding', 'frames'),
+    [(3, 1, 1, 5), ((3, 1, 1), (2, 1, 1), 0, 7), ((3, 1, 1), 1, (1, 0, 0), 2)],
+)
+def test_cpu_2d_form_of_the_causal_convolution_is_exact(kernel, stride, padding, frames):
+    conv = CausalConv3d(6, 5, kernel, stride=stride, padding=padding)
+    x = torch.randn(2, 6, frames, 66, 70)
+    padded = torch.nn.functional.pad(x, (0, 0, 0, 0, conv.time_padding, 0))
+    with torch.no_grad():
+        reference = torch.nn.functional.conv3d(
+            padded, conv.weight, conv.bias, conv.stride, (0, *conv.space_padding)
+        )
+        torch.testing.assert_close(conv._forward_as_2d(padded), reference, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(conv(x), reference, atol=1e-5, rtol=1e-5)
 
 
 def test_bad_stream_and_latents_raise(tiny):

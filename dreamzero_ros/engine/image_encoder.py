@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The open-CLIP ViT-H/14 image encoder, as Wan 2.1 I2V and DreamZero use it.
 
 The vision tower of open-CLIP XLM-RoBERTa-large ViT-H/14: the first frame of a context window is

@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The umT5-XXL text encoder of Wan 2.1, as DreamZero runs it.
 
 An encoder-only T5 (v1.1 style): RMS "T5 LayerNorm" without mean subtraction, unscaled attention

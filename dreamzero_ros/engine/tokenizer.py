@@ -1,3 +1,6 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
 """The umT5 prompt tokenizer: sentencepiece, read from a local file, never from a hub.
 
 Upstream DreamZero tokenizes prompts with the Hugging Face tokenizer of ``google/umt5-xxl``
@@ -31,7 +34,8 @@ MAX_LENGTH = 512
 
 _WHITESPACE = re.compile(r'\s+')
 
-# Built-in text for the tiny tokenizer: DROID-style instructions and the prompt template words.
+# Built-in text for the tiny tokenizer: DROID-style instructions, the prompt template, the negative
+# prompt and every printable ASCII character.
 _TINY_CORPUS = """\
 A multi-view video shows that a robot pick up the red cup and put it in the sink.
 The video is split into three views: The top view shows the camera view from the robot's wrist,
@@ -41,11 +45,10 @@ exterior views may be a black screen (dropped view). The robot
 open the drawer, close the drawer, move the marker into the bowl, wipe the table with the towel.
 Put the spoon next to the plate. Stack the blue block on top of the green block.
 Turn the faucet on. Fold the cloth. Place the lid on the pot. Push the button twice.
-Bright tones, overexposed, static, blurred details, subtitles, style, works, paintings, images,
-still, overall gray, worst quality, low quality, JPEG compression residue, ugly, incomplete,
-extra fingers, poorly drawn hands, poorly drawn faces, deformed, disfigured, misshapen limbs,
-fused fingers, still picture, messy background, three legs, many people in the background,
-walking backwards.
+Vibrant colors, overexposed, static, blurry details, text, subtitles, style, artwork, painting,
+image, still, grayscale, dull, worst quality, low quality, JPEG artifacts, ugly, mutilated,
+extra fingers, bad hands, bad face, deformed, disfigured, mutated limbs, fused fingers,
+stagnant image, cluttered background, three legs, many people in the background, walking backwards.
 A B C D E F G H I J K L M N O P Q R S T U V W X Y Z
 a b c d e f g h i j k l m n o p q r s t u v w x y z
 0 1 2 3 4 5 6 7 8 9 . , ; : ! ? ' " ( ) [ ] { } < > - _ + = * / \\ | & % $ # @ ^ ~ `
