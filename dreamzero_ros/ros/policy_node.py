@@ -390,17 +390,7 @@ class PolicyNode(LifecycleNode):
 
     def _control_tick(self) -> None:
         now = self._now()
-        result = self.loop.poll(now)
-        if result.refusal is not None:
-            self._note_refusal(result.refusal)
-        elif self._last_refusal:
-            self._last_refusal = ''
-            self.get_logger().info('input usable again')
-        self._publish_hold(result.hold)
-        if result.query is not None:
-            self.engine_state = 'inferring'
-            future = self._worker.submit(self.policy.infer, result.query.observation)
-            future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
+        self._check_and_query(now)
         step = self._outputs.get('step')
         command = self.loop.command_at(now)
         if step is not None and command is not None and self.commanding:
@@ -412,17 +402,33 @@ class PolicyNode(LifecycleNode):
                     conversions.joint_state_msg(now, self.settings.command_joint_names, joint)
                 )
 
+    def _check_and_query(self, now: float) -> None:
+        """Hold if the input went bad; otherwise hand the next observation to the worker."""
+        result = self.loop.poll(now)
+        if result.refusal is not None:
+            self._note_refusal(result.refusal)
+        elif self._last_refusal:
+            self._last_refusal = ''
+            self.get_logger().info('input usable again')
+        self._publish_hold(result.hold)
+        if result.query is not None:
+            self.engine_state = 'inferring'
+            future = self._worker.submit(self.policy.infer, result.query.observation)
+            future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
+
     def _on_done(self, query: Query, future: Future) -> None:
         """Worker thread: hand the result to the executor thread."""
         self._results.put((query, future))
         self._results_ready.trigger()
 
     def _drain_results(self) -> None:
+        """Executor thread: use every finished query; after a chunk, start the next one at once."""
+        chunk_arrived = False
         while True:
             try:
                 query, future = self._results.get_nowait()
             except queue.Empty:
-                return
+                break
             now = self._now()
             if self.loop is None:
                 continue
@@ -437,6 +443,9 @@ class PolicyNode(LifecycleNode):
             chunk: ActionChunk = future.result()
             outcome = self.loop.on_chunk(query, chunk, now)
             self._publish_chunk(query, chunk, outcome)
+            chunk_arrived = True
+        if chunk_arrived and self.lifecycle_state == 'active':
+            self._check_and_query(self._now())
 
     def _publish_chunk(self, query: Query, chunk: ActionChunk, outcome: ChunkOutcome) -> None:
         if self.lifecycle_state != 'active':
