@@ -139,5 +139,9 @@ def test_bad_inputs_raise(tiny):
         tiny(ids, torch.ones(1, 9, dtype=torch.int64))
     with pytest.raises(ValueError, match='mask'):
         tiny.encode(ids, torch.ones(1, 8))
+    with pytest.raises(ValueError, match='token ids'):
+        tiny(ids + tiny.config.vocab_size, torch.ones(1, 8, dtype=torch.int64))
+    with pytest.raises(ValueError, match='token ids'):
+        tiny.encode(ids - 1, torch.ones(1, 8, dtype=torch.int64))
     with pytest.raises(ValueError, match='divisible'):
         T5Config(dim_attn=10, num_heads=4)

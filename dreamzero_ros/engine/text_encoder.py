@@ -230,6 +230,11 @@ class UMT5Encoder(nn.Module):
             )
         if mask.is_floating_point() or mask.is_complex():
             raise ValueError(f'mask must be an integer or bool tensor, got {mask.dtype}')
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
+            raise ValueError(
+                f'token ids must be in [0, {self.config.vocab_size}), got '
+                f"[{int(ids.min())}, {int(ids.max())}]: is the tokenizer the model's?"
+            )
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Encode ``ids (B, L)`` with attention ``mask (B, L)`` (nonzero on real tokens).
