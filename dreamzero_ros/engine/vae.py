@@ -386,7 +386,7 @@ class WanVAE(nn.Module):
         """Dtype of the weights (inputs are cast to it)."""
         return self.model.conv1.weight.dtype
 
-    def _scale(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def latent_scale(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Latent mean and inverse std ``(1, z, 1, 1, 1)`` in the dtype and device of ``like``."""
         shape = (1, self.config.z_dim, 1, 1, 1)
         mean = torch.tensor(self.config.latents_mean, device=like.device).view(shape)
@@ -453,10 +453,8 @@ class VAEEncodeStream:
         _check_video(frames, 'frames')
         frames = frames.to(self._vae.dtype)
         if self._pending is not None:
-            if (
-                frames.shape[:2] + frames.shape[3:]
-                != self._pending.shape[:2] + (self._pending.shape[3:])
-            ):
+            pending = self._pending.shape
+            if frames.shape[:2] != pending[:2] or frames.shape[3:] != pending[3:]:
                 raise ValueError(
                     f'frames {tuple(frames.shape)} do not continue the stream of '
                     f'{tuple(self._pending.shape)}'
@@ -482,7 +480,7 @@ class VAEEncodeStream:
         model = self._vae.model
         moments = model.conv1(model.encoder(frames, self._state))
         mu = moments.chunk(2, dim=1)[0]
-        mean, inv_std = self._vae._scale(mu)
+        mean, inv_std = self._vae.latent_scale(mu)
         return (mu - mean) * inv_std
 
 
@@ -518,7 +516,7 @@ class VAEDecodeStream:
             raise ValueError(f'latents must be floating point, got {latents.dtype}')
         model = self._vae.model
         latents = latents.to(self._vae.dtype)
-        mean, inv_std = self._vae._scale(latents)
+        mean, inv_std = self._vae.latent_scale(latents)
         x = model.conv2(latents / inv_std + mean)
         pieces = []
         if not self._started:
