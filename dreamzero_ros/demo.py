@@ -13,6 +13,9 @@ latency, then a summary.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
+import contextlib
+from dataclasses import dataclass
 import os
 from pathlib import Path
 import random
@@ -21,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +79,100 @@ def _fmt(row: np.ndarray) -> str:
     return '[' + ' '.join(f'{v:+.3f}' for v in row) + ']'
 
 
+@dataclass
+class DemoRun:
+    """The running demo processes and the listener collecting their output."""
+
+    node: subprocess.Popen
+    listener: Any
+    executor: Any
+    logs: Path
+
+    def wait_chunks(
+        self, count: int, timeout: float, on_chunk: Callable[[Any], None] = lambda chunk: None
+    ) -> bool:
+        """Spin until ``count`` chunks arrived (``on_chunk`` sees each); False on timeout.
+
+        Raises:
+            RuntimeError: the policy node exited.
+
+        """
+        deadline = time.monotonic() + timeout
+        self.listener.max_chunks = count
+        seen = 0
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.2)
+            if self.node.poll() is not None:
+                raise RuntimeError(
+                    f'the policy node exited ({self.node.returncode}); see '
+                    f'{self.logs}/policy_node.log'
+                )
+            for chunk in self.listener.chunks[seen:]:
+                on_chunk(chunk)
+                seen += 1
+            if seen >= count:
+                # the node's diagnostics after the last chunk (published every second)
+                reports = self.listener.diagnostics_received
+                end = time.monotonic() + 2.0
+                while self.listener.diagnostics_received == reports and time.monotonic() < end:
+                    self.executor.spin_once(timeout_sec=0.1)
+                return True
+        return False
+
+
+@contextlib.contextmanager
+def demo_system(
+    checkpoint: Path, logs: Path, transport: str = 'raw', node_parameters: tuple[str, ...] = ()
+) -> Iterator[DemoRun]:
+    """Start the policy node (cpu_small.yaml on ``checkpoint``), the stream and a listener.
+
+    Picks a random ROS_DOMAIN_ID (100-200) and loopback discovery unless the environment sets
+    them. ``node_parameters`` are extra ``name:=value`` overrides.
+    """
+    env = dict(os.environ)
+    env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
+    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    env['PYTHONUNBUFFERED'] = '1'
+    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    logs.mkdir(parents=True, exist_ok=True)
+    config = config_file('cpu_small.yaml')
+    print(f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}; node config {config}; logs in {logs}')
+    overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false', *node_parameters]
+    node_args = ['dreamzero_ros.ros.policy_node', '--ros-args', '--params-file', str(config)]
+    for override in overrides:
+        node_args += ['-p', override]
+    node = _start(node_args, env, logs / 'policy_node.log')
+    stream = _start(
+        ['dreamzero_ros.ros.demo_stream', '--frames', '90', '--transport', transport],
+        env,
+        logs / 'demo_stream.log',
+    )
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dreamzero_ros.ros.demo_listener import DemoListener
+
+    rclpy.init()
+    listener = DemoListener()
+    executor = SingleThreadedExecutor()
+    executor.add_node(listener)
+    try:
+        yield DemoRun(node, listener, executor, logs)
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
+        rclpy.try_shutdown()
+        _stop(node)  # first: it holds and shuts down before its inputs go stale
+        _stop(stream)
+
+
+def _print_chunk(chunk: Any) -> None:
+    print(
+        f'chunk {chunk.chunk_id}: actions {chunk.shape}, observation stamp {chunk.stamp:.3f}, '
+        f'latency {chunk.latency:.2f} s, first row {_fmt(chunk.first_row)}'
+    )
+
+
 def run(options: argparse.Namespace) -> int:
     """Run the demo; returns the exit status."""
     options.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -85,68 +183,18 @@ def run(options: argparse.Namespace) -> int:
         f'checkpoint at {checkpoint} (real layout, random weights: the actions are not '
         'meaningful, the pipeline is real)'
     )
-    env = dict(os.environ)
-    env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
-    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    env['PYTHONUNBUFFERED'] = '1'
-    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
     logs = options.cache_dir / 'logs'
-    logs.mkdir(exist_ok=True)
-    config = config_file('cpu_small.yaml')
-    print(f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}; node config {config}; logs in {logs}')
-    node_args = [
-        'dreamzero_ros.ros.policy_node', '--ros-args', '--params-file', str(config),
-        '-p', f'engine.checkpoint:={checkpoint}', '-p', 'engine.warmup:=false',
-    ]  # fmt: skip
-    node = _start(node_args, env, logs / 'policy_node.log')
-    stream = _start(
-        ['dreamzero_ros.ros.demo_stream', '--frames', '90', '--transport', options.transport],
-        env,
-        logs / 'demo_stream.log',
-    )
-    try:
-        return _listen(options, start, node, logs)
-    finally:
-        _stop(node)  # first: it holds and shuts down before its inputs go stale
-        _stop(stream)
-
-
-def _listen(options: argparse.Namespace, start: float, node: subprocess.Popen, logs: Path) -> int:
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
-    from dreamzero_ros.ros.demo_listener import DemoListener
-
-    rclpy.init()
-    listener = DemoListener()
-    executor = SingleThreadedExecutor()
-    executor.add_node(listener)
-    deadline = time.monotonic() + options.timeout
-    printed = 0
-    try:
-        while len(listener.chunks) < options.chunks and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.2)
-            if node.poll() is not None:
-                print(f'the policy node exited ({node.returncode}); see {logs}/policy_node.log')
-                return 1
-            for chunk in listener.chunks[printed:]:
-                print(
-                    f'chunk {chunk.chunk_id}: actions {chunk.shape}, observation stamp '
-                    f'{chunk.stamp:.3f}, latency {chunk.latency:.2f} s, first row '
-                    f'{_fmt(chunk.first_row)}'
-                )
-                printed += 1
-        for _ in range(10):  # let the last trajectory and diagnostics arrive
-            executor.spin_once(timeout_sec=0.1)
-        print(listener.summary(time.monotonic() - start))
-        if len(listener.chunks) < options.chunks:
-            print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
+    with demo_system(checkpoint, logs, options.transport) as demo:
+        try:
+            done = demo.wait_chunks(options.chunks, options.timeout, _print_chunk)
+        except RuntimeError as error:
+            print(error)
             return 1
-        return 0
-    finally:
-        executor.shutdown()
-        listener.destroy_node()
-        rclpy.try_shutdown()
+        print(demo.listener.summary(time.monotonic() - start))
+    if not done:
+        print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
+        return 1
+    return 0
 
 
 def main(args: list[str] | None = None) -> int:

@@ -40,6 +40,8 @@ class DemoListener(Node):
     def __init__(self, policy_node: str = NODE_NAME) -> None:
         super().__init__('dreamzero_demo_listener')
         self.chunks: list[ReceivedChunk] = []
+        self.max_chunks: int | None = None
+        self.diagnostics_received = 0
         self.trajectories = 0
         self.latency = LatencyStats()
         self.diagnostics: dict[str, str] = {}
@@ -61,6 +63,8 @@ class DemoListener(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _record(self, chunk_id: int, rows: np.ndarray, stamp: float) -> None:
+        if self.max_chunks is not None and len(self.chunks) >= self.max_chunks:
+            return
         now = self._now()
         self.latency.record(now - stamp, now)
         self.chunks.append(
@@ -85,6 +89,7 @@ class DemoListener(Node):
             if status.name == self._status_name:
                 self.diagnostics = {kv.key: kv.value for kv in status.values}
                 self.diagnostics['message'] = status.message
+                self.diagnostics_received += 1
 
     def summary(self, elapsed: float) -> str:
         """A few lines: chunk count and latency, and the node's own counters."""
