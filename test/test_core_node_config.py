@@ -88,3 +88,9 @@ def test_gripper_mapping_to_joint_units():
 
 def test_defaults_cover_every_spec():
     assert set(defaults()) == {spec.name for spec in PARAMETERS}
+
+
+def test_node_documentation_lists_every_parameter():
+    text = (Path(__file__).resolve().parents[1] / 'docs' / 'policy_node.md').read_text()
+    missing = [spec.name for spec in PARAMETERS if f'| `{spec.name}` |' not in text]
+    assert not missing, f'docs/policy_node.md lacks {missing}'
