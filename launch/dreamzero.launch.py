@@ -31,8 +31,8 @@ ARGUMENTS = {
     'checkpoint': ('', 'DreamZero checkpoint folder; empty keeps the config file value.'),
     'gpus': (
         '',
-        'Comma-separated GPU indices, one per CFG-parallel rank (rank r uses the r-th); empty '
-        "keeps the config's engine.device.",
+        'Comma-separated GPU indices, one per CFG-parallel rank (rank r uses the r-th); empty: '
+        "GPUs 0, 1, ... when engine.device is CUDA, else the config's engine.device.",
     ),
     'cfg_parallel': (
         '',

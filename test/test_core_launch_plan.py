@@ -87,3 +87,9 @@ def test_remote_backend_cannot_be_cfg_parallel():
 
 def test_parse_gpus():
     assert parse_gpus(' 0, 1 ,') == ['0', '1'] and parse_gpus('') == []
+
+
+def test_cuda_ranks_without_gpus_get_one_gpu_each():
+    plan = plan_launch(read_params_file(CONFIG / 'droid.yaml'), checkpoint='/c')
+    assert plan.node_env == {'CUDA_VISIBLE_DEVICES': '0'}
+    assert plan.workers[0].env['CUDA_VISIBLE_DEVICES'] == '1'

@@ -65,7 +65,8 @@ def plan_launch(
 
     ``config`` is what :func:`~dreamzero_ros.core.node_config.read_params_file` read from the
     config file. An empty argument keeps the config's value. With ``gpus``, rank ``r`` sees only
-    ``gpus[r]`` (as ``cuda:0``); without, every rank uses the config's ``engine.device``.
+    ``gpus[r]`` (as ``cuda:0``); without, CUDA ranks get GPUs 0, 1, ... and CPU ranks use the
+    config's ``engine.device``.
 
     Raises:
         ValueError: a malformed argument, or fewer GPUs than CFG-parallel ranks.
@@ -83,15 +84,18 @@ def plan_launch(
         parameters['openpi_bridge.enabled'] = _truthy(openpi_bridge)
     if openpi_port:
         parameters['openpi_bridge.port'] = int(openpi_port)
-    gpu_list = parse_gpus(gpus)
-    node_env: dict[str, str] = {}
-    if gpu_list:
-        parameters['engine.device'] = 'cuda:0'
-        node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
     values.update(parameters)
     world_size = int(values['engine.cfg_parallel'])
     if world_size < 1:
         raise ValueError(f'cfg_parallel must be >= 1, got {world_size}')
+    gpu_list = parse_gpus(gpus)
+    if not gpu_list and world_size > 1 and str(values['engine.device']).startswith('cuda'):
+        gpu_list = [str(rank) for rank in range(world_size)]  # NCCL needs one GPU per rank
+    node_env: dict[str, str] = {}
+    if gpu_list:
+        parameters['engine.device'] = 'cuda:0'
+        node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
+        values['engine.device'] = 'cuda:0'
     if gpu_list and len(gpu_list) < world_size:
         raise ValueError(f'cfg_parallel {world_size} needs {world_size} GPUs, got gpus:={gpus}')
     if world_size > 1 and values['engine.backend'] != 'local':
