@@ -7,8 +7,11 @@ import ast
 import importlib.util
 import json
 import math
+import signal
+import subprocess
+import sys
 
-from node_support import CONFIG, NODE, REPO, Harness, NodeProcess
+from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, ros_env
 import pytest
 
 from dreamzero_ros.core.launch_plan import plan_launch
@@ -53,10 +56,14 @@ def test_launch_arguments_are_declared_and_described():
                 assert isinstance(text, str) and len(text) > 10
 
 
-def test_launch_description_runs_where_launch_ros_exists(tmp_path):
+def _require_launch_ros():
     pytest.importorskip(
         'launch_ros', reason='launch_ros has no PyPI wheel; runs with a ROS 2 install'
     )
+
+
+def test_launch_description_plans_node_and_worker_ranks(tmp_path):
+    _require_launch_ros()
     from launch.actions import ExecuteProcess, OpaqueFunction
     from launch_ros.actions import Node
 
@@ -71,18 +78,77 @@ def test_launch_description_runs_where_launch_ros_exists(tmp_path):
         if not isinstance(entity, OpaqueFunction):
             entity.visit(context)
     context.launch_configurations.update(
-        {
-            'config': str(CONFIG / 'droid.yaml'),
-            'checkpoint': str(tmp_path),
-            'gpus': '0,1',
-            'cfg_parallel': '2',
-        }
-    )
+        {'config': str(CONFIG / 'droid.yaml'), 'checkpoint': str(tmp_path), 'gpus': '2,3',
+         'cfg_parallel': '2'}
+    )  # fmt: skip
     opaque = [e for e in description.entities if isinstance(e, OpaqueFunction)][0]
     actions = opaque.execute(context)
-    assert sum(isinstance(action, Node) for action in actions) == 1
-    workers = [action for action in actions if isinstance(action, ExecuteProcess)]
-    assert len(workers) == 1
+    nodes = [action for action in actions if isinstance(action, Node)]
+    workers = [a for a in actions if isinstance(a, ExecuteProcess) and not isinstance(a, Node)]
+    assert len(nodes) == 1 and len(workers) == 1
+    (worker,) = workers
+    assert worker.additional_env is not None
+    env = {
+        ''.join(part.perform(context) for part in key): ''.join(
+            part.perform(context) for part in value
+        )
+        for key, value in worker.additional_env
+    }
+    assert env['RANK'] == '1' and env['WORLD_SIZE'] == '2' and env['CUDA_VISIBLE_DEVICES'] == '3'
+
+
+_RUN_LAUNCH = """
+import sys
+from launch import LaunchService
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+arguments = [arg.split(':=', 1) for arg in sys.argv[2:]]
+service = LaunchService()
+service.include_launch_description(IncludeLaunchDescription(
+    PythonLaunchDescriptionSource(sys.argv[1]), launch_arguments=arguments))
+sys.exit(service.run())
+"""
+
+
+def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path):
+    """The real launch file, run as ``ros2 launch`` runs it; parameters read back from the node."""
+    _require_launch_ros()
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, '-c', _RUN_LAUNCH, str(LAUNCH_FILE),
+         f'config:={CONFIG / "cpu_small.yaml"}', f'checkpoint:={checkpoint}', 'dry_run:=true',
+         'openpi_port:=8765'],
+        stdout=log, stderr=subprocess.STDOUT, env=ros_env(),
+    )  # fmt: skip
+    try:
+        values = harness.wait_for(
+            lambda: _parameters_if_up(harness),
+            60,
+            'the launched node',
+            lambda: (tmp_path / 'launch.log').read_text(),
+        )
+        assert values['engine.checkpoint'] == str(checkpoint)
+        assert values['dry_run'] is True and values['openpi_bridge.port'] == 8765
+        assert values['max_age'] == read_params_file(CONFIG / 'cpu_small.yaml')['max_age']
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _parameters_if_up(harness) -> dict | None:
+    names = harness.node.get_service_names_and_types()
+    if not any(name == f'{NODE}/get_parameters' for name, _ in names):
+        return None
+    return harness.get_parameters(
+        NODE, ['engine.checkpoint', 'dry_run', 'openpi_bridge.port', 'max_age']
+    )
 
 
 def _as_ros_arg(value) -> str:
