@@ -167,14 +167,22 @@ class Harness:
 class RobotStream:
     """Publishes camera frames and joint states from the harness, in a background thread."""
 
-    def __init__(self, harness: Harness, clips: dict, rate_hz: float = 15.0) -> None:
+    def __init__(
+        self, harness: Harness, clips: dict, rate_hz: float = 15.0, compressed: bool = False
+    ) -> None:
         from rclpy.qos import qos_profile_sensor_data
-        from sensor_msgs.msg import Image, JointState
+        from sensor_msgs.msg import CompressedImage, Image, JointState
 
+        from dreamzero_ros.core.image_codec import encode_compressed
         from dreamzero_ros.policy_types import DROID_CAMERAS
 
         self.harness = harness
         self.clips = clips
+        self.jpegs = (
+            {camera: [encode_compressed(frame) for frame in clip] for camera, clip in clips.items()}
+            if compressed
+            else None
+        )
         self.rate_hz = rate_hz
         self.cameras_on = True
         self.joints_on = True
@@ -182,7 +190,11 @@ class RobotStream:
         self.stamps: list[float] = []
         node = harness.node
         self._images = {
-            camera: node.create_publisher(Image, camera, qos_profile_sensor_data)
+            camera: node.create_publisher(
+                CompressedImage if compressed else Image,
+                f'{camera}/compressed' if compressed else camera,
+                qos_profile_sensor_data,
+            )
             for camera in DROID_CAMERAS
         }
         self._joints = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
@@ -192,7 +204,7 @@ class RobotStream:
 
     def _run(self) -> None:
         import numpy as np
-        from sensor_msgs.msg import JointState
+        from sensor_msgs.msg import CompressedImage, JointState
 
         from dreamzero_ros.droid_clips import demo_joint_trajectory
         from dreamzero_ros.ros.conversions import image_msg, to_time
@@ -206,6 +218,11 @@ class RobotStream:
                 for camera, publisher in self._images.items():
                     if camera in self.override:
                         msg = self.override[camera](now)
+                    elif self.jpegs is not None:
+                        msg = CompressedImage(
+                            format='jpeg', data=self.jpegs[camera][index % length]
+                        )
+                        msg.header.stamp = to_time(now)
                     else:
                         msg = image_msg(self.clips[camera][index % length], now, camera)
                     publisher.publish(msg)

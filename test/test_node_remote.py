@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The node with ``engine.backend: remote``: its policy is an OpenPI server in another process."""
+"""The node with ``engine.backend: remote`` (an OpenPI server process), fed JPEG frames."""
 
 import socket
 import subprocess
@@ -37,7 +37,7 @@ def _chunk_trajectories(harness) -> list:
     return [m for m in harness.messages('controller') if m.header.stamp.sec]
 
 
-def test_remote_backend_turns_server_chunks_into_trajectories(tmp_path):
+def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
@@ -64,10 +64,11 @@ def test_remote_backend_turns_server_chunks_into_trajectories(tmp_path):
             'engine.backend:=remote',
             f'engine.remote_uri:=ws://127.0.0.1:{port}',
             'engine.warmup:=false',
+            'image_transport:=compressed',
             params_file=CONFIG / 'cpu_small.yaml',
         )
         clips, _ = demo_clips(15)
-        stream = RobotStream(harness, clips)
+        stream = RobotStream(harness, clips, compressed=True)
         harness.wait_for(
             lambda: len(_chunk_trajectories(harness)) >= 2,
             TIMEOUT,
