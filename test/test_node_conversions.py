@@ -93,3 +93,21 @@ def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
             image_decoding.decode_image(odd)
     else:  # a ROS install: cv_bridge converts what the codec does not
         assert image_decoding.decode_image(odd).shape == (2, 2, 3)
+
+
+def test_policy_status_message_from_a_report():
+    if conversions.PolicyStatusMsg is None:
+        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+    values = {
+        'lifecycle_state': 'active', 'engine_state': 'ready', 'enabled': 'true',
+        'dry_run': 'false', 'prompt': 'p', 'session_id': 's', 'chunks_applied': '4',
+        'frames_dropped': '1', 'observations_refused': '2', 'latency_p50_ms': '250.0',
+        'latency_p95_ms': 'nan',
+    }  # fmt: skip
+    msg = conversions.policy_status_msg(1.0, StatusReport(0, 'ok', tuple(values.items())))
+    assert msg.state == msg.STATE_ACTIVE and msg.enabled and not msg.dry_run
+    assert (msg.chunks_published, msg.frames_dropped, msg.observations_refused) == (4, 1, 2)
+    assert msg.latency_p50 == pytest.approx(0.25) and np.isnan(msg.latency_p95)
+    values['engine_state'] = 'error: boom'
+    msg = conversions.policy_status_msg(1.0, StatusReport(2, 'x', tuple(values.items())))
+    assert msg.state == msg.STATE_ERROR

@@ -65,7 +65,7 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port):
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
 
-    from dreamzero_ros.ros.conversions import ActionChunkMsg
+    from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 
     harness = Harness('pipeline_harness')
     harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
@@ -74,6 +74,7 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port):
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     if ActionChunkMsg is not None:
         harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
+        harness.record('status', PolicyStatusMsg, f'{NODE}/status')
     node = NodeProcess(
         tmp_path_factory.mktemp('node') / 'node.log',
         f'engine.checkpoint:={tiny_checkpoint}',
@@ -176,6 +177,25 @@ def test_action_chunk_messages_carry_the_raw_chunk(system):
     chunk_stamps = {_seconds(m.header.stamp) for m in chunks}
     previews = [m for m in harness.messages('preview') if not _is_hold(m)]
     assert {_seconds(m.header.stamp) for m in previews} <= chunk_stamps
+
+
+def test_status_and_diagnostics_report_the_running_node(system):
+    harness, _, node = system
+    start = harness.now()
+    _, values = harness.wait_for(
+        lambda: _diagnostic(harness, start, lambda s, v: v['commanding'] == 'true'),
+        10,
+        'diagnostics of a commanding node',
+        node.log,
+    )
+    assert int(values['chunks_applied']) >= 2 and float(values['latency_p50_ms']) > 0
+    assert float(values['chunk_rate_hz']) > 0 and values['engine_state'] in ('ready', 'inferring')
+    if 'status' in harness.received:
+        status = harness.wait_for(
+            lambda: harness.messages('status', start), 10, '~/status', node.log
+        )[-1]
+        assert status.state == status.STATE_ACTIVE and status.enabled and not status.dry_run
+        assert status.chunks_published >= 2 and status.latency_p50 > 0
 
 
 def test_openpi_bridge_serves_the_same_engine(system, bridge_port):

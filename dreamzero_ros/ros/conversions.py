@@ -19,8 +19,11 @@ from dreamzero_ros.core.status_report import StatusReport
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
     from dreamzero_ros_interfaces.msg import ActionChunk as ActionChunkMsg
+    from dreamzero_ros_interfaces.msg import PolicyStatus as PolicyStatusMsg
 except ImportError:  # pragma: no cover - depends on the install
-    ActionChunkMsg = None
+    ActionChunkMsg = PolicyStatusMsg = None
+
+_STATUS_STATES = {'unconfigured': 0, 'inactive': 1, 'active': 2}
 
 
 def to_time(seconds: float) -> Time:
@@ -121,6 +124,31 @@ def diagnostics_msg(stamp: float, name: str, report: StatusReport) -> Diagnostic
     )
     msg = DiagnosticArray(status=[status])
     msg.header.stamp = to_time(stamp)
+    return msg
+
+
+def policy_status_msg(stamp: float, report: StatusReport):
+    """The package's ``dreamzero_ros_interfaces/PolicyStatus``; None where it is not built."""
+    if PolicyStatusMsg is None:
+        return None
+    value = report.value
+    msg = PolicyStatusMsg()
+    msg.header.stamp = to_time(stamp)
+    msg.state = (
+        PolicyStatusMsg.STATE_ERROR
+        if value('engine_state').startswith('error')
+        else _STATUS_STATES.get(value('lifecycle_state'), PolicyStatusMsg.STATE_ERROR)
+    )
+    msg.enabled = value('enabled') == 'true'
+    msg.dry_run = value('dry_run') == 'true'
+    msg.prompt = value('prompt')
+    msg.session_id = value('session_id')
+    msg.chunks_published = int(value('chunks_applied'))
+    msg.frames_dropped = int(value('frames_dropped'))
+    msg.observations_refused = int(value('observations_refused'))
+    msg.latency_p50 = float(value('latency_p50_ms')) / 1000.0
+    msg.latency_p95 = float(value('latency_p95_ms')) / 1000.0
+    msg.message = report.message
     return msg
 
 

@@ -60,20 +60,14 @@ from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions
-from dreamzero_ros.ros.conversions import ActionChunkMsg
+from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.image_decoding import decode_image
-
-try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
-    from dreamzero_ros_interfaces.msg import PolicyStatus
-except ImportError:  # pragma: no cover - depends on the install
-    PolicyStatus = None
 
 #: Parameters that may change while the node runs; the others are read at configure.
 WRITABLE_PARAMETERS = frozenset({'prompt', 'session_id', 'dry_run'})
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-_STATUS_STATES = {'unconfigured': 0, 'inactive': 1, 'active': 2}
 
 
 class PolicyNode(LifecycleNode):
@@ -111,7 +105,9 @@ class PolicyNode(LifecycleNode):
         self._last_refusal = ''
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._status = self.create_publisher(PolicyStatus, '~/status', 10) if PolicyStatus else None
+        self._status = (
+            self.create_publisher(PolicyStatusMsg, '~/status', 10) if PolicyStatusMsg else None
+        )
         self._results_ready = self.create_guard_condition(self._drain_results)
         self.create_subscription(String, '~/prompt', self._on_prompt, LATCHED)
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
@@ -514,27 +510,7 @@ class PolicyNode(LifecycleNode):
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
         )
         if self._status is not None:
-            self._status.publish(self._status_msg(now, report))
-
-    def _status_msg(self, now: float, report: Any) -> Any:
-        msg = PolicyStatus()
-        msg.header.stamp = conversions.to_time(now)
-        msg.state = (
-            PolicyStatus.STATE_ERROR
-            if self.engine_state.startswith('error')
-            else _STATUS_STATES.get(self.lifecycle_state, PolicyStatus.STATE_ERROR)
-        )
-        msg.enabled = self.enabled
-        msg.dry_run = self.dry_run
-        msg.prompt = self.loop.prompt
-        msg.session_id = self.loop.session_id
-        msg.chunks_published = self.loop.counters.chunks_applied
-        msg.frames_dropped = self.loop.cache.stats.frames_out_of_order
-        msg.observations_refused = sum(self.loop.counters.refusals.values())
-        msg.latency_p50 = float(self.loop.latency.p50)
-        msg.latency_p95 = float(self.loop.latency.p95)
-        msg.message = report.message
-        return msg
+            self._status.publish(conversions.policy_status_msg(now, report))
 
 
 def _parameter_help() -> str:
