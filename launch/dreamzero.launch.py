@@ -5,8 +5,7 @@
 
 Example (two GPUs, the unconditional CFG branch on the second)::
 
-    ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/DreamZero-DROID gpus:=0,1
-        cfg_parallel:=2 dry_run:=true
+    ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 cfg_parallel:=2
 
 The config file is checked before anything starts: an unknown parameter stops the launch.
 """
