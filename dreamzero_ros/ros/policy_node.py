@@ -513,6 +513,10 @@ class PolicyNode(LifecycleNode):
             self._status.publish(conversions.policy_status_msg(now, report))
 
 
+#: Longest time (wall-clock seconds) the executor waits before Python can handle a signal.
+SIGNAL_POLL_PERIOD = 0.2
+
+
 def _parameter_help() -> str:
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
     for spec in node_config.PARAMETERS:
@@ -551,8 +555,9 @@ def main(args: list[str] | None = None) -> int:
             elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 node.get_logger().fatal('autostart: activate failed')
                 status = 1
-        if status == 0:
-            executor.spin()
+        while status == 0 and rclpy.ok():
+            # A bounded wait lets SIGINT/SIGTERM be handled even while /clock is paused.
+            executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
