@@ -15,10 +15,27 @@ whole window cycle, the per-chunk cost a robot sees.
 One process: both CFG branches as one batch.  Under ``torchrun --nproc_per_node 2`` rank 0 runs
 the conditional branch and rank 1 the unconditional one (CFG parallel); rank 0 prints.
 
+Several *variants* (engine settings) run one after another on the same weights; each is timed
+over the same observation stream, so their actions can be compared chunk by chunk.  The first
+variant is the baseline of the printed ratios; every variant's actions are compared with the
+first variant of the same step-cache mode and, for an FP8 variant, with the variant that differs
+from it only in ``fp8_linear``.  Named variants (``--variants``) add up the speed options:
+
+* ``eager``: the reference path (torch picks the attention kernel, no compilation, bf16);
+* ``attention``: ``attention_backend=--attention`` (default cudnn);
+* ``compile``: that plus ``compile=True``;
+* ``dynamic``: that plus the dynamic step cache;
+* ``fp8``: ``compile`` plus ``fp8_linear=--fp8`` (default rowwise);
+* ``fp8-dynamic``: that plus the dynamic step cache.
+
+``label:key=value,...`` defines another (keys: ``step_cache``, ``compile``, ``fp8_linear``,
+``attention_backend``).  Without ``--variants`` one variant runs per ``--step-cache`` mode.
+
 Examples::
 
     python benchmarks/engine_benchmark.py                       # 14B, 1 GPU, bf16
     python benchmarks/engine_benchmark.py --step-cache full static dynamic
+    python benchmarks/engine_benchmark.py --variants eager attention compile dynamic fp8 fp8-dynamic
     torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py  # 14B, CFG parallel on 2 GPUs
     python benchmarks/engine_benchmark.py --preset tiny --device cpu --warmup 1 --repeats 3
 """
@@ -28,12 +45,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 import json
+import math
 import os
 import resource
 import statistics
 import sys
 import time
+import traceback
+from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -122,6 +143,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         'are compared with the first',
     )
     parser.add_argument('--dit-steps', type=int, default=8, help='DiT steps of the static cache')
+    parser.add_argument(
+        '--variants',
+        nargs='+',
+        help='engine settings to compare (see the module docstring); overrides --step-cache',
+    )
+    parser.add_argument(
+        '--attention', default='cudnn', help='attention_backend of the named variants'
+    )
+    parser.add_argument('--fp8', default='rowwise', help='fp8_linear of the named FP8 variants')
+    parser.add_argument(
+        '--time-budget',
+        type=float,
+        default=0.0,
+        help='skip the variants that would start after this many seconds (0: no limit)',
+    )
     parser.add_argument('--cfg-scale', type=float, default=5.0)
     parser.add_argument('--warmup', type=int, default=2, help='chunks before timing')
     parser.add_argument('--repeats', type=int, default=8, help='timed chunks per schedule')
@@ -131,32 +167,113 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+#: Named variants: EngineConfig changes, with ``attention`` / ``fp8`` filled from the options.
+NAMED_VARIANTS: dict[str, dict[str, Any]] = {
+    'eager': {},
+    'attention': {'attention_backend': 'ATTENTION'},
+    'compile': {'attention_backend': 'ATTENTION', 'compile': True},
+    'dynamic': {'attention_backend': 'ATTENTION', 'compile': True, 'step_cache': 'dynamic'},
+    'fp8': {'attention_backend': 'ATTENTION', 'compile': True, 'fp8_linear': 'FP8'},
+    'fp8-dynamic': {
+        'attention_backend': 'ATTENTION',
+        'compile': True,
+        'fp8_linear': 'FP8',
+        'step_cache': 'dynamic',
+    },
+}
+_VARIANT_KEYS = ('step_cache', 'compile', 'fp8_linear', 'attention_backend')
+
+
+def _setting(text: str) -> bool | str:
+    lowered = text.lower()
+    if lowered in ('true', 'on', 'yes'):
+        return True
+    if lowered in ('false', 'no'):
+        return False
+    return text
+
+
+def parse_variants(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """``(label, settings)`` of every variant; settings are EngineConfig changes."""
+    if not args.variants:
+        return [
+            (f'static-{args.dit_steps}' if mode == 'static' else mode, {'step_cache': mode})
+            for mode in args.step_cache
+        ]
+    variants = []
+    for spec in args.variants:
+        if ':' in spec:
+            label, _, body = spec.partition(':')
+            settings: dict[str, Any] = {}
+            for item in filter(None, body.split(',')):
+                key, _, value = item.partition('=')
+                if key not in _VARIANT_KEYS:
+                    raise SystemExit(f'unknown variant setting {key!r} (known: {_VARIANT_KEYS})')
+                settings[key] = _setting(value)
+        elif spec in NAMED_VARIANTS:
+            label = spec
+            settings = {
+                key: {'ATTENTION': args.attention, 'FP8': args.fp8}.get(value, value)
+                for key, value in NAMED_VARIANTS[spec].items()
+            }
+        else:
+            raise SystemExit(f'unknown variant {spec!r}: {sorted(NAMED_VARIANTS)} or label:k=v,...')
+        variants.append((label, settings))
+    return variants
+
+
+def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int) -> EngineConfig:
+    """``base`` with a variant's settings (the step cache by mode name)."""
+    changes = dict(settings)
+    mode = changes.pop('step_cache', base.step_cache.mode)
+    changes['step_cache'] = StepCacheConfig(mode=mode, dit_steps=dit_steps)
+    return base.replace(**changes)
+
+
 def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, label: str) -> dict:
-    """Warm up, then time ``args.repeats`` chunks; print one line per chunk."""
+    """Warm up, then time ``args.repeats`` chunks; print one line per chunk.
+
+    Every variant sees the same observations (same seeds, a fresh session), so the actions of two
+    variants are comparable chunk by chunk.
+    """
     device = engine.device
     session = f'bench-{label}'
     engine.reset(session)
     step = 0
+    actions: list[list[list[float]]] = []
+    motion: list[float] = []
 
-    def observation() -> object:
+    def infer() -> Any:
         nonlocal step
         step += 1
-        return random_observation(seed=step % 7, session_id=session, stamp=step / 15)
+        observation = random_observation(seed=step % 7, session_id=session, stamp=step / 15)
+        chunk = engine.infer(observation)
+        actions.append(chunk.actions.tolist())
+        joints = np.asarray(observation.joint_position)
+        motion.append(float(np.sqrt(np.mean((chunk.actions[:, :7] - joints) ** 2))))
+        return chunk
 
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+    resident_gib = torch.cuda.memory_allocated(device) / 2**30 if device.type == 'cuda' else 0.0
     warm_start = time.perf_counter()
-    for _ in range(args.warmup):
-        engine.infer(observation())
+    first_chunk_s = 0.0
+    for index in range(args.warmup):
+        infer()
+        if index == 0:
+            first_chunk_s = time.perf_counter() - warm_start
     warmup_s = time.perf_counter() - warm_start
     if device.type == 'cuda':
         torch.cuda.reset_peak_memory_stats(device)
     print(
-        f'\n[{label}] warm-up {args.warmup} chunks: {warmup_s:.2f} s\n'
-        f'{"chunk":>5} {"frame":>5} {"new":>3} {"dit":>3} {"encode":>8} {"prefill":>8} '
+        f'\n[{label}] warm-up {args.warmup} chunks: {warmup_s:.2f} s (first {first_chunk_s:.2f} s)'
+        f'\n{"chunk":>5} {"frame":>5} {"new":>3} {"dit":>3} {"encode":>8} {"prefill":>8} '
         f'{"denoise":>8} {"decode":>8} {"total":>8} {"TFLOP":>7} {"TFLOP/s":>8}  (ms)'
     )
     chunks = []
     for index in range(args.repeats):
-        chunk = engine.infer(observation())
+        chunk = infer()
         stats = dict(engine.last_stats)
         prefill_flops, denoise_flops = chunk_flops(engine, stats, rows)
         t = chunk.timing_ms
@@ -169,12 +286,18 @@ def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, l
             f'{t["denoise"]:>8.1f} {t["decode"]:>8.1f} {t["total"]:>8.1f} '
             f'{row["tflop"]:>7.3g} {rate:>8.3g}'
         )
+    peak = peak_memory_gib(device)
+    engine.reset(session)
     return {
         'label': label,
         'warmup_s': warmup_s,
+        'first_chunk_s': first_chunk_s,
         'chunks': chunks,
         'summary': summarise(chunks),
-        'peak_memory_gib': peak_memory_gib(device),
+        'peak_memory_gib': peak,
+        'resident_gib': resident_gib,
+        'actions': actions,
+        'motion_rms': motion,
     }
 
 
@@ -189,25 +312,97 @@ def summarise(chunks: list[dict]) -> dict:
         if group:
             summary[name] = {
                 key: statistics.fmean(c[key] for c in group)
-                for key in ('encode', 'prefill', 'denoise', 'decode', 'total', 'tflops')
+                for key in ('encode', 'prefill', 'denoise', 'decode', 'total', 'tflops', 'tflop')
             }
+            summary[name]['dit_calls'] = statistics.fmean(c['dit_calls'] for c in group)
             summary[name]['count'] = len(group)
     return summary
 
 
+def action_difference(result: dict, reference: dict) -> dict:
+    """Differences of two variants' actions over the same chunks (joint units: rad)."""
+    a = np.asarray(result['actions'], dtype=np.float64)
+    b = np.asarray(reference['actions'], dtype=np.float64)
+    count = min(len(a), len(b))
+    delta = a[:count] - b[:count]
+    rms = float(np.sqrt(np.mean(delta**2)))
+    motion = float(np.sqrt(np.mean(np.square(reference['motion_rms'][:count]))))
+    return {
+        'reference': reference['label'],
+        'chunks': count,
+        'max_abs': float(np.abs(delta).max()),
+        'rms': rms,
+        'rms_over_motion': rms / motion if motion else math.nan,
+    }
+
+
+def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
+    """Attach ``action_diff`` (and ``action_diff_fp8`` for FP8 variants) to each result.
+
+    ``action_diff`` compares with the first variant of the same step-cache mode,
+    ``action_diff_fp8`` with the variant that differs only in ``fp8_linear``.
+    """
+    for index, (result, config) in enumerate(zip(results, configs, strict=True)):
+        for earlier in range(index):
+            if configs[earlier].step_cache == config.step_cache:
+                result['action_diff'] = action_difference(result, results[earlier])
+                break
+        if config.fp8_linear != 'off':
+            twin = config.replace(fp8_linear='off')
+            for earlier in range(index):
+                if configs[earlier] == twin:
+                    result['action_diff_fp8'] = action_difference(result, results[earlier])
+                    break
+
+
 def print_summary(result: dict, baseline: dict | None) -> None:
     """One line per chunk kind, plus the ratio of the mean total to the baseline's."""
-    print(f'[{result["label"]}] peak memory {result["peak_memory_gib"]:.2f} GiB')
+    print(
+        f'[{result["label"]}] peak memory {result["peak_memory_gib"]:.2f} GiB '
+        f'(resident before the variant {result["resident_gib"]:.2f} GiB), '
+        f'warm-up {result["warmup_s"]:.1f} s, first chunk {result["first_chunk_s"]:.1f} s'
+    )
     for name, values in result['summary'].items():
         line = (
             f'[{result["label"]}] {name:>10} x{values["count"]}: total {values["total"]:.1f} ms '
             f'(encode {values["encode"]:.1f}, prefill {values["prefill"]:.1f}, '
             f'denoise {values["denoise"]:.1f}, decode {values["decode"]:.1f}), '
-            f'DiT {values["tflops"]:.3g} TFLOP/s'
+            f'{values["dit_calls"]:.2g} DiT calls, DiT {values["tflops"]:.3g} TFLOP/s'
         )
         if baseline is not None and name in baseline['summary']:
             line += f', {values["total"] / baseline["summary"][name]["total"]:.2f}x baseline'
         print(line)
+    seen = set()
+    for key in ('action_diff', 'action_diff_fp8'):
+        diff = result.get(key)
+        if diff and diff['reference'] not in seen:
+            seen.add(diff['reference'])
+            print(
+                f'[{result["label"]}] actions vs {diff["reference"]} over {diff["chunks"]} chunks: '
+                f'max |d| {diff["max_abs"]:.3g}, rms {diff["rms"]:.3g} '
+                f'({diff["rms_over_motion"]:.3g} of the predicted motion)'
+            )
+
+
+def print_table(results: list[dict]) -> None:
+    """A compact comparison of the variants (means over the timed chunks)."""
+    print(
+        f'\n{"variant":<14}{"dit":>5}{"encode":>8}{"prefill":>8}{"denoise":>9}{"decode":>7}'
+        f'{"total":>8}{"ratio":>7}{"TFLOP/s":>8}{"peak":>7}{"warm":>7}{"1st":>6}'
+        f'{"d act":>9}\n{"":<14}{"":>5}{"ms":>8}{"ms":>8}{"ms":>9}{"ms":>7}{"ms":>8}{"":>7}'
+        f'{"DiT":>8}{"GiB":>7}{"s":>7}{"s":>6}{"rms":>9}'
+    )
+    base = results[0]['summary']['all']['total']
+    for result in results:
+        a = result['summary']['all']
+        diff = result.get('action_diff_fp8') or result.get('action_diff')
+        print(
+            f'{result["label"]:<14}{a["dit_calls"]:>5.2g}{a["encode"]:>8.1f}{a["prefill"]:>8.1f}'
+            f'{a["denoise"]:>9.1f}{a["decode"]:>7.1f}{a["total"]:>8.1f}{a["total"] / base:>7.3f}'
+            f'{a["tflops"]:>8.0f}{result["peak_memory_gib"]:>7.1f}{result["warmup_s"]:>7.1f}'
+            f'{result["first_chunk_s"]:>6.1f}'
+            f'{(diff["rms"] if diff else 0.0):>9.2g}'
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,20 +418,22 @@ def main(argv: list[str] | None = None) -> int:
     if world not in (1, 2):
         print('CFG parallel uses exactly 2 ranks', file=sys.stderr)
         return 2
+    variants = parse_variants(args)
     base = EngineConfig.preset(
         args.preset,
         device=device,
         dtype=args.dtype,
         num_inference_steps=args.steps,
         cfg_scale=args.cfg_scale,
-        step_cache=StepCacheConfig(mode=args.step_cache[0], dit_steps=args.dit_steps),
+        step_cache=StepCacheConfig(dit_steps=args.dit_steps),
     )
+    configs = [variant_config(base, settings, args.dit_steps) for _, settings in variants]
     layout = None
     if world == 2:
         from dreamzero_ros.engine import cfg_parallel
 
-        if len(args.step_cache) != 1:
-            print('CFG parallel runs one step-cache schedule per launch', file=sys.stderr)
+        if len(variants) != 1:
+            print('CFG parallel runs one variant per launch', file=sys.stderr)
             return 2
         cfg_parallel.init_process_group(rank, world, device=device)
         if rank == 1:
@@ -247,11 +444,11 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group()
             return 0
         layout = cfg_parallel.CfgParallelDriver()
-    build_start = time.perf_counter()
-    engine = DreamZeroEngine.from_config(base, seed=args.seed, layout=layout)
+    start = time.perf_counter()
+    engine = DreamZeroEngine.from_config(configs[0], seed=args.seed, layout=layout)
     if engine.device.type == 'cuda':
         torch.cuda.synchronize(engine.device)
-    build_s = time.perf_counter() - build_start
+    build_s = time.perf_counter() - start
     rows = 1 if world == 2 or args.cfg_scale == 1.0 else 2
     params = {
         name: sum(p.numel() for p in module.parameters())
@@ -260,23 +457,42 @@ def main(argv: list[str] | None = None) -> int:
     mode = 'CFG parallel (2 ranks)' if world == 2 else f'{rows} CFG row(s) batched'
     print(
         f'DreamZero engine benchmark: preset {args.preset}, {device}, {args.dtype}, {mode}, '
-        f'{args.steps} steps, cfg {args.cfg_scale}\n'
+        f'{args.steps} steps, cfg {args.cfg_scale}, torch {torch.__version__}\n'
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
         f'build (random weights on the device): {build_s:.1f} s'
     )
-    results = []
-    for schedule in args.step_cache:
-        config = base.replace(step_cache=StepCacheConfig(mode=schedule, dit_steps=args.dit_steps))
+    results, ran, failed = [], [], []
+    for (label, settings), config in zip(variants, configs, strict=True):
+        elapsed = time.perf_counter() - start
+        if args.time_budget and elapsed > args.time_budget:
+            print(f'\n[{label}] skipped: {elapsed:.0f} s past the --time-budget')
+            continue
+        print(f'\n[{label}] settings: {settings or "reference"}')
         runner = engine
-        if schedule != args.step_cache[0]:
+        if config != engine.config:
             runner = DreamZeroEngine(
                 config, engine.modules, engine.tokenizer, engine.normalizer, layout
             )
-        label = schedule if schedule != 'static' else f'static-{args.dit_steps}'
-        results.append(run_schedule(runner, args, rows, label))
+        try:
+            result = run_schedule(runner, args, rows, label)
+        except Exception as error:  # noqa: BLE001 - report and go on with the other variants
+            traceback.print_exc()
+            print(f'\n[{label}] FAILED: {type(error).__name__}: {error}')
+            failed.append(label)
+            continue
+        finally:
+            if runner is not engine:
+                runner.close()
+            del runner
+        result['settings'] = dict(settings)
+        results.append(result)
+        ran.append(config)
+    compare_actions(results, ran)
     print()
     for result in results:
         print_summary(result, results[0] if result is not results[0] else None)
+    if results:
+        print_table(results)
     engine.close()
     if world == 2:
         dist.destroy_process_group()
@@ -287,7 +503,9 @@ def main(argv: list[str] | None = None) -> int:
                 handle,
                 indent=2,
             )
-    return 0
+    if failed:
+        print(f'failed variants: {failed}', file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == '__main__':

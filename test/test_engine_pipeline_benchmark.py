@@ -63,3 +63,41 @@ def test_flop_count_of_the_14b_denoising_call():
     by_hand = 40 * q * (12 * d * d + 4 * k * d + 4 * 769 * d + 4 * d * 13824)
     assert abs(flops - by_hand) / by_hand < 0.01
     assert 54e12 < flops < 57e12
+
+
+def test_benchmark_compares_speed_variants(tmp_path):
+    out = tmp_path / 'variants.json'
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'benchmarks' / 'engine_benchmark.py'),
+            '--preset',
+            'tiny',
+            '--device',
+            'cpu',
+            '--threads',
+            '1',
+            '--warmup',
+            '1',
+            '--repeats',
+            '2',
+            '--variants',
+            'eager',
+            'attention',
+            'f8:fp8_linear=rowwise,attention_backend=math',
+            '--attention',
+            'flash',
+            '--json',
+            str(out),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'variant' in result.stdout and 'actions vs eager' in result.stdout
+    eager, attention, fp8 = json.loads(out.read_text())['results']
+    assert attention['settings'] == {'attention_backend': 'flash'}
+    assert attention['action_diff']['reference'] == 'eager'
+    assert 0 < fp8['action_diff']['max_abs'] < 0.05
+    assert len(fp8['actions']) == 3 and len(fp8['actions'][0]) == 24

@@ -11,16 +11,50 @@ kernel on the CPU.
 Self-attention of a DiT call goes through a :class:`SelfAttentionBackend`: the K/V cache
 (:class:`dreamzero_ros.engine.kv_cache.KVCache`) is the one used at inference; tests plug in a
 masked full-sequence backend to check the cache against the block-causal reference.
+
+:func:`attention_kernel` picks the kernel torch uses (``auto`` leaves the choice to torch, the
+reference); a named kernel is tried first and torch falls back to the others where it cannot run
+a call (on the CPU only ``math`` and torch's CPU flash kernel exist).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Protocol
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F  # noqa: N812
 
-__all__ = ['SelfAttentionBackend', 'sdpa']
+__all__ = ['ATTENTION_KERNELS', 'SelfAttentionBackend', 'attention_kernel', 'sdpa']
+
+#: Kernel names of :func:`attention_kernel`: ``auto`` (torch decides) or the preferred kernel.
+ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
+    'auto': None,
+    'cudnn': SDPBackend.CUDNN_ATTENTION,
+    'flash': SDPBackend.FLASH_ATTENTION,
+    'efficient': SDPBackend.EFFICIENT_ATTENTION,
+    'math': SDPBackend.MATH,
+}
+_FALLBACK_ORDER = (
+    SDPBackend.CUDNN_ATTENTION,
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+)
+
+
+def attention_kernel(name: str) -> contextlib.AbstractContextManager:
+    """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`)."""
+    if name not in ATTENTION_KERNELS:
+        raise ValueError(
+            f'attention backend must be one of {sorted(ATTENTION_KERNELS)}, got {name!r}'
+        )
+    preferred = ATTENTION_KERNELS[name]
+    if preferred is None:
+        return contextlib.nullcontext()
+    order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
+    return sdpa_kernel(order, set_priority=True)
 
 
 def sdpa(

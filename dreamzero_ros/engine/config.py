@@ -35,6 +35,7 @@ import torch
 
 from .dit import DiTConfig
 from .droid_inputs import NEGATIVE_PROMPT, ViewGeometry
+from .fast_blocks import AccelerationConfig
 from .image_encoder import CLIPConfig
 from .normalization import EMBODIMENT_LAYOUTS
 from .step_cache import StepCacheConfig
@@ -187,6 +188,12 @@ class EngineConfig:
         max_sessions: sessions kept at once (least recently used ones are dropped).
         max_cached_prompts: prompt encodings kept at once.
         control_hz: control rate the actions are meant for (one row per step).
+        compile: ``torch.compile`` the DiT blocks: ``False`` (reference), ``True`` (inductor) or
+            a backend name; on CUDA it also lets cuDNN pick its fastest convolutions (VAE).
+        fp8_linear: DiT block linears in FP8 e4m3: ``off`` (reference), ``rowwise`` or
+            ``tensorwise`` scaling (``True`` means ``rowwise``); needs ``bfloat16``.
+        attention_backend: preferred attention kernel: ``auto`` (torch's choice, reference),
+            ``cudnn``, ``flash``, ``efficient`` or ``math``.
 
     """
 
@@ -211,6 +218,9 @@ class EngineConfig:
     max_sessions: int = 4
     max_cached_prompts: int = 16
     control_hz: float = 15.0
+    compile: bool | str = False
+    fp8_linear: str | bool = 'off'
+    attention_backend: str = 'auto'
 
     def __post_init__(self) -> None:
         if isinstance(self.step_cache, str):
@@ -218,6 +228,13 @@ class EngineConfig:
                 object.__setattr__(self, 'step_cache', StepCacheConfig(mode=self.step_cache))
             except ValueError as error:
                 raise ConfigError(str(error)) from error
+        try:
+            acceleration = AccelerationConfig(self.compile, self.fp8_linear, self.attention_backend)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+        object.__setattr__(self, 'fp8_linear', acceleration.fp8_linear)
+        if acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
+            raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
         dit = self.dit
         checks = [
             (self.embodiment in EMBODIMENT_LAYOUTS, f'unknown embodiment {self.embodiment!r}'),
@@ -279,6 +296,11 @@ class EngineConfig:
                 raise ConfigError(message)
         if self.step_cache.mode == 'static' and self.num_inference_steps != 16:
             raise ConfigError('the static step cache is defined for 16 inference steps')
+
+    @property
+    def acceleration(self) -> AccelerationConfig:
+        """The DiT speed switches (``compile``, ``fp8_linear``, ``attention_backend``)."""
+        return AccelerationConfig(self.compile, self.fp8_linear, self.attention_backend)
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -64,7 +64,9 @@ import time
 
 import torch
 
+from .attention import attention_kernel
 from .dit import CausalWanDiT, CrossAttentionContext
+from .fast_blocks import AccelerationConfig, FastBlockRunner
 from .kv_cache import KVCache
 from .scheduler import FlowUniPCScheduler, sample_noise
 from .step_cache import StepCacheConfig, StepSchedule
@@ -81,7 +83,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DenoiseConfig:
-    """Sampling settings of a chunk (upstream defaults)."""
+    """Sampling settings of a chunk (upstream defaults) and the DiT's speed switches."""
 
     num_inference_steps: int = 16
     cfg_scale: float = 5.0
@@ -89,6 +91,7 @@ class DenoiseConfig:
     seed: int = 1140
     num_train_timesteps: int = 1000
     step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
+    acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
 
     def __post_init__(self) -> None:
         if self.num_inference_steps < 1:
@@ -271,6 +274,9 @@ class ChunkDenoiser:
             FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
             for _ in range(2)
         ]
+        acceleration = self.config.acceleration
+        #: Replacement of the DiT's ``run_blocks`` (None: the reference blocks).
+        self.runner = FastBlockRunner(dit, acceleration) if acceleration.fast_blocks else None
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""
@@ -346,7 +352,8 @@ class ChunkDenoiser:
         self.validate(session, inputs)
         self.layout.before_chunk(session, inputs)
         try:
-            return self._run(session, inputs)
+            with attention_kernel(self.config.acceleration.attention_backend):
+                return self._run(session, inputs)
         except BaseException:
             session.start_frame = 0  # the cache may be half-updated: the next call needs a window
             raise
@@ -380,7 +387,12 @@ class ChunkDenoiser:
         latents = inputs.context_latents
         if session.start_frame == 0:
             dit.prefill(
-                rep(latents[:, :, :1]), rep(session.y[:, :, :1]), session.context, session.cache, 0
+                rep(latents[:, :, :1]),
+                rep(session.y[:, :, :1]),
+                session.context,
+                session.cache,
+                0,
+                self.runner,
             )
             session.start_frame = 1
         else:
@@ -391,6 +403,7 @@ class ChunkDenoiser:
                 session.context,
                 session.cache,
                 frame,
+                self.runner,
             )
         _sync(device)
         timings['prefill'] = (time.perf_counter() - start) * 1e3
@@ -430,6 +443,7 @@ class ChunkDenoiser:
                     rep(action),
                     t_action.expand(rows, c.num_action_per_block),
                     state_rows,
+                    self.runner,
                 )
                 dit_calls += 1
                 v_cond, v_uncond, action_flow = self.layout.combine(out.video, out.action, batch)

@@ -48,7 +48,11 @@ from .attention import SelfAttentionBackend, sdpa
 from .kv_cache import KVCache
 from .rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
 
-__all__ = ['CausalWanDiT', 'CrossAttentionContext', 'DiTConfig', 'DiTOutput']
+__all__ = ['BlockRunner', 'CausalWanDiT', 'CrossAttentionContext', 'DiTConfig', 'DiTOutput']
+
+#: What runs the blocks of a call: :meth:`CausalWanDiT.run_blocks` or a drop-in replacement,
+#: called as ``runner(x, e0, frames, rotary, context, backend, last_output=...)``.
+BlockRunner = Callable[..., torch.Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -568,8 +572,13 @@ class CausalWanDiT(nn.Module):
         rotary: Rotary,
         context: CrossAttentionContext,
         backend: SelfAttentionBackend,
+        last_output: bool = True,
     ) -> torch.Tensor:
-        """All blocks on tokens ``x`` laid out as ``frames`` video frames then register tokens."""
+        """All blocks on tokens ``x`` laid out as ``frames`` video frames then register tokens.
+
+        ``last_output=False`` says that only the keys/values reach the caller (a prefill); this
+        reference implementation computes the output anyway (a fast runner may skip it).
+        """
         for i, block in enumerate(self.blocks):
             x = block(x, e0, frames, rotary, context.layers[i], backend, i)
         return x
@@ -611,8 +620,12 @@ class CausalWanDiT(nn.Module):
         context: CrossAttentionContext,
         cache: KVCache,
         start_frame: int,
+        runner: BlockRunner | None = None,
     ) -> None:
-        """Run clean context frames at ``t = 0`` and commit their keys/values to ``cache``."""
+        """Run clean context frames at ``t = 0`` and commit their keys/values to ``cache``.
+
+        ``runner`` replaces :meth:`run_blocks` (e.g. :class:`.fast_blocks.FastBlockRunner`).
+        """
         self._check_video(latents, y)
         x, grid = self.embed_video(latents.to(self.dtype), y)
         frames = grid[0]
@@ -621,7 +634,7 @@ class CausalWanDiT(nn.Module):
         )
         rotary = self.rotary(start_frame, grid, registers=False)
         cache.begin(x.shape[1], 0)
-        self.run_blocks(x, e0, frames, rotary, context, cache)
+        (runner or self.run_blocks)(x, e0, frames, rotary, context, cache, last_output=False)
         cache.commit()
 
     def forward(
@@ -635,6 +648,7 @@ class CausalWanDiT(nn.Module):
         action: torch.Tensor,
         timestep_action: torch.Tensor,
         state: torch.Tensor,
+        runner: BlockRunner | None = None,
     ) -> DiTOutput:
         """One denoising call over the cached context; the cache is left unchanged.
 
@@ -648,6 +662,7 @@ class CausalWanDiT(nn.Module):
             action: noisy normalised actions ``(B, num_action_per_block, action_dim)``.
             timestep_action: per-action timesteps ``(B, num_action_per_block)``.
             state: normalised, zero-padded state ``(B, num_state_per_block, max_state_dim)``.
+            runner: replaces :meth:`run_blocks` (e.g. :class:`.fast_blocks.FastBlockRunner`).
 
         """
         c = self.config
@@ -679,7 +694,8 @@ class CausalWanDiT(nn.Module):
         rotary = self.rotary(start_frame, grid, registers=True)
         video_len = x.shape[1]
         cache.begin(video_len, registers.shape[1])
-        x = self.run_blocks(torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache)
+        blocks = runner or self.run_blocks
+        x = blocks(torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache)
         action_out = self.action_decoder(x[:, video_len : video_len + num_action])
         video_out = self.head(x[:, :video_len], e[:, :frames], frames)
         return DiTOutput(self.unpatchify(video_out, grid), action_out)

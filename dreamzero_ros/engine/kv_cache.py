@@ -92,6 +92,15 @@ class KVCache:
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Write the call's ``k, v`` after the cache and attend ``q`` over cache + new tokens."""
+        self.store(layer, k, v)
+        end = self.length + self._new_total
+        return sdpa(q, self.k[layer, :, :end], self.v[layer, :, :end])
+
+    def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the call's ``k, v`` after the cache without attending.
+
+        (The last layer of a prefill: nothing reads its attention output.)
+        """
         if k.shape[1] != self._new_total:
             raise RuntimeError(
                 f'layer {layer}: got {k.shape[1]} new tokens, begin() announced {self._new_total}'
@@ -99,7 +108,6 @@ class KVCache:
         end = self.length + self._new_total
         self.k[layer, :, self.length : end] = k
         self.v[layer, :, self.length : end] = v
-        return sdpa(q, self.k[layer, :, :end], self.v[layer, :, :end])
 
     def commit(self) -> None:
         """Keep the video tokens of the last call (a prefill) in the cache."""

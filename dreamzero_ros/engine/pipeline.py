@@ -154,9 +154,12 @@ class DreamZeroEngine:
                 sigma_shift=config.shift,
                 seed=config.seed,
                 step_cache=config.step_cache,
+                acceleration=config.acceleration,
             ),
             layout,
         )
+        if config.acceleration.compile_backend is not None and self.device.type == 'cuda':
+            torch.backends.cudnn.benchmark = True  # fastest VAE/patch convolutions, found once
         self.sessions = SessionStore(
             config.max_sessions, self.denoiser.open_session, self.denoiser.close_session
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ['RopeTables', 'Rotary', 'apply_rotary', 'rope_angles', 'video_axis_pairs']
+__all__ = ['RopeTables', 'Rotary', 'apply_rotary', 'rope_angles', 'rotate', 'video_axis_pairs']
 
 # Table sizes of the upstream model (positions beyond these are an error).
 MAX_FRAME_POSITIONS = 1024
@@ -65,11 +65,16 @@ class Rotary:
 
 def apply_rotary(x: torch.Tensor, rotary: Rotary) -> torch.Tensor:
     """Rotate ``x`` of shape ``(B, L, heads, head_dim)`` by ``rotary`` (``L`` tokens)."""
+    return rotate(x, rotary.cos, rotary.sin)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """:func:`apply_rotary` on plain ``cos, sin (L, head_dim // 2)`` tables (compile friendly)."""
     b, length, heads, dim = x.shape
     pairs = x.float().view(b, length, heads, dim // 2, 2)
     real, imag = pairs.unbind(-1)
-    cos = rotary.cos[:, None, :]
-    sin = rotary.sin[:, None, :]
+    cos = cos[:, None, :]
+    sin = sin[:, None, :]
     out = torch.stack((real * cos - imag * sin, real * sin + imag * cos), dim=-1)
     return out.flatten(3).to(x.dtype)
 

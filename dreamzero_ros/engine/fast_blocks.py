@@ -1,0 +1,332 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Speed options of the DiT: a block runner with fused stages, FP8 linears and torch.compile.
+
+:class:`AccelerationConfig` holds the switches (all off by default: the reference path):
+
+* ``attention_backend``: the scaled-dot-product kernel torch should prefer (``auto``: its own
+  choice; ``cudnn``, ``flash``, ``efficient``, ``math``), see :func:`.attention.attention_kernel`;
+* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: the three stages of every
+  block between its attention calls are compiled, so norms, AdaLN modulation, QK RMSNorm, rotary
+  embedding, gating, GELU and the FP8 input quantization fuse into a few kernels around the
+  matrix products;
+* ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears (self-attention q/k/v/o,
+  cross-attention q/o, FFN) run in FP8 e4m3 (:mod:`.fp8`); the weights are quantized once.
+
+Either of the last two replaces :meth:`CausalWanDiT.run_blocks` by :class:`FastBlockRunner`,
+which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` with:
+
+* per-token modulation gathered from the per-segment vectors by a token -> segment index, instead
+  of slicing the tokens per frame and concatenating the pieces again;
+* one q/k/v product per block (the three weights become views of one fused matrix: same values,
+  same checkpoint keys, no extra memory);
+* the self-attention K/V written straight into the preallocated cache and attention over a view
+  of it (the cache itself is :class:`~dreamzero_ros.engine.kv_cache.KVCache`);
+* in a prefill, the last block stops once its keys/values are cached (nothing reads the rest).
+
+Attention itself (self and cross) runs between the compiled stages, eagerly, with the kernel
+chosen by ``attention_backend``; its sequence lengths change within a context window, the
+compiled stages' shapes do not (three token counts: 880, 1760 and 1785 for DROID).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from .attention import ATTENTION_KERNELS, SelfAttentionBackend, sdpa
+from .fp8 import FP8_MODES, fp8_linear, quantize_weight
+from .rope import Rotary, rotate
+
+__all__ = ['AccelerationConfig', 'FastBlockRunner', 'fuse_qkv_']
+
+#: ``(weight, fp8 scale or None, bias or None)`` of one linear layer.
+Linear = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]
+
+_OFF = (False, None, 'off', 'none', '')
+
+
+@dataclass(frozen=True)
+class AccelerationConfig:
+    """Speed switches of the DiT; the defaults are the reference path (see the module docstring).
+
+    ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
+    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
+    """
+
+    compile: bool | str = False
+    fp8_linear: str | bool = 'off'
+    attention_backend: str = 'auto'
+
+    def __post_init__(self) -> None:
+        fp8 = self.fp8_linear
+        if isinstance(fp8, bool):
+            object.__setattr__(self, 'fp8_linear', 'rowwise' if fp8 else 'off')
+        elif fp8 not in FP8_MODES:
+            raise ValueError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
+        if not isinstance(self.compile, bool | str) and self.compile is not None:
+            raise ValueError('compile must be a bool or a torch.compile backend name')
+        if self.attention_backend not in ATTENTION_KERNELS:
+            raise ValueError(
+                f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
+                f'got {self.attention_backend!r}'
+            )
+
+    @property
+    def compile_backend(self) -> str | None:
+        """The ``torch.compile`` backend, or None when compilation is off."""
+        if self.compile in _OFF:
+            return None
+        return 'inductor' if self.compile is True else str(self.compile)
+
+    @property
+    def fast_blocks(self) -> bool:
+        """Whether the blocks run through :class:`FastBlockRunner`."""
+        return self.compile_backend is not None or self.fp8_linear != 'off'
+
+
+@torch.no_grad()
+def fuse_qkv_(attention: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """Make ``q, k, v`` of a self-attention views of one ``(3 dim, dim)`` matrix; return it.
+
+    Values and ``state_dict`` keys are unchanged; a second call returns the same fused tensors.
+    """
+    linears = (attention.q, attention.k, attention.v)
+    fused = getattr(attention, '_fused_qkv', None)
+    if fused is not None and linears[0].weight.data_ptr() == fused[0].data_ptr():
+        return fused
+    weight = torch.cat([lin.weight for lin in linears])
+    bias = torch.cat([lin.bias for lin in linears])
+    rows = linears[0].weight.shape[0]
+    for i, lin in enumerate(linears):
+        part = slice(i * rows, (i + 1) * rows)
+        lin.weight = torch.nn.Parameter(weight[part], requires_grad=False)
+        lin.bias = torch.nn.Parameter(bias[part], requires_grad=False)
+    attention._fused_qkv = (weight, bias)
+    return weight, bias
+
+
+def _linear(x: torch.Tensor, layer: Linear) -> torch.Tensor:
+    weight, scale, bias = layer
+    if scale is None:
+        return F.linear(x, weight, bias)
+    return fp8_linear(x, weight, scale, bias)
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """Wan RMSNorm (as :class:`~dreamzero_ros.engine.dit.RMSNorm`); identity without weight."""
+    if weight is None:
+        return x
+    xf = x.float()
+    normed = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return normed.type_as(x) * weight
+
+
+def _modulated_norm(
+    x: torch.Tensor, mod: torch.Tensor, segment: torch.Tensor, shift: int, eps: float
+) -> torch.Tensor:
+    """``LayerNorm(x) * (1 + scale) + shift`` with per-token vectors ``mod[:, segment, i]``."""
+    normed = F.layer_norm(x, x.shape[-1:], eps=eps)
+    return normed * (1 + mod[:, segment, shift + 1]) + mod[:, segment, shift]
+
+
+def _pre_attention(
+    x: torch.Tensor,
+    mod: torch.Tensor,
+    segment: torch.Tensor,
+    qkv: Linear,
+    norm_q: torch.Tensor | None,
+    norm_k: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    heads: int,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """AdaLN, fused q/k/v, QK RMSNorm and rotary embedding: ``q, k, v (B, L, heads, D)``."""
+    h = _modulated_norm(x, mod, segment, 0, eps)
+    q, k, v = _linear(h, qkv).chunk(3, dim=-1)
+    q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
+    k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
+    return q, k, v.unflatten(-1, (heads, -1))
+
+
+def _post_attention(
+    x: torch.Tensor,
+    attended: torch.Tensor,
+    mod: torch.Tensor,
+    segment: torch.Tensor,
+    o: Linear,
+    norm3: tuple[torch.Tensor, torch.Tensor] | None,
+    cross_q: Linear,
+    cross_norm_q: torch.Tensor | None,
+    heads: int,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Output projection, gated residual, cross-attention norm and query: ``x, q_cross``."""
+    x = x + _linear(attended.flatten(2), o) * mod[:, segment, 2]
+    h = x if norm3 is None else F.layer_norm(x, x.shape[-1:], norm3[0], norm3[1], eps)
+    q = _rms_norm(_linear(h, cross_q), cross_norm_q, eps)
+    return x, q.unflatten(-1, (heads, -1))
+
+
+def _post_cross_attention(
+    x: torch.Tensor,
+    text: torch.Tensor,
+    image: torch.Tensor,
+    mod: torch.Tensor,
+    segment: torch.Tensor,
+    cross_o: Linear,
+    ffn_in: Linear,
+    ffn_out: Linear,
+    eps: float,
+) -> torch.Tensor:
+    """Cross-attention output and residual, then the modulated FFN with its gated residual."""
+    x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
+    h = _modulated_norm(x, mod, segment, 3, eps)
+    y = _linear(F.gelu(_linear(h, ffn_in), approximate='tanh'), ffn_out)
+    return x + y * mod[:, segment, 5]
+
+
+@dataclass(frozen=True)
+class _LayerWeights:
+    qkv: Linear
+    norm_q: torch.Tensor | None
+    norm_k: torch.Tensor | None
+    o: Linear
+    norm3: tuple[torch.Tensor, torch.Tensor] | None
+    cross_q: Linear
+    cross_norm_q: torch.Tensor | None
+    cross_o: Linear
+    ffn_in: Linear
+    ffn_out: Linear
+
+
+def _norm_weight(norm: torch.nn.Module) -> torch.Tensor | None:
+    return getattr(norm, 'weight', None)
+
+
+def _layer_weights(block: Any, fp8: str) -> _LayerWeights:
+    def linear(weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:
+        if fp8 == 'off':
+            return weight, None, bias
+        return quantize_weight(weight, bias, fp8).as_tuple()
+
+    def module(lin: torch.nn.Linear) -> Linear:
+        return linear(lin.weight, lin.bias)
+
+    attn, cross = block.self_attn, block.cross_attn
+    norm3 = block.norm3
+    return _LayerWeights(
+        qkv=linear(*fuse_qkv_(attn)),
+        norm_q=_norm_weight(attn.norm_q),
+        norm_k=_norm_weight(attn.norm_k),
+        o=module(attn.o),
+        norm3=None if isinstance(norm3, torch.nn.Identity) else (norm3.weight, norm3.bias),
+        cross_q=module(cross.q),
+        cross_norm_q=_norm_weight(cross.norm_q),
+        cross_o=module(cross.o),
+        ffn_in=module(block.ffn[0]),
+        ffn_out=module(block.ffn[2]),
+    )
+
+
+def _allow_recompiles(limit: int = 64) -> None:
+    """Let each stage keep a compiled graph per shape and variant (torch's default is 8)."""
+    config = torch._dynamo.config
+    name = 'recompile_limit' if hasattr(config, 'recompile_limit') else 'cache_size_limit'
+    setattr(config, name, max(getattr(config, name), limit))
+
+
+class FastBlockRunner:
+    """Runs the blocks of a :class:`~dreamzero_ros.engine.dit.CausalWanDiT` fast.
+
+    A drop-in for :meth:`CausalWanDiT.run_blocks` (pass it as ``runner`` to the DiT's
+    :meth:`~CausalWanDiT.forward` and :meth:`~CausalWanDiT.prefill`).  Building it fuses the
+    q/k/v weights of every block in place and, with FP8, quantizes the block linears (about
+    12 GB for the 14B model, next to the model-dtype weights).  Not for tensor-parallel shards.
+    """
+
+    def __init__(self, dit: Any, config: AccelerationConfig) -> None:
+        if dit.tensor_parallel is not None:
+            raise ValueError('compile / fp8_linear do not support a tensor-parallel DiT')
+        if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
+            raise ValueError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
+        self.dit = dit
+        self.config = config
+        self.layers = [_layer_weights(block, config.fp8_linear) for block in dit.blocks]
+        self.heads = dit.blocks[0].self_attn.num_heads
+        self.eps = dit.config.eps
+        self._segments: dict[tuple, torch.Tensor] = {}
+        stages = (_pre_attention, _post_attention, _post_cross_attention)
+        backend = config.compile_backend
+        if backend is not None:
+            _allow_recompiles()
+            stages = tuple(
+                torch.compile(stage, backend=backend, dynamic=False, fullgraph=True)
+                for stage in stages
+            )
+        self._pre, self._post, self._post_cross = stages
+
+    def segment_index(self, frames: int, tokens: int, registers: int) -> torch.Tensor:
+        """Segment of every token: its frame for video tokens, ``frames + j`` for register j."""
+        key = (frames, tokens, registers)
+        index = self._segments.get(key)
+        if index is None:
+            video = tokens - registers
+            device = self.dit.device
+            index = torch.cat(
+                [
+                    torch.arange(video, device=device) // (video // frames),
+                    frames + torch.arange(registers, device=device),
+                ]
+            )
+            self._segments[key] = index
+        return index
+
+    def __call__(
+        self,
+        x: torch.Tensor,
+        e0: torch.Tensor,
+        frames: int,
+        rotary: Rotary,
+        context: Any,
+        backend: SelfAttentionBackend,
+        last_output: bool = True,
+    ) -> torch.Tensor | None:
+        """The blocks on ``x``; see :meth:`CausalWanDiT.run_blocks`.
+
+        With ``last_output=False`` (a prefill) the last block only caches its keys and values
+        and None is returned.
+        """
+        segment = self.segment_index(frames, x.shape[1], e0.shape[1] - frames)
+        heads, eps = self.heads, self.eps
+        last = len(self.layers) - 1
+        for i, (block, w) in enumerate(zip(self.dit.blocks, self.layers, strict=True)):
+            mod = block.modulation.unsqueeze(0) + e0
+            q, k, v = self._pre(
+                x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps
+            )
+            if i == last and not last_output and hasattr(backend, 'store'):
+                backend.store(i, k, v)
+                return None
+            attended = backend.attend(i, q, k, v)
+            x, q = self._post(
+                x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
+            )
+            k_text, v_text, k_image, v_image = context.layers[i]
+            x = self._post_cross(
+                x,
+                sdpa(q, k_text, v_text),
+                sdpa(q, k_image, v_image),
+                mod,
+                segment,
+                w.cross_o,
+                w.ffn_in,
+                w.ffn_out,
+                eps,
+            )
+        return x if last_output else None
