@@ -152,6 +152,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         '--attention', default='cudnn', help='attention_backend of the named variants'
     )
     parser.add_argument('--fp8', default='rowwise', help='fp8_linear of the named FP8 variants')
+    parser.add_argument('--profile', help='append torch.profiler kernel tables to this file')
+    parser.add_argument(
+        '--profile-variants',
+        nargs='*',
+        default=[],
+        help='variants of which one more chunk is profiled (default: none)',
+    )
     parser.add_argument(
         '--time-budget',
         type=float,
@@ -287,6 +294,8 @@ def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, l
             f'{row["tflop"]:>7.3g} {rate:>8.3g}'
         )
     peak = peak_memory_gib(device)
+    if args.profile and label in args.profile_variants:
+        profile_chunk(infer, device, args.profile, label)
     engine.reset(session)
     return {
         'label': label,
@@ -299,6 +308,21 @@ def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, l
         'actions': actions,
         'motion_rms': motion,
     }
+
+
+def profile_chunk(infer: Any, device: torch.device, path: str, label: str) -> None:
+    """Run one more chunk under torch.profiler and append its kernel table to ``path``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == 'cuda':
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        infer()
+    sort = 'cuda_time_total' if device.type == 'cuda' else 'cpu_time_total'
+    table = prof.key_averages().table(sort_by=sort, row_limit=60, max_name_column_width=90)
+    with open(path, 'a') as handle:
+        handle.write(f'\n===== {label}: one chunk =====\n{table}\n')
 
 
 def summarise(chunks: list[dict]) -> dict:
