@@ -20,16 +20,23 @@ CLIPS_ENV = 'DREAMZERO_DROID_CLIPS'
 #: Frame rate of the DROID clips and of the demo stream, Hz.
 CLIP_FPS = 15.0
 #: Franka "ready" pose, radians, around which the demo trajectory moves.
+#: Length of the synthetic stand-in when no length is asked for (10 s at 15 Hz).
+SYNTHETIC_DEFAULT_FRAMES = 150
 FRANKA_HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
 def find_clips_dir() -> Path | None:
-    """Return the folder holding the three DROID clips, or None where it is absent."""
-    candidates = []
+    """Return the folder holding the three DROID clips, or None where it is absent.
+
+    ``DREAMZERO_DROID_CLIPS``, where set, is the only place looked at.
+    """
     if os.environ.get(CLIPS_ENV):
-        candidates.append(Path(os.environ[CLIPS_ENV]))
-    candidates.append(Path(__file__).resolve().parents[1].parent / 'shared/data/droid_videos')
-    candidates.append(Path.cwd().parent / 'shared/data/droid_videos')
+        candidates = [Path(os.environ[CLIPS_ENV])]
+    else:
+        candidates = [
+            Path(__file__).resolve().parents[1].parent / 'shared/data/droid_videos',
+            Path.cwd().parent / 'shared/data/droid_videos',
+        ]
     for folder in candidates:
         if all((folder / f'{camera}.mp4').is_file() for camera in DROID_CAMERAS):
             return folder
@@ -69,28 +76,28 @@ def synthetic_clips(
 ) -> dict[str, np.ndarray]:
     """Moving coloured gradients standing in for the DROID clips, ``camera -> (T, H, W, 3)``."""
     rng = np.random.default_rng(seed)
-    rows = np.linspace(0.0, 1.0, height)[:, None]
-    cols = np.linspace(0.0, 1.0, width)[None, :]
+    times = np.arange(num_frames, dtype=np.float32)[:, None, None, None] / CLIP_FPS
+    rows = np.linspace(0.0, 1.0, height, dtype=np.float32)[None, :, None, None]
+    cols = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, None, :, None]
     clips = {}
     for index, camera in enumerate(DROID_CAMERAS):
-        phase = rng.uniform(0, 2 * np.pi, size=3)
-        frames = np.empty((num_frames, height, width, 3), dtype=np.uint8)
-        for t in range(num_frames):
-            for channel in range(3):
-                wave = np.sin(
-                    2 * np.pi * (rows * (index + 1) + cols + t / CLIP_FPS * 0.2) + phase[channel]
-                )
-                frames[t, :, :, channel] = (127.5 * (wave + 1.0)).astype(np.uint8)
-        clips[camera] = frames
+        phase = rng.uniform(0, 2 * np.pi, size=3).astype(np.float32)
+        wave = np.sin(2 * np.pi * (rows * (index + 1) + cols + 0.2 * times) + phase)
+        clips[camera] = (127.5 * (wave + 1.0)).astype(np.uint8)
     return clips
 
 
-def demo_clips(num_frames: int) -> tuple[dict[str, np.ndarray], str]:
-    """Return the real clips if present, else synthetic ones, with a label saying which."""
+def demo_clips(num_frames: int | None = None) -> tuple[dict[str, np.ndarray], str]:
+    """Return the real clips if present, else synthetic ones, with a label saying which.
+
+    ``num_frames`` caps the clip length; None takes the whole real clips, or
+    :data:`SYNTHETIC_DEFAULT_FRAMES` synthetic frames.
+    """
     try:
         return load_clips(max_frames=num_frames), 'DROID clips'
     except FileNotFoundError:
-        return synthetic_clips(num_frames), 'synthetic frames (DROID clips absent)'
+        frames = num_frames or SYNTHETIC_DEFAULT_FRAMES
+        return synthetic_clips(frames), 'synthetic frames (DROID clips absent)'
 
 
 def demo_joint_trajectory(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,13 +37,10 @@ def _is_hold(msg) -> bool:
 
 @pytest.fixture(scope='module')
 def clips():
-    from dreamzero_ros.droid_clips import find_clips_dir, load_clips
+    """The real DROID clips where present; the synthetic stand-in keeps the tests running."""
+    from dreamzero_ros.droid_clips import demo_clips
 
-    if find_clips_dir() is None:
-        pytest.skip(
-            'real DROID clips not found (../shared/data/droid_videos or DREAMZERO_DROID_CLIPS)'
-        )
-    return load_clips(max_frames=45)
+    return demo_clips(45)[0]
 
 
 @pytest.fixture(scope='module')

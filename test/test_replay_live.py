@@ -143,8 +143,10 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
             '--until-chunks', '2', '--wait', '120', timeout=300,
         )  # fmt: skip
     finally:
-        node.stop(timeout=10.0)  # SIGTERM must end the node even with its clock paused
+        # with the bag over, /clock is paused: SIGINT must still end the node cleanly
+        node_status = node.stop(timeout=15.0)
     assert result.returncode == 0, result.stderr + node.log()[-3000:]
+    assert node_status == 0, node.log()[-3000:]
     summary = json.loads(result.stdout)
     assert summary['without_subscribers'] == []
 

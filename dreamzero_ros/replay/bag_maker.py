@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.replay.bag_io import BagWriter
+from dreamzero_ros.replay.bag_io import BagError, BagWriter
 from dreamzero_ros.replay.messages import (
     compressed_image_msg,
     image_msg,
@@ -73,10 +73,11 @@ class BagSpec:
 def load_frames(spec: BagSpec) -> tuple[dict[str, np.ndarray], str]:
     """Camera -> ``(T, H, W, 3)`` frames for ``spec``, with a label naming their source."""
     if spec.source == 'synthetic':
-        return droid_clips.synthetic_clips(spec.num_frames or 150), 'synthetic frames'
+        frames = spec.num_frames or droid_clips.SYNTHETIC_DEFAULT_FRAMES
+        return droid_clips.synthetic_clips(frames), 'synthetic frames'
     if spec.source == 'droid':
         return droid_clips.load_clips(max_frames=spec.num_frames), 'DROID clips'
-    return droid_clips.demo_clips(spec.num_frames or 10_000)
+    return droid_clips.demo_clips(spec.num_frames)
 
 
 def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
@@ -86,6 +87,8 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
     ``joint_rate_hz`` from :func:`droid_clips.demo_joint_trajectory` (gripper included). Header
     stamps equal log times.
     """
+    if Path(path).exists():
+        raise BagError(f'{path} exists; rosbag2 writes a new folder')
     frames, label = load_frames(spec)
     topics = spec.topics
     num_frames = len(next(iter(frames.values())))
