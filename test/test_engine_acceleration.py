@@ -201,3 +201,24 @@ def test_engine_with_speed_options_predicts_like_the_reference():
         b = fast.infer(observation).actions
         assert a.shape == b.shape == (24, 8)
         assert np.abs(a - b).max() < 0.05
+
+
+def test_openpi_server_cli_passes_the_speed_settings():
+    from dreamzero_ros.openpi.cli import build_parser, load_policy
+
+    args = build_parser().parse_args(
+        ['--preset', 'tiny', '--fp8-linear', 'rowwise', '--attention-backend', 'math']
+    )
+    assert (args.compile, args.step_cache) == (False, None)
+    engine = load_policy(
+        None,
+        args.preset,
+        'cpu',
+        'bfloat16',
+        fp8_linear=args.fp8_linear,
+        attention_backend=args.attention_backend,
+        step_cache='dynamic',
+    )
+    assert engine.config.acceleration == AccelerationConfig(False, 'rowwise', 'math')
+    assert engine.config.step_cache.mode == 'dynamic'
+    assert engine.denoiser.runner is not None

@@ -142,6 +142,7 @@ class ChunkOutput:
         start_frame: window frame index of the first predicted frame.
         dit_calls: denoising DiT calls made (prefill not counted).
         timings_ms: ``context`` (cross-attention projection), ``prefill``, ``denoise``.
+        step_similarities: velocity cosine similarities the dynamic step cache compared.
 
     """
 
@@ -150,6 +151,7 @@ class ChunkOutput:
     start_frame: int
     dit_calls: int
     timings_ms: dict[str, float]
+    step_similarities: list[float] = field(default_factory=list)
 
 
 _session_ids = itertools.count(1)
@@ -457,4 +459,4 @@ class ChunkDenoiser:
         timings['denoise'] = (time.perf_counter() - start) * 1e3
         first = session.start_frame
         session.start_frame += nf
-        return ChunkOutput(video, action, first, dit_calls, timings)
+        return ChunkOutput(video, action, first, dit_calls, timings, schedule.similarities)

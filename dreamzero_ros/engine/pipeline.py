@@ -167,7 +167,8 @@ class DreamZeroEngine:
         self._negative: torch.Tensor | None = None
         self._lock = threading.Lock()
         #: Facts about the last chunk: ``dit_calls``, ``start_frame`` (window frame of its first
-        #: predicted latent), ``new_window`` and ``frames`` (frames per view it was given).
+        #: predicted latent), ``new_window``, ``frames`` (frames per view it was given) and
+        #: ``step_similarities`` (what the dynamic step cache compared).
         self.last_stats: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ builders
@@ -417,6 +418,7 @@ class DreamZeroEngine:
             'start_frame': output.start_frame,
             'new_window': new_window,
             'frames': video.shape[2],
+            'step_similarities': output.step_similarities,
         }
         if not np.all(np.isfinite(actions)):
             raise PolicyError('the model produced non-finite actions')

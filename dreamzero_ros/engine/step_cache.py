@@ -77,6 +77,8 @@ class StepSchedule:
         self.num_steps = num_steps
         self._history: list[torch.Tensor] = []
         self._countdown = 0
+        #: Cosine similarities the dynamic mode compared, in order (for diagnostics).
+        self.similarities: list[float] = []
 
     def should_run(self, index: int) -> bool:
         """Whether step ``index`` runs the DiT."""
@@ -96,6 +98,7 @@ class StepSchedule:
         last = self._history[-1].flatten(1).float()
         previous = self._history[-2].flatten(1).float()
         similarity = float(torch.nn.functional.cosine_similarity(last, previous, dim=1).mean())
+        self.similarities.append(similarity)
         for threshold, countdown in zip(
             self.config.thresholds, self.config.countdowns, strict=True
         ):

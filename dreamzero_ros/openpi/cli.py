@@ -57,6 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
     )
+    speed = parser.add_argument_group('engine speed (docs/performance.md)')
+    speed.add_argument(
+        '--step-cache',
+        choices=('full', 'static', 'dynamic'),
+        default=None,
+        help='DiT steps: static (upstream: 8 of 16, default), dynamic or full',
+    )
+    speed.add_argument(
+        '--compile', action='store_true', help='torch.compile the DiT blocks (slow first call)'
+    )
+    speed.add_argument(
+        '--fp8-linear',
+        choices=('off', 'rowwise', 'tensorwise'),
+        default='off',
+        help='DiT block linears in FP8 e4m3 (Hopper or newer; default off)',
+    )
+    speed.add_argument(
+        '--attention-backend',
+        choices=('auto', 'cudnn', 'flash', 'efficient', 'math'),
+        default='auto',
+        help='preferred attention kernel (default auto: torch decides)',
+    )
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
     parser.add_argument(
@@ -105,7 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_policy(
-    checkpoint: Path | None, preset: str | None, device: str | None, dtype: str | None = None
+    checkpoint: Path | None,
+    preset: str | None,
+    device: str | None,
+    dtype: str | None = None,
+    **settings: object,
 ) -> Policy:
     """The DreamZero engine from a checkpoint folder, or with random weights of a preset.
 
@@ -115,6 +141,8 @@ def load_policy(
         device: torch device; None picks CUDA where present.
         dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU (where
             bfloat16 kernels are slow).
+        settings: other ``EngineConfig`` fields (``step_cache``, ``compile``, ``fp8_linear``,
+            ``attention_backend``, ...).
 
     """
     import torch
@@ -124,12 +152,12 @@ def load_policy(
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
     if checkpoint is not None:
-        return DreamZeroEngine.from_pretrained(checkpoint, device=device, dtype=dtype)
+        return DreamZeroEngine.from_pretrained(checkpoint, device=device, dtype=dtype, **settings)
     from dreamzero_ros.engine.testing import write_random_checkpoint
 
     with tempfile.TemporaryDirectory(prefix=f'dreamzero-{preset}-') as folder:
         write_random_checkpoint(folder, preset=preset)
-        return DreamZeroEngine.from_pretrained(folder, device=device, dtype=dtype)
+        return DreamZeroEngine.from_pretrained(folder, device=device, dtype=dtype, **settings)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,7 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.num_threads)
-    policy = load_policy(args.checkpoint, args.preset, args.device, args.dtype)
+    settings = {
+        'compile': args.compile,
+        'fp8_linear': args.fp8_linear,
+        'attention_backend': args.attention_backend,
+    }
+    if args.step_cache is not None:
+        settings['step_cache'] = args.step_cache
+    policy = load_policy(args.checkpoint, args.preset, args.device, args.dtype, **settings)
     server = OpenPIServer(policy, config)
     logging.getLogger(__name__).info('serving metadata %s', server.metadata)
     server.serve_forever()
