@@ -4,22 +4,15 @@
 """The README's first command: ``dreamzero-demo`` prints chunks, latency and a summary."""
 
 import os
-from pathlib import Path
 import re
-import shutil
 import subprocess
-import sys
 
 from node_support import ros_env
-import pytest
+from script_paths import installed_script
 
 
 def test_demo_prints_chunks_and_a_summary(tmp_path):
-    executable = shutil.which('dreamzero-demo') or str(
-        Path(sys.executable).with_name('dreamzero-demo')
-    )
-    if not Path(executable).exists():
-        pytest.fail('dreamzero-demo is not installed; run pip install -e .')
+    executable = installed_script('dreamzero-demo')
     env = {**ros_env(), 'OMP_NUM_THREADS': '1'}
     env.pop('ROS_DOMAIN_ID')  # the demo picks its own
     command = [executable, '--chunks', '2', '--cache-dir', str(tmp_path), '--timeout', '150']

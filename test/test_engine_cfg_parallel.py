@@ -18,6 +18,7 @@ import traceback
 
 import numpy as np
 import pytest
+from script_paths import installed_script
 import torch
 
 from dreamzero_ros.engine import cfg_parallel
@@ -76,7 +77,8 @@ def run_group(
     workers = [
         subprocess.Popen(
             [
-                'dreamzero-engine-worker', '--device', 'cpu', '--dtype', 'float32',
+                installed_script('dreamzero-engine-worker'),
+                '--device', 'cpu', '--dtype', 'float32',
                 '--timeout', str(TIMEOUT_S), *worker_args,
             ],
             env={

@@ -8,14 +8,11 @@ The processes are the ones ``dreamzero.launch.py`` would start (its plan, comput
 environment, the node with the config file plus the plan's overrides. Nobody runs torchrun.
 """
 
-from pathlib import Path
-import shutil
 import socket
 import subprocess
-import sys
 
 from node_support import CONFIG, JOINTS, Harness, NodeProcess, RobotStream, ros_env
-import pytest
+from script_paths import installed_script
 
 from dreamzero_ros.core.launch_plan import plan_launch
 from dreamzero_ros.core.node_config import read_params_file
@@ -27,13 +24,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
-
-
-def _executable(name: str) -> str:
-    found = shutil.which(name) or str(Path(sys.executable).with_name(name))
-    if not Path(found).exists():
-        pytest.fail(f'{name} is not installed; run pip install -e .')
-    return found
 
 
 def test_node_and_worker_rank_serve_chunks(tmp_path):
@@ -50,7 +40,7 @@ def test_node_and_worker_rank_serve_chunks(tmp_path):
     assert worker_spec.env['RANK'] == '1' and worker_spec.env['WORLD_SIZE'] == '2'
     worker_log = open(tmp_path / 'worker.log', 'w')  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
-        [_executable(worker_spec.cmd[0]), *worker_spec.cmd[1:]],
+        [installed_script(worker_spec.cmd[0]), *worker_spec.cmd[1:]],
         env={**ros_env(), 'OMP_NUM_THREADS': '1', **worker_spec.env},
         stdout=worker_log,
         stderr=subprocess.STDOUT,

@@ -17,13 +17,13 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 from openpi_support import REPO, SCRIPTS, droid_frames, openpi_python, run_openpi
 import pytest
+from script_paths import installed_script
 import torch
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
@@ -356,11 +356,7 @@ def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size, exter
 
 
 def test_console_script_serves_a_preset_until_sigterm(frames_npz):
-    script = Path(sys.executable).with_name('dreamzero-openpi-server')
-    # The installed console script where present (pip install), else the same entry point.
-    command = (
-        [str(script)] if script.exists() else [sys.executable, '-m', 'dreamzero_ros.openpi.cli']
-    )
+    command = [installed_script('dreamzero-openpi-server')]
     command += ['--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--port', '0']
     server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:

@@ -9,7 +9,6 @@ import av
 import numpy as np
 import pytest
 from replay_support import STEP, demo_bag, demo_state
-import torch
 
 from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.testing import write_random_checkpoint
@@ -25,7 +24,6 @@ START = 1_700_000_000.0
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
-    torch.set_num_threads(2)
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), 'tiny')
 
 

@@ -1,0 +1,18 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Test-session settings shared by every test file.
+
+CI and development machines have 2 cores shared by the test process and the nodes, servers and
+worker ranks it starts: one torch/OpenMP thread per process avoids oversubscription, which made
+tiny-model inferences take tens of seconds instead of well under one.
+"""
+
+import os
+
+os.environ['OMP_NUM_THREADS'] = '1'
+os.environ['MKL_NUM_THREADS'] = '1'
+
+import torch  # noqa: E402  (after the thread settings, which torch reads at import)
+
+torch.set_num_threads(1)
