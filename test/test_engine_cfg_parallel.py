@@ -44,7 +44,9 @@ def scenario(engine) -> list[np.ndarray]:
     return actions
 
 
-def rank0(folder: str, port: int, world_size: int, tp_size: int, result: str) -> None:
+def rank0(
+    folder: str, port: int, world_size: int, tp_size: int, result: str, settings: dict
+) -> None:
     """Rank 0 in its own process: the engine with the parallel driver as its layout."""
     torch.set_num_threads(1)
     try:
@@ -52,7 +54,9 @@ def rank0(folder: str, port: int, world_size: int, tp_size: int, result: str) ->
             '127.0.0.1', port, world_size=world_size, tp_size=tp_size, timeout_s=TIMEOUT_S
         )
         try:
-            engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', layout=driver)
+            engine = DreamZeroEngine.from_pretrained(
+                folder, dtype='float32', layout=driver, **settings
+            )
             actions = [torch.from_numpy(a) for a in scenario(engine)]
             torch.save(
                 {
@@ -70,7 +74,12 @@ def rank0(folder: str, port: int, world_size: int, tp_size: int, result: str) ->
 
 
 def run_group(
-    tmp_path: Path, folder: Path, worker_args: list[str], world_size: int = 2, tp_size: int = 1
+    tmp_path: Path,
+    folder: Path,
+    worker_args: list[str],
+    world_size: int = 2,
+    tp_size: int = 1,
+    settings: dict | None = None,
 ) -> tuple[dict, list[int], list[str]]:
     """Rank 0 in a spawned process, ranks 1.. as dreamzero-engine-worker processes."""
     port = cfg_parallel.free_port()
@@ -97,7 +106,7 @@ def run_group(
     ]  # fmt: skip
     result = tmp_path / 'rank0.pt'
     process = multiprocessing.get_context('spawn').Process(
-        target=rank0, args=(str(folder), port, world_size, tp_size, str(result))
+        target=rank0, args=(str(folder), port, world_size, tp_size, str(result), settings or {})
     )
     process.start()
     outputs = []
@@ -144,6 +153,17 @@ def test_cfg_parallel_actions_equal_batched_run(tmp_path, checkpoint, reference)
     assert codes == [0], outputs
     assert '10 chunks, shut down' in outputs[0]
     assert result['local_heads'] == 2
+    assert_same_actions(result['actions'], reference)
+
+
+def test_cfg_parallel_worker_follows_the_speed_options(tmp_path, checkpoint, reference):
+    # The workers get rank 0's sampling config, speed options included: here the fast block
+    # runner with dynamo tracing only (exact in float32).
+    result, codes, outputs = run_group(
+        tmp_path, checkpoint, ['--checkpoint', str(checkpoint)], settings={'compile': 'eager'}
+    )
+    assert 'error' not in result, result.get('tb')
+    assert codes == [0], outputs
     assert_same_actions(result['actions'], reference)
 
 
