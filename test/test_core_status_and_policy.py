@@ -108,3 +108,25 @@ def test_step_duration_override_replays_chunks_in_slow_motion():
     outcome = loop.on_chunk(query, ActionChunk(np.zeros((24, 8), np.float32), stamp=1.0), 2.1)
     assert outcome.dropped_steps == 3
     np.testing.assert_allclose(np.diff(outcome.plan.times), 0.5)
+
+
+def test_engine_speed_parameters_reach_the_engine(tmp_path):
+    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    folder = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    settings = build_settings(
+        {
+            'engine.checkpoint': str(folder),
+            'engine.step_cache': 'full',
+            'engine.attention_backend': 'math',
+        }
+    )
+    policy = create_policy(settings, log=lambda text: None)
+    try:
+        config = policy.policy.config
+        assert config.step_cache.mode == 'full'
+        assert config.attention_backend == 'math'
+        assert config.fp8_linear == 'off' and not config.compile
+    finally:
+        policy.close()

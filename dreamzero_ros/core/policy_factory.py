@@ -69,7 +69,14 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
     start = time.monotonic()
     try:
         engine = DreamZeroEngine.from_pretrained(
-            folder, device=device, dtype=settings['engine.dtype'], layout=driver
+            folder,
+            device=device,
+            dtype=settings['engine.dtype'],
+            layout=driver,
+            step_cache=settings['engine.step_cache'],
+            compile=bool(settings['engine.compile']),
+            fp8_linear=settings['engine.fp8_linear'],
+            attention_backend=settings['engine.attention_backend'],
         )
     except BaseException:
         if on_close is not None:
