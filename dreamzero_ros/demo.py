@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.droid_clips import CLIPS_ENV, find_clips_dir
+
 DEFAULT_CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'dreamzero_ros'
 
 
@@ -137,6 +139,12 @@ def demo_system(
     logs.mkdir(parents=True, exist_ok=True)
     config = config_file('cpu_small.yaml')
     print(f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}; node config {config}; logs in {logs}')
+    clips = find_clips_dir()
+    print(
+        f'camera frames: the real DROID clips in {clips}'
+        if clips is not None
+        else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
+    )
     overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false', *node_parameters]
     node_args = ['dreamzero_ros.ros.policy_node', '--ros-args', '--params-file', str(config)]
     for override in overrides:
