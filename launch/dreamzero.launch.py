@@ -16,6 +16,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.substitutions import ExecutableInPackage
 
 from dreamzero_ros.core.launch_plan import plan_launch
 from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
@@ -67,9 +68,11 @@ def _launch_setup(context: LaunchContext) -> list:
         )
     ]
     for rank, worker in enumerate(plan.workers, start=1):
+        # console scripts live in lib/dreamzero_ros of the install, which is not on PATH
+        executable = ExecutableInPackage(executable=worker.cmd[0], package='dreamzero_ros')
         actions.append(
             ExecuteProcess(
-                cmd=worker.cmd,
+                cmd=[executable, *worker.cmd[1:]],
                 additional_env=worker.env,
                 name=f'dreamzero_engine_rank{rank}',
                 output='screen',

@@ -95,6 +95,9 @@ def test_launch_description_plans_node_and_worker_ranks(tmp_path):
         for key, value in worker.additional_env
     }
     assert env['RANK'] == '1' and env['WORLD_SIZE'] == '2' and env['CUDA_VISIBLE_DEVICES'] == '3'
+    # found in the package's lib folder, as `ros2 run` finds it (not on PATH in an install)
+    executable = ''.join(part.perform(context) for part in worker.cmd[0])
+    assert executable.endswith('lib/dreamzero_ros/dreamzero-engine-worker')
 
 
 _RUN_LAUNCH = """
