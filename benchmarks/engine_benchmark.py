@@ -26,10 +26,16 @@ from it only in ``fp8_linear``.  Named variants (``--variants``) add up the spee
 * ``compile``: that plus ``compile=True``;
 * ``dynamic``: that plus the dynamic step cache;
 * ``fp8``: ``compile`` plus ``fp8_linear=--fp8`` (default rowwise);
-* ``fp8-dynamic``: that plus the dynamic step cache.
+* ``fp8-dynamic``: that plus the dynamic step cache;
+* ``dynamic-min`` / ``fp8-dynamic-min``: the dynamic cache at its fewest DiT calls (see below);
+* ``eager-r1``, ``compile-r1``, ``fp8-r1``: ``eager``, ``compile``, ``fp8`` with the second
+  round's options off (the full last DiT call, per-token AdaLN gathers, separate K/V cache
+  copies, the VAE encoder 4 frames per pass in the default memory layout).
 
 ``label:key=value,...`` defines another (keys: ``step_cache``, ``compile``, ``fp8_linear``,
-``attention_backend``).  Without ``--variants`` one variant runs per ``--step-cache`` mode.
+``attention_backend``, ``skip_final_uncond``, ``uniform_modulation``, ``fused_kv_write``,
+``vae_frames_per_pass``, ``vae_channels_last``).  Without ``--variants`` one variant runs per
+``--step-cache`` mode.  ``--vae`` first times the VAE encoder alone with each of its options.
 
 Examples::
 
@@ -168,6 +174,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--cfg-scale', type=float, default=5.0)
     parser.add_argument('--warmup', type=int, default=2, help='chunks before timing')
     parser.add_argument('--repeats', type=int, default=8, help='timed chunks per schedule')
+    parser.add_argument(
+        '--baseline-repeats',
+        type=int,
+        help='timed chunks of the first variant (default: --repeats); a multiple of '
+        'max_chunk_size keeps whole context windows',
+    )
+    parser.add_argument(
+        '--vae', action='store_true', help='first time the VAE encoder alone with its options'
+    )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--threads', type=int, help='torch CPU threads')
     parser.add_argument('--json', help='also write the results to this JSON file')
@@ -195,19 +210,32 @@ NAMED_VARIANTS: dict[str, dict[str, Any]] = {
         'step_cache': 'dynamic-min',
     },
 }
+#: The second round's options, off (as the first round measured).
+ROUND1 = {
+    'skip_final_uncond': False,
+    'uniform_modulation': False,
+    'fused_kv_write': False,
+    'vae_frames_per_pass': 4,
+    'vae_channels_last': False,
+}
+NAMED_VARIANTS.update(
+    {f'{name}-r1': {**NAMED_VARIANTS[name], **ROUND1} for name in ('eager', 'compile', 'fp8')}
+)
 #: ``dynamic-min``: the dynamic schedule with every similarity test passed, i.e. its fewest DiT
 #: calls (4 of 16: steps 0, 1, 6, 11) -- what a trained model whose successive velocities agree
 #: gets; random weights never pass upstream's 0.93 test, so they run all 16 steps.
 DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))
-_VARIANT_KEYS = ('step_cache', 'compile', 'fp8_linear', 'attention_backend')
+_VARIANT_KEYS = ('step_cache', 'compile', 'fp8_linear', 'attention_backend', *ROUND1)
 
 
-def _setting(text: str) -> bool | str:
+def _setting(text: str) -> bool | int | str:
     lowered = text.lower()
     if lowered in ('true', 'on', 'yes'):
         return True
     if lowered in ('false', 'no'):
         return False
+    if lowered.isdigit():
+        return int(lowered)
     return text
 
 
@@ -251,7 +279,56 @@ def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int)
     return base.replace(**changes)
 
 
-def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, label: str) -> dict:
+def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
+    """Time the VAE encoder on a continuing chunk's and a new window's video, per option.
+
+    Options: frames per pass (4 = upstream, 0 = all after the first in one pass) and the
+    ``channels_last_3d`` layout; cuDNN picks its fastest kernels (as with ``compile``).  Also
+    reports each option's largest latent difference from the 4-frame, default-layout encoding.
+    """
+    device, vae = engine.device, engine.modules.vae
+    if device.type == 'cuda':
+        torch.backends.cudnn.benchmark = True
+    height, width = engine.config.view.stitched_size
+    generator = torch.Generator(device).manual_seed(0)
+    results = []
+    print(f'\nVAE encoder, {height}x{width} frames, mean of {repeats} (ms)')
+    for frames in (9, engine.config.num_frames):
+        video = torch.rand(1, 3, frames, height, width, device=device, generator=generator)
+        video = (video * 2 - 1).to(engine.config.torch_dtype)
+        reference = None
+        for per_pass, channels_last in ((4, False), (0, False), (4, True), (0, True)):
+            latents = vae.encode(video, per_pass, channels_last)  # warm-up / autotune
+            if reference is None:
+                reference = latents.float()
+            times = []
+            for _ in range(repeats):
+                if device.type == 'cuda':
+                    torch.cuda.synchronize(device)
+                begin = time.perf_counter()
+                vae.encode(video, per_pass, channels_last)
+                if device.type == 'cuda':
+                    torch.cuda.synchronize(device)
+                times.append((time.perf_counter() - begin) * 1e3)
+            row = {
+                'frames': frames,
+                'frames_per_pass': per_pass,
+                'channels_last': channels_last,
+                'ms': statistics.fmean(times),
+                'max_abs_diff': float((latents.float() - reference).abs().max()),
+            }
+            results.append(row)
+            print(
+                f'  {frames:>2} frames, {"all" if per_pass == 0 else per_pass:>3} per pass, '
+                f'{"channels_last_3d" if channels_last else "contiguous":<16}: '
+                f'{row["ms"]:7.1f} ms, max |d latent| {row["max_abs_diff"]:.3g}'
+            )
+    return results
+
+
+def run_schedule(
+    engine: DreamZeroEngine, args: argparse.Namespace, rows: int, label: str, repeats: int
+) -> dict:
     """Warm up, then time ``args.repeats`` chunks; print one line per chunk.
 
     Every variant sees the same observations (same seeds, a fresh session), so the actions of two
@@ -293,7 +370,7 @@ def run_schedule(engine: DreamZeroEngine, args: argparse.Namespace, rows: int, l
         f'{"denoise":>8} {"decode":>8} {"total":>8} {"TFLOP":>7} {"TFLOP/s":>8}  (ms)'
     )
     chunks = []
-    for index in range(args.repeats):
+    for index in range(repeats):
         chunk = infer()
         stats = dict(engine.last_stats)
         prefill_flops, denoise_flops = chunk_flops(engine, stats, rows)
@@ -508,6 +585,12 @@ def main(argv: list[str] | None = None) -> int:
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
         f'build (random weights on the device): {build_s:.1f} s'
     )
+    vae_results: list[dict] = []
+    if args.vae:
+        try:
+            vae_results = vae_benchmark(engine)
+        except Exception:  # noqa: BLE001 - report and go on with the variants
+            traceback.print_exc()
     results, ran, failed = [], [], []
     for (label, settings), config in zip(variants, configs, strict=True):
         elapsed = time.perf_counter() - start
@@ -521,7 +604,10 @@ def main(argv: list[str] | None = None) -> int:
                 config, engine.modules, engine.tokenizer, engine.normalizer, layout
             )
         try:
-            result = run_schedule(runner, args, rows, label)
+            repeats = args.repeats
+            if not results and args.baseline_repeats:
+                repeats = args.baseline_repeats
+            result = run_schedule(runner, args, rows, label, repeats)
         except Exception as error:  # noqa: BLE001 - report and go on with the other variants
             traceback.print_exc()
             print(f'\n[{label}] FAILED: {type(error).__name__}: {error}')
@@ -546,7 +632,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, 'w') as handle:
             json.dump(
-                {'args': vars(args), 'build_s': build_s, 'params': params, 'results': results},
+                {
+                    'args': vars(args),
+                    'build_s': build_s,
+                    'params': params,
+                    'vae': vae_results,
+                    'results': results,
+                },
                 handle,
                 indent=2,
             )

@@ -8,6 +8,10 @@ unconditional one (negative prompt); each keeps its own K/V caches and cross-att
 session.  Every DiT step the two exchange their velocities with one ``all_gather`` (video and
 action packed in one buffer); both compute the same CFG-combined video velocity and take the
 conditional action velocity, so their schedulers and noisy samples stay identical step by step.
+When the chunk's video is not wanted, both ranks know (from the broadcast chunk) that the last
+DiT call needs the conditional branch only: rank 0 runs it alone, with no exchange, and the
+unconditional rank idles (its own copy of the actions is then not the chunk's; only rank 0's
+count).
 Results equal the one-process batched run (:class:`~dreamzero_ros.engine.denoise.ChunkDenoiser`)
 to float tolerance.
 
@@ -76,7 +80,8 @@ __all__ = [
     'spawn_worker',
 ]
 
-_TENSOR_FIELDS = tuple(f.name for f in fields(ChunkInputs) if f.name != 'new_window')
+_FLAG_FIELDS = ('new_window', 'need_video')
+_TENSOR_FIELDS = tuple(f.name for f in fields(ChunkInputs) if f.name not in _FLAG_FIELDS)
 _PROMPT_FIELDS = ('prompt_embeds', 'negative_prompt_embeds')
 
 
@@ -267,6 +272,7 @@ class ParallelDriver(BranchLayout):
             'command': _Command.INFER,
             'session': session.session_id,
             'new_window': inputs.new_window,
+            'need_video': inputs.need_video,
             'reuse_prompts': reuse,
         }
         self._channel.send(header, tensors)
@@ -319,7 +325,8 @@ def run_worker(dit: CausalWanDiT) -> int:
         else:
             prompts[sid] = {k: tensors.get(k) for k in _PROMPT_FIELDS}
         values = {name: tensors.get(name) for name in _TENSOR_FIELDS}
-        inputs = ChunkInputs(new_window=header['new_window'], **values)
+        flags = {name: header[name] for name in _FLAG_FIELDS}
+        inputs = ChunkInputs(**flags, **values)
         if sid not in sessions:
             sessions[sid] = denoiser.open_session(sid)
         denoiser.denoise_chunk(sessions[sid], inputs)

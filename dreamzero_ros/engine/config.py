@@ -194,6 +194,16 @@ class EngineConfig:
             ``tensorwise`` scaling (``True`` means ``rowwise``); needs ``bfloat16``.
         attention_backend: preferred attention kernel: ``auto`` (torch's choice, reference),
             ``cudnn``, ``flash``, ``efficient`` or ``math``.
+        skip_final_uncond: when the predicted video is not requested, the last DiT call of a
+            chunk runs the conditional CFG branch only (same actions; default on).
+        uniform_modulation: the fast block runner broadcasts one AdaLN vector per token kind
+            when a call's timesteps are uniform (same values; default on).
+        fused_kv_write: the fast block runner writes keys/values into the K/V cache from
+            inside its compiled stage (same values; default on).
+        vae_frames_per_pass: frames the VAE encoder takes per pass (a multiple of 4); 0: upstream's
+            4 on the reference path, all frames of a call in one pass with ``compile``.
+        vae_channels_last: VAE encoder activations in ``channels_last_3d`` memory format; None:
+            on with ``compile`` on CUDA, off otherwise.
 
     """
 
@@ -221,6 +231,11 @@ class EngineConfig:
     compile: bool | str = False
     fp8_linear: str | bool = 'off'
     attention_backend: str = 'auto'
+    skip_final_uncond: bool = True
+    uniform_modulation: bool = True
+    fused_kv_write: bool = True
+    vae_frames_per_pass: int = 0
+    vae_channels_last: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.step_cache, str):
@@ -229,7 +244,7 @@ class EngineConfig:
             except ValueError as error:
                 raise ConfigError(str(error)) from error
         try:
-            acceleration = AccelerationConfig(self.compile, self.fp8_linear, self.attention_backend)
+            acceleration = self.acceleration
         except ValueError as error:
             raise ConfigError(str(error)) from error
         object.__setattr__(self, 'fp8_linear', acceleration.fp8_linear)
@@ -290,6 +305,11 @@ class EngineConfig:
             (self.max_sessions >= 1, 'max_sessions must be >= 1'),
             (self.max_cached_prompts >= 1, 'max_cached_prompts must be >= 1'),
             (self.control_hz > 0, 'control_hz must be > 0'),
+            (
+                self.vae_frames_per_pass >= 0 and self.vae_frames_per_pass % TEMPORAL_FACTOR == 0,
+                f'vae_frames_per_pass must be 0 or a positive multiple of {TEMPORAL_FACTOR}, '
+                f'got {self.vae_frames_per_pass}',
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -299,8 +319,27 @@ class EngineConfig:
 
     @property
     def acceleration(self) -> AccelerationConfig:
-        """The DiT speed switches (``compile``, ``fp8_linear``, ``attention_backend``)."""
-        return AccelerationConfig(self.compile, self.fp8_linear, self.attention_backend)
+        """The DiT speed switches (``compile``, ``fp8_linear``, ``attention_backend``, ...)."""
+        return AccelerationConfig(
+            self.compile,
+            self.fp8_linear,
+            self.attention_backend,
+            self.uniform_modulation,
+            self.fused_kv_write,
+        )
+
+    @property
+    def vae_encode_options(self) -> tuple[int, bool]:
+        """``(frames_per_pass, channels_last)`` of the VAE encoder, the automatic ones resolved.
+
+        ``frames_per_pass`` 0 means all frames of a call in one pass.
+        """
+        fast = self.acceleration.compile_backend is not None
+        frames = self.vae_frames_per_pass or (0 if fast else TEMPORAL_FACTOR)
+        channels_last = self.vae_channels_last
+        if channels_last is None:
+            channels_last = fast and torch.device(self.device).type == 'cuda'
+        return frames, channels_last
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -28,7 +28,9 @@ One call (:meth:`ChunkDenoiser.denoise_chunk`), with ``nf = num_frame_per_block`
        and one for actions.  On the steps chosen by the step cache the DiT runs both CFG branches
        (conditional: prompt; unconditional: negative prompt) on the same noisy inputs; the video
        velocity is ``uncond + cfg_scale * (cond - uncond)``, the action velocity is the
-       conditional one.  Skipped steps reuse the last velocities.
+       conditional one.  Skipped steps reuse the last velocities.  When the caller does not want
+       the video (``need_video=False``), the last DiT call runs the conditional branch only and
+       the video stops there (its unconditional prediction would feed nothing but the video).
     3. ``start_frame += nf``.
 
 With ``cfg_scale == 1`` only the conditional branch runs.  By default both branches run as one
@@ -83,7 +85,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DenoiseConfig:
-    """Sampling settings of a chunk (upstream defaults) and the DiT's speed switches."""
+    """Sampling settings of a chunk (upstream defaults) and the DiT's speed switches.
+
+    ``skip_final_uncond``: when a chunk's video is not asked for (``ChunkInputs.need_video``
+    False), its last DiT call runs the conditional branch only (the actions are the same).
+    """
 
     num_inference_steps: int = 16
     cfg_scale: float = 5.0
@@ -92,6 +98,7 @@ class DenoiseConfig:
     num_train_timesteps: int = 1000
     step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
     acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
+    skip_final_uncond: bool = True
 
     def __post_init__(self) -> None:
         if self.num_inference_steps < 1:
@@ -118,6 +125,10 @@ class ChunkInputs:
         new_window: start a new context window with this call.
         clip_tokens: CLIP tokens of the conditioning frame ``(B, 257, clip_dim)``; new window only.
         y: I2V conditioning latents of the window ``(B, 20, F_window, h, w)``; new window only.
+        need_video: whether the caller wants the predicted video latents.  Without them the
+            last DiT call may skip the unconditional branch (see :class:`DenoiseConfig`): CFG
+            changes the video velocity only, the actions follow the conditional one, and nothing
+            later reads the predicted video (the next chunk's context comes from observed frames).
 
     """
 
@@ -128,6 +139,7 @@ class ChunkInputs:
     new_window: bool = False
     clip_tokens: torch.Tensor | None = None
     y: torch.Tensor | None = None
+    need_video: bool = True
 
 
 @dataclass
@@ -137,16 +149,18 @@ class ChunkOutput:
     Attributes:
         video_latents: predicted clean latents ``(B, 16, num_frame_per_block, h, w)`` of the frames
             ``[start_frame, start_frame + num_frame_per_block)`` (upstream prepends the
-            conditioning latent on a window's first chunk; the caller has it).
+            conditioning latent on a window's first chunk; the caller has it); None when the
+            inputs did not ask for them (``need_video=False``).
         actions: denoised normalised actions ``(B, num_action_per_block, action_dim)``.
         start_frame: window frame index of the first predicted frame.
-        dit_calls: denoising DiT calls made (prefill not counted).
+        dit_calls: denoising DiT calls made (prefill not counted), including a last one that ran
+            the conditional branch only; a process that holds no conditional row skips that one.
         timings_ms: ``context`` (cross-attention projection), ``prefill``, ``denoise``.
         step_similarities: velocity cosine similarities the dynamic step cache compared.
 
     """
 
-    video_latents: torch.Tensor
+    video_latents: torch.Tensor | None
     actions: torch.Tensor
     start_frame: int
     dit_calls: int
@@ -429,12 +443,33 @@ class ChunkDenoiser:
                 scheduler.set_timesteps(cfg.num_inference_steps, device)
             scheduler.reset()
         schedule = StepSchedule(cfg.step_cache, cfg.num_inference_steps)
+        skip_uncond = cfg.skip_final_uncond and cfg.use_cfg and not inputs.need_video
         dit_calls = 0
         flow = action_flow = None
+        video_done = False
         for i in range(cfg.num_inference_steps):
             t_video = video_sched.timesteps[i]
             t_action = action_sched.timesteps[i]
-            if schedule.should_run(i):
+            run = schedule.should_run(i)
+            if run and skip_uncond and schedule.is_last_dit_step(i):
+                # Only the video would use the unconditional prediction: stop the video here.
+                video_done = True
+                if 'cond' in self.layout.local_branches:  # cond rows come first
+                    out = dit(
+                        video,
+                        y_rows[:batch],
+                        t_video.expand(batch, nf),
+                        session.context.rows(batch),
+                        session.cache.rows(batch),
+                        session.start_frame,
+                        action,
+                        t_action.expand(batch, c.num_action_per_block),
+                        state_rows[:batch],
+                        self.runner,
+                    )
+                    dit_calls += 1
+                    action_flow = out.action
+            elif run:
                 out = dit(
                     rep(video),
                     y_rows,
@@ -453,10 +488,12 @@ class ChunkDenoiser:
                     v_cond if v_uncond is None else v_uncond + cfg.cfg_scale * (v_cond - v_uncond)
                 )
                 schedule.record(flow)
-            video = video_sched.step(flow, t_video, video)
+            if not video_done:
+                video = video_sched.step(flow, t_video, video)
             action = action_sched.step(action_flow, t_action, action)
         _sync(device)
         timings['denoise'] = (time.perf_counter() - start) * 1e3
         first = session.start_frame
         session.start_frame += nf
-        return ChunkOutput(video, action, first, dit_calls, timings, schedule.similarities)
+        video_out = video if inputs.need_video else None
+        return ChunkOutput(video_out, action, first, dit_calls, timings, schedule.similarities)

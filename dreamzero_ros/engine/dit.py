@@ -51,7 +51,7 @@ from .rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
 __all__ = ['BlockRunner', 'CausalWanDiT', 'CrossAttentionContext', 'DiTConfig', 'DiTOutput']
 
 #: What runs the blocks of a call: :meth:`CausalWanDiT.run_blocks` or a drop-in replacement,
-#: called as ``runner(x, e0, frames, rotary, context, backend, last_output=...)``.
+#: called as ``runner(x, e0, frames, rotary, context, backend, last_output=..., uniform=...)``.
 BlockRunner = Callable[..., torch.Tensor | None]
 
 
@@ -160,6 +160,10 @@ class CrossAttentionContext:
 
     layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
 
+    def rows(self, count: int) -> CrossAttentionContext:
+        """The first ``count`` rows of the batch (views)."""
+        return CrossAttentionContext([tuple(t[:count] for t in ls) for ls in self.layers])
+
     @staticmethod
     def cat(parts: list[CrossAttentionContext]) -> CrossAttentionContext:
         """Stack contexts along the batch (e.g. conditional then unconditional)."""
@@ -217,6 +221,15 @@ def _segmentwise(
         return video
     rest = fn(*(t[:, video_len:] for t in tokens), *(p[:, frames:] for p in params))
     return torch.cat([video, rest], dim=1)
+
+
+def _constant_along_tokens(timesteps: torch.Tensor) -> bool:
+    """Whether ``timesteps (B, S)`` is the same along ``S`` by construction (no device read).
+
+    True for one column or an expanded tensor (stride 0), as the denoiser passes them; a
+    materialised tensor counts as mixed even if its values happen to agree.
+    """
+    return timesteps.shape[1] == 1 or timesteps.stride(1) == 0
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -573,11 +586,15 @@ class CausalWanDiT(nn.Module):
         context: CrossAttentionContext,
         backend: SelfAttentionBackend,
         last_output: bool = True,
+        uniform: bool = False,
     ) -> torch.Tensor:
         """All blocks on tokens ``x`` laid out as ``frames`` video frames then register tokens.
 
         ``last_output=False`` says that only the keys/values reach the caller (a prefill); this
         reference implementation computes the output anyway (a fast runner may skip it).
+        ``uniform=True`` says that all video frames share one timestep and all register tokens
+        another (``e0`` is still per segment); the reference modulates per segment regardless,
+        a fast runner may broadcast one vector instead.
         """
         for i, block in enumerate(self.blocks):
             x = block(x, e0, frames, rotary, context.layers[i], backend, i)
@@ -634,7 +651,8 @@ class CausalWanDiT(nn.Module):
         )
         rotary = self.rotary(start_frame, grid, registers=False)
         cache.begin(x.shape[1], 0)
-        (runner or self.run_blocks)(x, e0, frames, rotary, context, cache, last_output=False)
+        blocks = runner or self.run_blocks
+        blocks(x, e0, frames, rotary, context, cache, last_output=False, uniform=True)
         cache.commit()
 
     def forward(
@@ -655,7 +673,9 @@ class CausalWanDiT(nn.Module):
         Args:
             latents: noisy video latents ``(B, out_dim, F, H, W)``.
             y: conditioning ``(B, in_dim - out_dim, F, H, W)`` (mask + first-frame latents).
-            timestep: per-frame model timesteps ``(B, F)`` (0..1000).
+            timestep: per-frame model timesteps ``(B, F)`` (0..1000); expanded from one value
+                per row (stride 0, as the denoiser passes them, also ``timestep_action``), they
+                let a fast runner broadcast the modulation (see :meth:`run_blocks`).
             context: :meth:`prepare_context` of the batch.
             cache: K/V cache holding the clean frames before ``start_frame``.
             start_frame: absolute frame index of the first noisy frame in the window.
@@ -695,7 +715,10 @@ class CausalWanDiT(nn.Module):
         video_len = x.shape[1]
         cache.begin(video_len, registers.shape[1])
         blocks = runner or self.run_blocks
-        x = blocks(torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache)
+        uniform = _constant_along_tokens(timestep) and _constant_along_tokens(timestep_action)
+        x = blocks(
+            torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache, uniform=uniform
+        )
         action_out = self.action_decoder(x[:, video_len : video_len + num_action])
         video_out = self.head(x[:, :video_len], e[:, :frames], frames)
         return DiTOutput(self.unpatchify(video_out, grid), action_out)

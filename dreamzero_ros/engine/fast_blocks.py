@@ -18,11 +18,14 @@ Either of the last two replaces :meth:`CausalWanDiT.run_blocks` by :class:`FastB
 which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` with:
 
 * per-token modulation gathered from the per-segment vectors by a token -> segment index, instead
-  of slicing the tokens per frame and concatenating the pieces again;
+  of slicing the tokens per frame and concatenating the pieces again; when the call's timesteps
+  are uniform (every prefill and denoising call of the denoiser), one vector for the video
+  tokens and one for the register tokens, broadcast (``uniform_modulation``);
 * one q/k/v product per block (the three weights become views of one fused matrix: same values,
   same checkpoint keys, no extra memory);
-* the self-attention K/V written straight into the preallocated cache and attention over a view
-  of it (the cache itself is :class:`~dreamzero_ros.engine.kv_cache.KVCache`);
+* the self-attention K/V written straight into the preallocated cache -- from inside the
+  compiled stage, fused with QK RMSNorm and the rotary embedding (``fused_kv_write``) -- and
+  attention over a view of it (the cache is :class:`~dreamzero_ros.engine.kv_cache.KVCache`);
 * in a prefill, the last block stops once its keys/values are cached (nothing reads the rest).
 
 Attention itself (self and cross) runs between the compiled stages, eagerly, with the kernel
@@ -56,11 +59,16 @@ class AccelerationConfig:
 
     ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
     ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
+    ``uniform_modulation`` and ``fused_kv_write`` only change how :class:`FastBlockRunner`
+    computes (same values): one broadcast modulation vector per token kind when a call's
+    timesteps are uniform, and keys/values written into the cache from inside the compiled stage.
     """
 
     compile: bool | str = False
     fp8_linear: str | bool = 'off'
     attention_backend: str = 'auto'
+    uniform_modulation: bool = True
+    fused_kv_write: bool = True
 
     def __post_init__(self) -> None:
         fp8 = self.fp8_linear
@@ -126,18 +134,42 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch
     return normed.type_as(x) * weight
 
 
+#: Where a token's modulation comes from: a token -> segment index tensor (``mod`` has a vector
+#: per frame and per register token), or, with uniform timesteps, the number of video tokens
+#: (``mod`` has one vector for all video tokens, then one for all register tokens if any).
+Segments = torch.Tensor | int
+
+
+def _token_vectors(mod: torch.Tensor, segment: Segments, index: int, length: int) -> torch.Tensor:
+    """Modulation vector ``index`` of every token, ``(B, L, C)`` or broadcastable ``(B, 1, C)``.
+
+    Per segment it is a gather; with uniform timesteps one vector broadcast over the video
+    tokens (and a select by token position where register tokens follow), which compiles to
+    index arithmetic instead of an indexed load.
+    """
+    if isinstance(segment, torch.Tensor):
+        return mod[:, segment, index]
+    vectors = mod[:, :, index]
+    if vectors.shape[1] == 1:
+        return vectors
+    register = torch.arange(length, device=mod.device)[:, None] >= segment
+    return torch.where(register, vectors[:, 1:], vectors[:, :1])
+
+
 def _modulated_norm(
-    x: torch.Tensor, mod: torch.Tensor, segment: torch.Tensor, shift: int, eps: float
+    x: torch.Tensor, mod: torch.Tensor, segment: Segments, shift: int, eps: float
 ) -> torch.Tensor:
-    """``LayerNorm(x) * (1 + scale) + shift`` with per-token vectors ``mod[:, segment, i]``."""
+    """``LayerNorm(x) * (1 + scale) + shift`` with each token's modulation vectors."""
     normed = F.layer_norm(x, x.shape[-1:], eps=eps)
-    return normed * (1 + mod[:, segment, shift + 1]) + mod[:, segment, shift]
+    length = x.shape[1]
+    scale = _token_vectors(mod, segment, shift + 1, length)
+    return normed * (1 + scale) + _token_vectors(mod, segment, shift, length)
 
 
 def _pre_attention(
     x: torch.Tensor,
     mod: torch.Tensor,
-    segment: torch.Tensor,
+    segment: Segments,
     qkv: Linear,
     norm_q: torch.Tensor | None,
     norm_k: torch.Tensor | None,
@@ -145,20 +177,31 @@ def _pre_attention(
     sin: torch.Tensor,
     heads: int,
     eps: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """AdaLN, fused q/k/v, QK RMSNorm and rotary embedding: ``q, k, v (B, L, heads, D)``."""
+    k_out: torch.Tensor | None = None,
+    v_out: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """AdaLN, fused q/k/v, QK RMSNorm and rotary embedding: ``q, k, v (B, L, heads, D)``.
+
+    With ``k_out, v_out`` (the K/V cache's slots of the call) ``k`` and ``v`` are written there,
+    from inside the compiled stage, and ``q, None, None`` returned.
+    """
     h = _modulated_norm(x, mod, segment, 0, eps)
     q, k, v = _linear(h, qkv).chunk(3, dim=-1)
     q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
     k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
-    return q, k, v.unflatten(-1, (heads, -1))
+    v = v.unflatten(-1, (heads, -1))
+    if k_out is None or v_out is None:
+        return q, k, v
+    k_out.copy_(k)
+    v_out.copy_(v)
+    return q, None, None
 
 
 def _post_attention(
     x: torch.Tensor,
     attended: torch.Tensor,
     mod: torch.Tensor,
-    segment: torch.Tensor,
+    segment: Segments,
     o: Linear,
     norm3: tuple[torch.Tensor, torch.Tensor] | None,
     cross_q: Linear,
@@ -167,7 +210,7 @@ def _post_attention(
     eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Output projection, gated residual, cross-attention norm and query: ``x, q_cross``."""
-    x = x + _linear(attended.flatten(2), o) * mod[:, segment, 2]
+    x = x + _linear(attended.flatten(2), o) * _token_vectors(mod, segment, 2, x.shape[1])
     h = x if norm3 is None else F.layer_norm(x, x.shape[-1:], norm3[0], norm3[1], eps)
     q = _rms_norm(_linear(h, cross_q), cross_norm_q, eps)
     return x, q.unflatten(-1, (heads, -1))
@@ -178,7 +221,7 @@ def _post_cross_attention(
     text: torch.Tensor,
     image: torch.Tensor,
     mod: torch.Tensor,
-    segment: torch.Tensor,
+    segment: Segments,
     cross_o: Linear,
     ffn_in: Linear,
     ffn_out: Linear,
@@ -188,7 +231,7 @@ def _post_cross_attention(
     x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
     h = _modulated_norm(x, mod, segment, 3, eps)
     y = _linear(F.gelu(_linear(h, ffn_in), approximate='tanh'), ffn_out)
-    return x + y * mod[:, segment, 5]
+    return x + y * _token_vectors(mod, segment, 5, x.shape[1])
 
 
 @dataclass(frozen=True)
@@ -296,24 +339,40 @@ class FastBlockRunner:
         context: Any,
         backend: SelfAttentionBackend,
         last_output: bool = True,
+        uniform: bool = False,
     ) -> torch.Tensor | None:
         """The blocks on ``x``; see :meth:`CausalWanDiT.run_blocks`.
 
         With ``last_output=False`` (a prefill) the last block only caches its keys and values
-        and None is returned.
+        and None is returned.  With ``uniform`` (all video frames at one timestep, all register
+        tokens at another) and ``uniform_modulation`` on, each block's modulation is one vector
+        per token kind, broadcast; otherwise one per frame and register token, gathered.
+        With ``fused_kv_write`` and a K/V cache as ``backend``, the compiled stage writes the
+        keys/values into the cache's slots (no separate copies).
         """
-        segment = self.segment_index(frames, x.shape[1], e0.shape[1] - frames)
+        registers = e0.shape[1] - frames
+        segment: Segments
+        if uniform and self.config.uniform_modulation:
+            segment = x.shape[1] - registers  # the video tokens; e0: one row per token kind
+            kinds = [e0[:, :1], e0[:, frames : frames + 1]] if registers else [e0[:, :1]]
+            e0 = torch.cat(kinds, dim=1)  # slices, not an index list (no host-to-device copy)
+        else:
+            segment = self.segment_index(frames, x.shape[1], registers)
         heads, eps = self.heads, self.eps
         last = len(self.layers) - 1
+        fused = self.config.fused_kv_write and hasattr(backend, 'slots')
         for i, (block, w) in enumerate(zip(self.dit.blocks, self.layers, strict=True)):
             mod = block.modulation.unsqueeze(0) + e0
+            slots = backend.slots(i) if fused else (None, None)
             q, k, v = self._pre(
-                x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps
-            )
+                x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps,
+                *slots,
+            )  # fmt: skip
             if i == last and not last_output and hasattr(backend, 'store'):
-                backend.store(i, k, v)
+                if not fused:
+                    backend.store(i, k, v)
                 return None
-            attended = backend.attend(i, q, k, v)
+            attended = backend.attend_written(i, q) if fused else backend.attend(i, q, k, v)
             x, q = self._post(
                 x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
             )

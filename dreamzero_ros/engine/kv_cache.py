@@ -21,6 +21,8 @@ followed by the unconditional rows, i.e. each branch keeps its own cache rows.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from .attention import sdpa
@@ -60,6 +62,7 @@ class KVCache:
         self.length = 0
         self._new_video = 0
         self._new_total = 0
+        self._is_view = False
 
     @property
     def batch(self) -> int:
@@ -82,6 +85,8 @@ class KVCache:
                 f'cache ({self.max_video_tokens} + {self.max_register_tokens})'
             )
         overflow = self.length + num_video - self.max_video_tokens
+        if overflow > 0 and self._is_view:
+            raise RuntimeError('a row view of the cache cannot drop cached tokens')
         if overflow > 0:
             keep = self.length - overflow
             self.k[:, :, :keep] = self.k[:, :, overflow : self.length].clone()
@@ -90,9 +95,35 @@ class KVCache:
         self._new_video = num_video
         self._new_total = num_video + num_registers
 
+    def rows(self, count: int) -> KVCache:
+        """The first ``count`` rows as a cache of their own (same buffers, same cached tokens).
+
+        For a denoising call on part of the batch (e.g. the conditional rows); it must not need
+        to drop cached tokens (:meth:`begin` raises), and it cannot :meth:`commit` for its parent.
+        """
+        if not 0 < count <= self.batch:
+            raise ValueError(f'rows must be in [1, {self.batch}], got {count}')
+        view = copy.copy(self)
+        view.k, view.v = self.k[:, :count], self.v[:, :count]
+        view._is_view = True
+        return view
+
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Write the call's ``k, v`` after the cache and attend ``q`` over cache + new tokens."""
         self.store(layer, k, v)
+        return self.attend_written(layer, q)
+
+    def slots(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of ``layer``'s key and value buffers that hold the call's new tokens.
+
+        A block runner may write the new keys/values straight into them (instead of
+        :meth:`store`), then call :meth:`attend_written`.
+        """
+        end = self.length + self._new_total
+        return self.k[layer, :, self.length : end], self.v[layer, :, self.length : end]
+
+    def attend_written(self, layer: int, q: torch.Tensor) -> torch.Tensor:
+        """Attend ``q`` over the cache and the new tokens already written to :meth:`slots`."""
         end = self.length + self._new_total
         return sdpa(q, self.k[layer, :, :end], self.v[layer, :, :end])
 
@@ -111,5 +142,7 @@ class KVCache:
 
     def commit(self) -> None:
         """Keep the video tokens of the last call (a prefill) in the cache."""
+        if self._is_view:
+            raise RuntimeError('a row view of the cache cannot commit')
         self.length += self._new_video
         self._new_video = self._new_total = 0

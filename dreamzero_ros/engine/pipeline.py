@@ -155,6 +155,7 @@ class DreamZeroEngine:
                 seed=config.seed,
                 step_cache=config.step_cache,
                 acceleration=config.acceleration,
+                skip_final_uncond=config.skip_final_uncond,
             ),
             layout,
         )
@@ -348,7 +349,7 @@ class DreamZeroEngine:
         image = video[:, :, -1:] if frames in (4, 9) else video[:, :, :1]
         clip_tokens = self.modules.image_encoder(image[:, :, 0])
         blank = image.new_zeros((*image.shape[:2], self.config.num_frames - 1, *image.shape[3:]))
-        latents = self.modules.vae.encode(torch.cat([image, blank], dim=2))
+        latents = self._vae_encode(torch.cat([image, blank], dim=2))
         mask = torch.zeros(
             (latents.shape[0], _MASK_CHANNELS, *latents.shape[2:]),
             dtype=latents.dtype,
@@ -363,7 +364,12 @@ class DreamZeroEngine:
         groups = video.shape[2] // 4
         if groups != per_block:
             video = torch.repeat_interleave(video, per_block // groups, dim=2)
-        return self.modules.vae.encode(torch.cat([video[:, :, :1], video], dim=2))
+        return self._vae_encode(torch.cat([video[:, :, :1], video], dim=2))
+
+    def _vae_encode(self, video: torch.Tensor) -> torch.Tensor:
+        """VAE latents of ``video`` with the configured encoder options."""
+        frames_per_pass, channels_last = self.config.vae_encode_options
+        return self.modules.vae.encode(video, frames_per_pass, channels_last)
 
     @torch.no_grad()
     def _infer(
@@ -396,6 +402,7 @@ class DreamZeroEngine:
             new_window=new_window,
             clip_tokens=clip_tokens,
             y=y,
+            need_video=return_video,
         )
         output = self.denoiser.denoise_chunk(session.denoise, inputs)
         timings['prefill'] = output.timings_ms['context'] + output.timings_ms['prefill']

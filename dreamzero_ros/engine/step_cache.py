@@ -107,6 +107,18 @@ class StepSchedule:
                 return False
         return True
 
+    def is_last_dit_step(self, index: int) -> bool:
+        """Whether step ``index`` (one that runs the DiT) is certainly the chunk's last DiT step.
+
+        Full and static schedules know it in advance.  The dynamic one knows it only on the
+        final step: any earlier DiT step may be followed by a similarity test, which needs this
+        step's CFG-combined velocity.
+        """
+        if self.config.mode == 'static':
+            mask = STATIC_DIT_STEP_MASKS[self.config.dit_steps]
+            return not any(mask[index + 1 :])
+        return index == self.num_steps - 1
+
     def record(self, video_velocity: torch.Tensor) -> None:
         """Remember a computed video velocity (the dynamic mode compares the last two)."""
         if self.config.mode == 'dynamic':

@@ -393,18 +393,28 @@ class WanVAE(nn.Module):
         inv_std = 1.0 / torch.tensor(self.config.latents_std, device=like.device).view(shape)
         return mean.to(like.dtype), inv_std.to(like.dtype)
 
-    def encode_stream(self, frames_per_pass: int = TEMPORAL_FACTOR) -> VAEEncodeStream:
+    def encode_stream(
+        self, frames_per_pass: int = TEMPORAL_FACTOR, channels_last: bool = False
+    ) -> VAEEncodeStream:
         """Start encoding a video piece by piece (see :class:`VAEEncodeStream`)."""
-        return VAEEncodeStream(self, frames_per_pass)
+        return VAEEncodeStream(self, frames_per_pass, channels_last)
 
     def decode_stream(self, latents_per_pass: int = 1) -> VAEDecodeStream:
         """Start decoding latents piece by piece (see :class:`VAEDecodeStream`)."""
         return VAEDecodeStream(self, latents_per_pass)
 
-    def encode(self, video: torch.Tensor, frames_per_pass: int = TEMPORAL_FACTOR) -> torch.Tensor:
+    def encode(
+        self,
+        video: torch.Tensor,
+        frames_per_pass: int = TEMPORAL_FACTOR,
+        channels_last: bool = False,
+    ) -> torch.Tensor:
         """Encode ``video (B, 3, 1 + 4k, H, W)`` in ``[-1, 1]``; H and W multiples of 8.
 
-        ``frames_per_pass`` (a multiple of 4) trades memory for speed; upstream uses 4.
+        ``frames_per_pass`` (a multiple of 4, or 0 for all frames after the first in one pass)
+        trades memory for speed; upstream uses 4.  ``channels_last`` runs the convolutions on
+        ``channels_last_3d`` activations (the layout tensor cores prefer).  Either changes only
+        the rounding, not the result.
 
         Returns:
             Normalised latents ``(B, z_dim, 1 + k, H/8, W/8)`` in the dtype of the weights.
@@ -413,7 +423,9 @@ class WanVAE(nn.Module):
         _check_video(video, 'video')
         if (video.shape[2] - 1) % TEMPORAL_FACTOR:
             raise ValueError(f'video must have 1 + 4k frames, got {video.shape[2]}')
-        return self.encode_stream(frames_per_pass).push(video)
+        if frames_per_pass == 0:
+            frames_per_pass = max(TEMPORAL_FACTOR, video.shape[2] - 1)
+        return self.encode_stream(frames_per_pass, channels_last).push(video)
 
     def decode(self, latents: torch.Tensor, latents_per_pass: int = 1) -> torch.Tensor:
         """Decode normalised ``latents (B, z_dim, n, h, w)``.
@@ -433,11 +445,14 @@ class VAEEncodeStream:
     :meth:`WanVAE.encode` of the whole video.
     """
 
-    def __init__(self, vae: WanVAE, frames_per_pass: int = TEMPORAL_FACTOR) -> None:
+    def __init__(
+        self, vae: WanVAE, frames_per_pass: int = TEMPORAL_FACTOR, channels_last: bool = False
+    ) -> None:
         if frames_per_pass < TEMPORAL_FACTOR or frames_per_pass % TEMPORAL_FACTOR:
             raise ValueError(f'frames_per_pass must be a positive multiple of {TEMPORAL_FACTOR}')
         self._vae = vae
         self._frames_per_pass = frames_per_pass
+        self._memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
         self._state: StreamState = {}
         self._pending: torch.Tensor | None = None
         self._started = False
@@ -451,7 +466,7 @@ class VAEEncodeStream:
 
         """
         _check_video(frames, 'frames')
-        frames = frames.to(self._vae.dtype)
+        frames = frames.to(self._vae.dtype, memory_format=self._memory_format)
         if self._pending is not None:
             pending = self._pending.shape
             if frames.shape[:2] != pending[:2] or frames.shape[3:] != pending[3:]:
@@ -481,7 +496,7 @@ class VAEEncodeStream:
         moments = model.conv1(model.encoder(frames, self._state))
         mu = moments.chunk(2, dim=1)[0]
         mean, inv_std = self._vae.latent_scale(mu)
-        return (mu - mean) * inv_std
+        return ((mu - mean) * inv_std).contiguous()
 
 
 class VAEDecodeStream:
