@@ -120,10 +120,12 @@ def chunk_flops(engine: DreamZeroEngine, stats: dict, rows: int) -> tuple[float,
     else:
         cached = start - per_block
         prefill = dit_call_flops(dit, CallShape(per_block, 0, cached), text, image)
-    denoise = stats['dit_calls'] * dit_call_flops(
+    # A call that skipped the unconditional branch computed one row's share.
+    row_calls = rows * stats['dit_calls'] - (rows - 1) * stats.get('conditional_only_calls', 0)
+    denoise = row_calls * dit_call_flops(
         dit, CallShape(per_block, dit.register_tokens, start), text, image
     )
-    return rows * prefill, rows * denoise
+    return rows * prefill, denoise
 
 
 def peak_memory_gib(device: torch.device) -> float:

@@ -129,10 +129,12 @@ def test_last_call_without_video_runs_the_conditional_rows_only(dit, step_cache)
     assert all(o.dit_calls == calls for o in full + skipped)
     # 5 prefills (new window, then continuing) of 2 rows, the denoising calls of 2 rows ...
     assert full_rows == ([2] * calls) * 5
-    if step_cache.mode == 'static' or step_cache == DYNAMIC_NEVER:
+    known = step_cache.mode == 'static' or step_cache == DYNAMIC_NEVER
+    if known:
         assert skip_rows == ([2] * (calls - 1) + [1]) * 5  # ... but the last: conditional only
     else:
         assert skip_rows == full_rows  # the dynamic cache's last call is not known in advance
+    assert [o.conditional_only_calls for o in full + skipped] == [0] * 5 + [int(known)] * 5
     for a, b in zip(full, skipped, strict=True):
         assert b.video_latents is None and a.video_latents is not None
         assert a.start_frame == b.start_frame

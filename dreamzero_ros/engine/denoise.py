@@ -157,6 +157,8 @@ class ChunkOutput:
             the conditional branch only; a process that holds no conditional row skips that one.
         timings_ms: ``context`` (cross-attention projection), ``prefill``, ``denoise``.
         step_similarities: velocity cosine similarities the dynamic step cache compared.
+        conditional_only_calls: how many of ``dit_calls`` ran the conditional branch only (0 or
+            1: the last call when the video was not asked for).
 
     """
 
@@ -166,6 +168,7 @@ class ChunkOutput:
     dit_calls: int
     timings_ms: dict[str, float]
     step_similarities: list[float] = field(default_factory=list)
+    conditional_only_calls: int = 0
 
 
 _session_ids = itertools.count(1)
@@ -444,7 +447,7 @@ class ChunkDenoiser:
             scheduler.reset()
         schedule = StepSchedule(cfg.step_cache, cfg.num_inference_steps)
         skip_uncond = cfg.skip_final_uncond and cfg.use_cfg and not inputs.need_video
-        dit_calls = 0
+        dit_calls = conditional_only = 0
         flow = action_flow = None
         video_done = False
         for i in range(cfg.num_inference_steps):
@@ -468,6 +471,7 @@ class ChunkDenoiser:
                         self.runner,
                     )
                     dit_calls += 1
+                    conditional_only += 1
                     action_flow = out.action
             elif run:
                 out = dit(
@@ -496,4 +500,6 @@ class ChunkDenoiser:
         first = session.start_frame
         session.start_frame += nf
         video_out = video if inputs.need_video else None
-        return ChunkOutput(video_out, action, first, dit_calls, timings, schedule.similarities)
+        return ChunkOutput(
+            video_out, action, first, dit_calls, timings, schedule.similarities, conditional_only
+        )

@@ -168,8 +168,9 @@ class DreamZeroEngine:
         self._negative: torch.Tensor | None = None
         self._lock = threading.Lock()
         #: Facts about the last chunk: ``dit_calls``, ``start_frame`` (window frame of its first
-        #: predicted latent), ``new_window``, ``frames`` (frames per view it was given) and
-        #: ``step_similarities`` (what the dynamic step cache compared).
+        #: predicted latent), ``new_window``, ``frames`` (frames per view it was given),
+        #: ``step_similarities`` (what the dynamic step cache compared) and
+        #: ``conditional_only_calls`` (DiT calls that skipped the unconditional branch).
         self.last_stats: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ builders
@@ -426,6 +427,7 @@ class DreamZeroEngine:
             'new_window': new_window,
             'frames': video.shape[2],
             'step_similarities': output.step_similarities,
+            'conditional_only_calls': output.conditional_only_calls,
         }
         if not np.all(np.isfinite(actions)):
             raise PolicyError('the model produced non-finite actions')
