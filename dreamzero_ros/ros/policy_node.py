@@ -29,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import queue
 import signal
 import sys
+import threading
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -513,8 +514,25 @@ class PolicyNode(LifecycleNode):
             self._status.publish(conversions.policy_status_msg(now, report))
 
 
-#: Longest time (wall-clock seconds) the executor waits before Python can handle a signal.
+#: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
 SIGNAL_POLL_PERIOD = 0.2
+
+
+class StopRequest:
+    """SIGINT/SIGTERM handler: the first signal asks the spin loop to stop, a second interrupts.
+
+    The first signal only sets a flag, so that no KeyboardInterrupt lands inside a callback or a
+    lock held by rclpy or the inference thread; the loop then holds and cleans up in order.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        """Handle one signal."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
 
 
 def _parameter_help() -> str:
@@ -537,7 +555,9 @@ def main(args: list[str] | None = None) -> int:
     parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
 
     rclpy.init(args=['prog', *argv], signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stop = StopRequest()
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     try:
         node = PolicyNode()
     except ValueError as error:
@@ -555,8 +575,8 @@ def main(args: list[str] | None = None) -> int:
             elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                 node.get_logger().fatal('autostart: activate failed')
                 status = 1
-        while status == 0 and rclpy.ok():
-            # A bounded wait lets SIGINT/SIGTERM be handled even while /clock is paused.
+        while status == 0 and rclpy.ok() and not stop.requested.is_set():
+            # A bounded wait lets SIGINT/SIGTERM be seen even while /clock is paused.
             executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
