@@ -5,8 +5,9 @@
 
 Builds the engine of a preset (default: the published 14B DROID architecture) directly on the
 device in the target dtype with seeded random weights, feeds it a steady stream of DROID
-observations of one session, and prints per chunk the encode / prefill / denoise / decode /
-total milliseconds, the DiT FLOPs actually computed (counted analytically from the shapes), the
+observations of one session, and prints per chunk the inputs / encode / prefill / denoise /
+decode / total milliseconds (``inputs``: cropping, resizing and stitching the camera views and
+the upload), the DiT FLOPs actually computed (counted analytically from the shapes), the
 DiT throughput of the denoising loop, and the peak memory.  Chunks cycle through context windows
 (a new window every ``max_chunk_size`` chunks encodes the conditioning frame with CLIP and the
 VAE), so the summary reports new-window and continuing chunks separately and their mean over a
@@ -29,13 +30,20 @@ from it only in ``fp8_linear``.  Named variants (``--variants``) add up the spee
 * ``fp8-dynamic``: that plus the dynamic step cache;
 * ``dynamic-min`` / ``fp8-dynamic-min``: the dynamic cache at its fewest DiT calls (see below);
 * ``eager-r1``, ``compile-r1``, ``fp8-r1``: ``eager``, ``compile``, ``fp8`` with the second
-  round's options off (the full last DiT call, per-token AdaLN gathers, separate K/V cache
-  copies, the VAE encoder 4 frames per pass in the default memory layout).
+  and third rounds' options off (the full last DiT call, per-token AdaLN gathers, separate K/V
+  cache copies, the VAE encoder 4 frames per pass in the default memory layout, views prepared
+  on the host, GELU after the FFN product);
+* ``eager-r2``, ``compile-r2``, ``fp8-r2``: the same with the third round's options off (views
+  prepared on the host, the GELU kernel after the FFN product, the VAE encoder uncompiled and
+  all frames of a call in one pass, as the second round left it).
 
 ``label:key=value,...`` defines another (keys: ``step_cache``, ``compile``, ``fp8_linear``,
 ``attention_backend``, ``skip_final_uncond``, ``uniform_modulation``, ``fused_kv_write``,
-``vae_frames_per_pass``, ``vae_channels_last``).  Without ``--variants`` one variant runs per
-``--step-cache`` mode.  ``--vae`` first times the VAE encoder alone with each of its options.
+``gelu_epilogue``, ``vae_frames_per_pass``, ``vae_channels_last``, ``vae_compile``,
+``inputs_on_device``).  Without ``--variants`` one variant runs per ``--step-cache`` mode.
+``--vae`` first times the VAE encoder alone with each of its options, ``--inputs`` the view
+preparation on the host and on the device (and how far their uint8 frames differ), ``--gelu``
+the FFN input product with the GELU kernel after it and with GELU in its epilogue.
 
 Examples::
 
@@ -63,11 +71,13 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F  # noqa: N812
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.dit import DiTConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
 from dreamzero_ros.engine.testing import random_observation
+from dreamzero_ros.policy_types import DROID_CAMERAS
 
 
 @dataclass(frozen=True)
@@ -185,6 +195,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--vae', action='store_true', help='first time the VAE encoder alone with its options'
     )
+    parser.add_argument(
+        '--inputs',
+        action='store_true',
+        help='first time the view preparation on the host and on the device',
+    )
+    parser.add_argument(
+        '--gelu',
+        action='store_true',
+        help='first time the FFN input product with GELU after it and in its epilogue (CUDA)',
+    )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--threads', type=int, help='torch CPU threads')
     parser.add_argument('--json', help='also write the results to this JSON file')
@@ -212,17 +232,26 @@ NAMED_VARIANTS: dict[str, dict[str, Any]] = {
         'step_cache': 'dynamic-min',
     },
 }
-#: The second round's options, off (as the first round measured).
+#: The third round's options, off.
+ROUND3 = {'gelu_epilogue': False, 'vae_compile': False, 'inputs_on_device': False}
+#: The second and third rounds' options, off (as the first round measured).
 ROUND1 = {
     'skip_final_uncond': False,
     'uniform_modulation': False,
     'fused_kv_write': False,
     'vae_frames_per_pass': 4,
     'vae_channels_last': False,
+    **ROUND3,
 }
-NAMED_VARIANTS.update(
-    {f'{name}-r1': {**NAMED_VARIANTS[name], **ROUND1} for name in ('eager', 'compile', 'fp8')}
-)
+for _name in ('eager', 'compile', 'fp8'):
+    NAMED_VARIANTS[f'{_name}-r1'] = {**NAMED_VARIANTS[_name], **ROUND1}
+    # Round 2 encoded all frames of a call in one pass when compiling.
+    _frames = 0 if NAMED_VARIANTS[_name].get('compile') else 4
+    NAMED_VARIANTS[f'{_name}-r2'] = {
+        **NAMED_VARIANTS[_name],
+        **ROUND3,
+        'vae_frames_per_pass': _frames,
+    }
 #: ``dynamic-min``: the dynamic schedule with every similarity test passed, i.e. its fewest DiT
 #: calls (4 of 16: steps 0, 1, 6, 11) -- what a trained model whose successive velocities agree
 #: gets; random weights never pass upstream's 0.93 test, so they run all 16 steps.
@@ -281,16 +310,43 @@ def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int)
     return base.replace(**changes)
 
 
+def _timed_ms(device: torch.device, fn: Any, repeats: int) -> list[float]:
+    """Milliseconds of ``repeats`` calls of ``fn`` (device-synchronised)."""
+    times = []
+    for _ in range(repeats):
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        begin = time.perf_counter()
+        fn()
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+        times.append((time.perf_counter() - begin) * 1e3)
+    return times
+
+
+#: VAE encoder options timed by ``--vae``: (frames per pass, channels_last_3d, compiled norms).
+VAE_OPTIONS = (
+    (4, False, False),
+    (0, False, False),
+    (4, True, False),
+    (0, True, False),
+    (4, True, True),
+    (0, True, True),
+)
+
+
 def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
     """Time the VAE encoder on a continuing chunk's and a new window's video, per option.
 
-    Options: frames per pass (4 = upstream, 0 = all after the first in one pass) and the
-    ``channels_last_3d`` layout; cuDNN picks its fastest kernels (as with ``compile``).  Also
-    reports each option's largest latent difference from the 4-frame, default-layout encoding.
+    Options: frames per pass (4 = upstream, 0 = all after the first in one pass), the
+    ``channels_last_3d`` layout and the compiled norm/SiLU/padding kernels; cuDNN picks its
+    fastest kernels (as with ``compile``).  Also reports each option's largest latent difference
+    from the 4-frame, default-layout encoding, and the peak memory of the encoding alone.
     """
     device, vae = engine.device, engine.modules.vae
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
+    backend = engine.config.acceleration.compile_backend or 'inductor'
     height, width = engine.config.view.stitched_size
     generator = torch.Generator(device).manual_seed(0)
     results = []
@@ -299,33 +355,139 @@ def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
         video = torch.rand(1, 3, frames, height, width, device=device, generator=generator)
         video = (video * 2 - 1).to(engine.config.torch_dtype)
         reference = None
-        for per_pass, channels_last in ((4, False), (0, False), (4, True), (0, True)):
-            latents = vae.encode(video, per_pass, channels_last)  # warm-up / autotune
+        for per_pass, channels_last, fused in VAE_OPTIONS:
+            options = (per_pass, channels_last, backend if fused else None)
+            begin = time.perf_counter()
+            latents = vae.encode(video, *options)  # warm-up / autotune / compile
+            first_s = time.perf_counter() - begin
             if reference is None:
                 reference = latents.float()
-            times = []
-            for _ in range(repeats):
-                if device.type == 'cuda':
-                    torch.cuda.synchronize(device)
-                begin = time.perf_counter()
-                vae.encode(video, per_pass, channels_last)
-                if device.type == 'cuda':
-                    torch.cuda.synchronize(device)
-                times.append((time.perf_counter() - begin) * 1e3)
+            base = 0
+            if device.type == 'cuda':
+                torch.cuda.synchronize(device)
+                torch.cuda.reset_peak_memory_stats(device)
+                base = torch.cuda.memory_allocated(device)
+            times = _timed_ms(device, lambda v=video, o=options: vae.encode(v, *o), repeats)
+            extra = (torch.cuda.max_memory_allocated(device) - base) / 2**30 if base else 0.0
             row = {
                 'frames': frames,
                 'frames_per_pass': per_pass,
                 'channels_last': channels_last,
+                'compiled': fused,
                 'ms': statistics.fmean(times),
+                'first_call_s': first_s,
+                'activation_gib': extra,
                 'max_abs_diff': float((latents.float() - reference).abs().max()),
             }
             results.append(row)
             print(
                 f'  {frames:>2} frames, {"all" if per_pass == 0 else per_pass:>3} per pass, '
-                f'{"channels_last_3d" if channels_last else "contiguous":<16}: '
-                f'{row["ms"]:7.1f} ms, max |d latent| {row["max_abs_diff"]:.3g}'
+                f'{"channels_last_3d" if channels_last else "contiguous":<16}'
+                f'{", compiled norms" if fused else "":<16}: {row["ms"]:7.1f} ms, '
+                f'activations {extra:5.2f} GiB, first call {first_s:5.1f} s, '
+                f'max |d latent| {row["max_abs_diff"]:.3g}'
             )
     return results
+
+
+def inputs_benchmark(engine: DreamZeroEngine, repeats: int = 20) -> dict:
+    """The view preparation on the host and on the engine's device: time and uint8 agreement.
+
+    Per frame count (1: a session's first call, 4: the others) it times the host path (crop,
+    resize and stitch on the CPU, then the upload) and the device path (upload, then the same
+    operations on the device); ``host`` is the time until the call returns, ``synced`` with
+    the device caught up.  Agreement is counted on smooth noisy images, flat ones (every pixel
+    200, which lands a hair below 200 in float32 before the truncation) and gradients.
+    """
+    from dreamzero_ros.engine.droid_inputs import prepare_views, to_model_video
+
+    device, geometry, dtype = engine.device, engine.config.view, engine.config.torch_dtype
+    cpu = torch.device('cpu')
+    rows = {}
+    print(f'\nview preparation ({", ".join(map(str, geometry.source_size))} -> stitched), ms')
+    for frames in (1, 4):
+        clips = random_observation(seed=frames, frames=frames).images
+        for label, where in (('host', cpu), ('device', device)):
+
+            def run(where: torch.device = where, clips: dict = clips) -> torch.Tensor:
+                return to_model_video(prepare_views(clips, geometry, where), device, dtype)
+
+            run()
+            host = []
+            for _ in range(repeats):
+                if device.type == 'cuda':
+                    torch.cuda.synchronize(device)
+                begin = time.perf_counter()
+                run()
+                host.append((time.perf_counter() - begin) * 1e3)
+            synced = _timed_ms(device, run, repeats)
+            rows[f'{label}-{frames}'] = {
+                'host_ms': statistics.median(host),
+                'synced_ms': statistics.median(synced),
+            }
+            print(
+                f'  {frames} frame(s) per view, prepared on the {label:<6}: '
+                f'host {statistics.median(host):6.2f} ms, synced {statistics.median(synced):6.2f}'
+                ' ms (medians)'
+            )
+    height, width = geometry.source_size
+    flat = np.full((4, height, width, 3), 200, np.uint8)
+    ramp = np.linspace(0, 255, width, dtype=np.float64)[None, None, :, None]
+    ramp = np.broadcast_to(ramp, (4, height, width, 3)).astype(np.uint8)
+    samples = {
+        'smooth noisy': [random_observation(seed=s, frames=4).images for s in range(8)],
+        'flat 200': [dict.fromkeys(DROID_CAMERAS, flat)],
+        'gradient': [dict.fromkeys(DROID_CAMERAS, ramp)],
+    }
+    agreement = {}
+    for name, clip_sets in samples.items():
+        differ = total = largest = 0
+        for clips in clip_sets:
+            on_host = prepare_views(clips, geometry, cpu).int()
+            on_device = prepare_views(clips, geometry, device).cpu().int()
+            delta = (on_device - on_host).abs()
+            differ += int((delta > 0).sum())
+            total += delta.numel()
+            largest = max(largest, int(delta.max()))
+        agreement[name] = {'differing': differ, 'values': total, 'max_abs': largest}
+        print(
+            f'  {name:<12}: {differ} of {total} uint8 values differ between host and device '
+            f'({differ / total:.2e}), by at most {largest}'
+        )
+    return {'timing': rows, 'agreement': agreement}
+
+
+def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:
+    """The DiT's FFN input product (3570 x 13824 x 5120) with GELU after it and in its epilogue.
+
+    Times both (CUDA, bf16) and compares each with the float32 result of the same bf16 inputs.
+    """
+    if device.type != 'cuda':
+        return {}
+    from dreamzero_ros.engine.fast_blocks import _linear_gelu
+
+    generator = torch.Generator(device).manual_seed(0)
+
+    def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
+        values = torch.randn(*shape, device=device, generator=generator) * scale
+        return values.to(torch.bfloat16)
+
+    x, weight, bias = randn(3570, 5120), randn(13824, 5120, scale=0.02), randn(13824, scale=0.1)
+    exact = F.gelu(F.linear(x.float(), weight.float(), bias.float()), approximate='tanh')
+    result = {}
+    print('\nFFN input product 3570 x 13824 x 5120, bf16, with tanh GELU')
+    for label, epilogue in (('separate GELU', False), ('GELU epilogue', True)):
+
+        def call(epilogue: bool = epilogue) -> torch.Tensor:
+            return _linear_gelu(x, (weight, None, bias), epilogue)
+
+        out = call()
+        _timed_ms(device, call, 5)
+        times = _timed_ms(device, call, repeats)
+        error = float((out.float() - exact).norm() / exact.norm())
+        result[label] = {'ms': statistics.median(times), 'rel_error': error}
+        print(f'  {label}: {statistics.median(times):.3f} ms (median), rel. error {error:.2e}')
+    return result
 
 
 def run_schedule(
@@ -368,8 +530,9 @@ def run_schedule(
         torch.cuda.reset_peak_memory_stats(device)
     print(
         f'\n[{label}] warm-up {args.warmup} chunks: {warmup_s:.2f} s (first {first_chunk_s:.2f} s)'
-        f'\n{"chunk":>5} {"frame":>5} {"new":>3} {"dit":>3} {"encode":>8} {"prefill":>8} '
-        f'{"denoise":>8} {"decode":>8} {"total":>8} {"TFLOP":>7} {"TFLOP/s":>8}  (ms)'
+        f'\n{"chunk":>5} {"frame":>5} {"new":>3} {"dit":>3} {"inputs":>7} {"encode":>8} '
+        f'{"prefill":>8} {"denoise":>8} {"decode":>8} {"total":>8} {"TFLOP":>7} {"TFLOP/s":>8}'
+        '  (ms)'
     )
     chunks = []
     for index in range(repeats):
@@ -382,7 +545,7 @@ def run_schedule(
         chunks.append(row)
         print(
             f'{index:>5} {stats["start_frame"]:>5} {"y" if stats["new_window"] else "n":>3} '
-            f'{stats["dit_calls"]:>3} {t["encode"]:>8.1f} {t["prefill"]:>8.1f} '
+            f'{stats["dit_calls"]:>3} {t["inputs"]:>7.1f} {t["encode"]:>8.1f} {t["prefill"]:>8.1f} '
             f'{t["denoise"]:>8.1f} {t["decode"]:>8.1f} {t["total"]:>8.1f} '
             f'{row["tflop"]:>7.3g} {rate:>8.3g}'
         )
@@ -429,7 +592,10 @@ def summarise(chunks: list[dict]) -> dict:
         if group:
             summary[name] = {
                 key: statistics.fmean(c[key] for c in group)
-                for key in ('encode', 'prefill', 'denoise', 'decode', 'total', 'tflops', 'tflop')
+                for key in (
+                    *('inputs', 'encode', 'prefill', 'denoise', 'decode', 'total'),
+                    *('tflops', 'tflop'),
+                )
             }
             summary[name]['dit_calls'] = statistics.fmean(c['dit_calls'] for c in group)
             similarities = [s for c in group for s in c['step_similarities']]
@@ -486,7 +652,8 @@ def print_summary(result: dict, baseline: dict | None) -> None:
     for name, values in result['summary'].items():
         line = (
             f'[{result["label"]}] {name:>10} x{values["count"]}: total {values["total"]:.1f} ms '
-            f'(encode {values["encode"]:.1f}, prefill {values["prefill"]:.1f}, '
+            f'(inputs {values["inputs"]:.1f}, encode {values["encode"]:.1f}, '
+            f'prefill {values["prefill"]:.1f}, '
             f'denoise {values["denoise"]:.1f}, decode {values["decode"]:.1f}), '
             f'{values["dit_calls"]:.2g} DiT calls, DiT {values["tflops"]:.3g} TFLOP/s'
         )
@@ -511,23 +678,30 @@ def print_summary(result: dict, baseline: dict | None) -> None:
 
 
 def print_table(results: list[dict]) -> None:
-    """A compact comparison of the variants (means over the timed chunks)."""
+    """A compact comparison of the variants (means over the timed chunks).
+
+    ``other``: the part of ``total`` outside the timed stages (Python, session bookkeeping).
+    ``d act``: the action difference from the FP8 twin, else from the first variant of the same
+    step-cache mode (rms and max, rad).
+    """
     print(
-        f'\n{"variant":<14}{"dit":>5}{"encode":>8}{"prefill":>8}{"denoise":>9}{"decode":>7}'
-        f'{"total":>8}{"ratio":>7}{"TFLOP/s":>8}{"peak":>7}{"warm":>7}{"1st":>6}'
-        f'{"d act":>9}\n{"":<14}{"":>5}{"ms":>8}{"ms":>8}{"ms":>9}{"ms":>7}{"ms":>8}{"":>7}'
-        f'{"DiT":>8}{"GiB":>7}{"s":>7}{"s":>6}{"rms":>9}'
+        f'\n{"variant":<16}{"dit":>4}{"inputs":>7}{"encode":>8}{"prefill":>8}{"denoise":>9}'
+        f'{"decode":>7}{"other":>6}{"total":>8}{"ratio":>7}{"TFLOP/s":>8}{"peak":>6}{"warm":>6}'
+        f'{"1st":>6}{"d act":>9}{"max":>8}\n{"":<16}{"":>4}{"ms":>7}{"ms":>8}{"ms":>8}{"ms":>9}'
+        f'{"ms":>7}{"ms":>6}{"ms":>8}{"":>7}{"DiT":>8}{"GiB":>6}{"s":>6}{"s":>6}{"rms":>9}{"":>8}'
     )
     base = results[0]['summary']['all']['total']
     for result in results:
         a = result['summary']['all']
+        parts = sum(a[key] for key in ('inputs', 'encode', 'prefill', 'denoise', 'decode'))
         diff = result.get('action_diff_fp8') or result.get('action_diff')
         print(
-            f'{result["label"]:<14}{a["dit_calls"]:>5.2g}{a["encode"]:>8.1f}{a["prefill"]:>8.1f}'
-            f'{a["denoise"]:>9.1f}{a["decode"]:>7.1f}{a["total"]:>8.1f}{a["total"] / base:>7.3f}'
-            f'{a["tflops"]:>8.0f}{result["peak_memory_gib"]:>7.1f}{result["warmup_s"]:>7.1f}'
-            f'{result["first_chunk_s"]:>6.1f}'
-            f'{(diff["rms"] if diff else 0.0):>9.2g}'
+            f'{result["label"]:<16}{a["dit_calls"]:>4.2g}{a["inputs"]:>7.1f}{a["encode"]:>8.1f}'
+            f'{a["prefill"]:>8.1f}{a["denoise"]:>9.1f}{a["decode"]:>7.1f}'
+            f'{a["total"] - parts:>6.1f}{a["total"]:>8.1f}{a["total"] / base:>7.3f}'
+            f'{a["tflops"]:>8.0f}{result["peak_memory_gib"]:>6.1f}{result["warmup_s"]:>6.1f}'
+            f'{result["first_chunk_s"]:>6.1f}{(diff["rms"] if diff else 0.0):>9.2g}'
+            f'{(diff["max_abs"] if diff else 0.0):>8.2g}'
         )
 
 
@@ -587,12 +761,17 @@ def main(argv: list[str] | None = None) -> int:
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
         f'build (random weights on the device): {build_s:.1f} s'
     )
-    vae_results: list[dict] = []
-    if args.vae:
-        try:
-            vae_results = vae_benchmark(engine)
-        except Exception:  # noqa: BLE001 - report and go on with the variants
-            traceback.print_exc()
+    extras: dict[str, Any] = {}
+    for flag, name, bench in (
+        (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
+        (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
+        (args.vae, 'vae', lambda: vae_benchmark(engine)),
+    ):
+        if flag:
+            try:
+                extras[name] = bench()
+            except Exception:  # noqa: BLE001 - report and go on with the variants
+                traceback.print_exc()
     results, ran, failed = [], [], []
     for (label, settings), config in zip(variants, configs, strict=True):
         elapsed = time.perf_counter() - start
@@ -638,7 +817,7 @@ def main(argv: list[str] | None = None) -> int:
                     'args': vars(args),
                     'build_s': build_s,
                     'params': params,
-                    'vae': vae_results,
+                    **extras,
                     'results': results,
                 },
                 handle,

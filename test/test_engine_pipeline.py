@@ -32,7 +32,7 @@ def test_infer_returns_absolute_joint_actions(engine):
     assert np.all(np.isfinite(chunk.actions))
     assert chunk.stamp == 12.5 and chunk.chunk_id == 0
     assert chunk.step_duration == pytest.approx(1 / 15)
-    assert set(chunk.timing_ms) == {'encode', 'prefill', 'denoise', 'decode', 'total'}
+    assert set(chunk.timing_ms) == {'inputs', 'encode', 'prefill', 'denoise', 'decode', 'total'}
     assert chunk.timing_ms['total'] >= chunk.timing_ms['denoise'] > 0
     assert chunk.video is None
     # Joints are the state plus a de-normalised delta: the statistics' deltas span +-0.4 rad

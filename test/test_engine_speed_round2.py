@@ -341,13 +341,14 @@ def test_vae_encoder_options_give_the_same_latents(frames, per_pass, channels_la
 
 
 def test_engine_vae_options_follow_compile():
-    assert EngineConfig.tiny().vae_encode_options == (4, False)
-    assert EngineConfig.tiny(compile=True).vae_encode_options == (0, False)  # CPU
-    assert EngineConfig.tiny(compile=True, device='cuda').vae_encode_options == (0, True)
-    assert EngineConfig.tiny(vae_frames_per_pass=8, vae_channels_last=True).vae_encode_options == (
-        8,
-        True,
-    )
+    # (frames per pass, channels_last_3d, compile backend of the norms); round 3: 4 per pass.
+    assert EngineConfig.tiny().vae_encode_options == (4, False, None)
+    assert EngineConfig.tiny(compile=True).vae_encode_options == (4, False, None)  # CPU
+    on_gpu = EngineConfig.tiny(compile=True, device='cuda')
+    assert on_gpu.vae_encode_options == (4, True, 'inductor')
+    assert on_gpu.replace(vae_frames_per_pass=0).vae_encode_options == (0, True, 'inductor')
+    options = EngineConfig.tiny(vae_frames_per_pass=8, vae_channels_last=True).vae_encode_options
+    assert options == (8, True, None)
     with pytest.raises(ConfigError, match='vae_frames_per_pass'):
         EngineConfig.tiny(vae_frames_per_pass=6)
     acceleration = EngineConfig.tiny(uniform_modulation=False, fused_kv_write=False).acceleration

@@ -189,7 +189,8 @@ class EngineConfig:
         max_cached_prompts: prompt encodings kept at once.
         control_hz: control rate the actions are meant for (one row per step).
         compile: ``torch.compile`` the DiT blocks: ``False`` (reference), ``True`` (inductor) or
-            a backend name; on CUDA it also lets cuDNN pick its fastest convolutions (VAE).
+            a backend name; on CUDA it also lets cuDNN pick its fastest convolutions and
+            compiles the VAE encoder's norms (``vae_compile``).
         fp8_linear: DiT block linears in FP8 e4m3: ``off`` (reference), ``rowwise`` or
             ``tensorwise`` scaling (``True`` means ``rowwise``); needs ``bfloat16``.
         attention_backend: preferred attention kernel: ``auto`` (torch's choice, reference),
@@ -200,10 +201,19 @@ class EngineConfig:
             when a call's timesteps are uniform (same values; default on).
         fused_kv_write: the fast block runner writes keys/values into the K/V cache from
             inside its compiled stage (same values; default on).
-        vae_frames_per_pass: frames the VAE encoder takes per pass (a multiple of 4); 0: upstream's
-            4 on the reference path, all frames of a call in one pass with ``compile``.
+        gelu_epilogue: on CUDA, the fast block runner's bf16/fp16 FFN input projection applies
+            its tanh GELU in the matrix product's epilogue (cuBLASLt; same function, default on).
+        vae_frames_per_pass: frames the VAE encoder takes per pass: a multiple of 4 (upstream
+            and default: 4), or 0 for all frames of a call in one pass (about 10 GiB more
+            activation memory for a 33-frame window on the 14B preset, a few ms faster).
         vae_channels_last: VAE encoder activations in ``channels_last_3d`` memory format; None:
             on with ``compile`` on CUDA, off otherwise.
+        vae_compile: compile the VAE encoder's RMS norm, SiLU and causal time padding into one
+            kernel per layer: ``True`` (with the ``compile`` backend, else inductor), a backend
+            name, ``False``; None: on with ``compile`` and ``channels_last_3d``.
+        inputs_on_device: crop, resize and stitch the camera views on the engine's device (the
+            host only uploads the uint8 frames); None: on when the device is a GPU.  The same
+            operations either way; a GPU may round a resized pixel to the neighbouring uint8 value.
 
     """
 
@@ -234,8 +244,11 @@ class EngineConfig:
     skip_final_uncond: bool = True
     uniform_modulation: bool = True
     fused_kv_write: bool = True
-    vae_frames_per_pass: int = 0
+    gelu_epilogue: bool = True
+    vae_frames_per_pass: int = TEMPORAL_FACTOR
     vae_channels_last: bool | None = None
+    vae_compile: bool | str | None = None
+    inputs_on_device: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.step_cache, str):
@@ -326,20 +339,33 @@ class EngineConfig:
             self.attention_backend,
             self.uniform_modulation,
             self.fused_kv_write,
+            self.gelu_epilogue,
         )
 
     @property
-    def vae_encode_options(self) -> tuple[int, bool]:
-        """``(frames_per_pass, channels_last)`` of the VAE encoder, the automatic ones resolved.
+    def vae_encode_options(self) -> tuple[int, bool, str | None]:
+        """``(frames_per_pass, channels_last, compile_backend)`` of the VAE encoder, resolved.
 
-        ``frames_per_pass`` 0 means all frames of a call in one pass.
+        ``frames_per_pass`` 0 means all frames of a call in one pass; ``compile_backend`` is
+        None when the encoder's norm/SiLU/padding stay uncompiled.
         """
-        fast = self.acceleration.compile_backend is not None
-        frames = self.vae_frames_per_pass or (0 if fast else TEMPORAL_FACTOR)
+        backend = self.acceleration.compile_backend
         channels_last = self.vae_channels_last
         if channels_last is None:
-            channels_last = fast and torch.device(self.device).type == 'cuda'
-        return frames, channels_last
+            channels_last = backend is not None and torch.device(self.device).type == 'cuda'
+        fused = self.vae_compile
+        if fused is None:
+            fused = backend is not None and channels_last
+        if isinstance(fused, str):
+            return self.vae_frames_per_pass, channels_last, fused
+        return self.vae_frames_per_pass, channels_last, (backend or 'inductor') if fused else None
+
+    @property
+    def prepares_inputs_on_device(self) -> bool:
+        """Whether the views are cropped, resized and stitched on :attr:`device`."""
+        if self.inputs_on_device is None:
+            return torch.device(self.device).type == 'cuda'
+        return self.inputs_on_device
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -13,9 +13,13 @@ Upstream's evaluation transform for ``oxe_droid``, reproduced step by step:
 3. the model sees ``x / 255`` mapped to ``[-1, 1]``.
 
 Frames of another size are first letterboxed to the dataset resolution the way OpenPI clients do
-(``resize_with_pad``).  The instruction is wrapped in the multi-view template the model was
-trained with; the unconditional branch uses Wan's negative prompt.  The first call of a session
-sees one frame per view, later calls the last four (padded with the oldest frame held).
+(``resize_with_pad``).  The same torch operations run on the host (:func:`prepare_view`,
+:func:`stitch_droid_views`: NumPy in and out) or on any device (:func:`prepare_views`: the
+uint8 frames are uploaded and cropped, resized and stitched there).
+
+The instruction is wrapped in the multi-view template the model was trained with; the
+unconditional branch uses Wan's negative prompt.  The first call of a session sees one frame per
+view, later calls the last four (padded with the oldest frame held).
 """
 
 from __future__ import annotations
@@ -38,8 +42,11 @@ __all__ = [
     'ViewGeometry',
     'droid_prompt',
     'prepare_view',
+    'prepare_view_frames',
+    'prepare_views',
     'resize_with_pad',
     'stitch_droid_views',
+    'stitch_views',
     'to_model_video',
     'validate_observation',
 ]
@@ -133,9 +140,14 @@ def resize_with_pad(frames: torch.Tensor, size: tuple[int, int]) -> torch.Tensor
     return out
 
 
-def prepare_view(frames: np.ndarray, geometry: ViewGeometry) -> np.ndarray:
-    """One camera's uint8 ``(T, H, W, 3)`` frames -> uint8 ``(T, *view_size, 3)``."""
-    images = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2).float() / 255.0
+def prepare_view_frames(frames: torch.Tensor, geometry: ViewGeometry) -> torch.Tensor:
+    """One camera's uint8 ``(T, H, W, 3)`` frames -> uint8 ``(T, *view_size, 3)``, same device.
+
+    float32 ``/ 255``, letterbox, centre crop, antialiased bilinear resize, ``* 255``, clamp and
+    truncation to uint8, as upstream.  Devices may round the resize differently: where a value
+    lands within float32 rounding of an integer, a GPU can truncate it to the neighbouring one.
+    """
+    images = frames.permute(0, 3, 1, 2).float() / 255.0
     images = resize_with_pad(images, geometry.source_size)
     crop_h, crop_w = geometry.crop_size
     top = int(round((geometry.source_size[0] - crop_h) / 2.0))
@@ -143,28 +155,54 @@ def prepare_view(frames: np.ndarray, geometry: ViewGeometry) -> np.ndarray:
     images = images[..., top : top + crop_h, left : left + crop_w]
     images = _resize(images, geometry.view_size)
     images = (images * 255).clamp(0, 255).to(torch.uint8)
-    return images.permute(0, 2, 3, 1).numpy()
+    return images.permute(0, 2, 3, 1)
 
 
-def stitch_droid_views(views: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Stitch prepared ``(T, h, w, 3)`` views into ``(T, 2h, 2w, 3)``.
+def prepare_view(frames: np.ndarray, geometry: ViewGeometry) -> np.ndarray:
+    """One camera's uint8 ``(T, H, W, 3)`` frames -> uint8 ``(T, *view_size, 3)``."""
+    return prepare_view_frames(torch.from_numpy(np.ascontiguousarray(frames)), geometry).numpy()
+
+
+def stitch_views(views: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Stitch prepared ``(T, h, w, 3)`` uint8 views into ``(T, 2h, 2w, 3)`` on their device.
 
     Top: the wrist view with every column doubled; bottom-left exterior 1, bottom-right exterior 2.
     """
     wrist, exterior_1, exterior_2 = (views[name] for name in DROID_CAMERAS)
     frames, height, width, _ = wrist.shape
-    stitched = np.zeros((frames, 2 * height, 2 * width, 3), dtype=np.uint8)
-    stitched[:, :height] = np.repeat(wrist, 2, axis=2)
+    stitched = wrist.new_zeros((frames, 2 * height, 2 * width, 3))
+    stitched[:, :height] = wrist.repeat_interleave(2, dim=2)
     stitched[:, height:, :width] = exterior_1
     stitched[:, height:, width:] = exterior_2
     return stitched
 
 
+def stitch_droid_views(views: Mapping[str, np.ndarray]) -> np.ndarray:
+    """:func:`stitch_views` of NumPy views."""
+    tensors = {name: torch.from_numpy(np.ascontiguousarray(views[name])) for name in DROID_CAMERAS}
+    return stitch_views(tensors).numpy()
+
+
+def prepare_views(
+    clips: Mapping[str, np.ndarray], geometry: ViewGeometry, device: torch.device | str
+) -> torch.Tensor:
+    """The stitched uint8 ``(T, 2h, 2w, 3)`` frames of the DROID views, computed on ``device``.
+
+    The host uploads each camera's uint8 ``(T, H, W, 3)`` frames; the crop, resize and stitch
+    run where they land.
+    """
+    views = {}
+    for name in DROID_CAMERAS:
+        frames = torch.from_numpy(np.ascontiguousarray(clips[name])).to(device)
+        views[name] = prepare_view_frames(frames, geometry)
+    return stitch_views(views)
+
+
 def to_model_video(
-    stitched: np.ndarray, device: torch.device | str, dtype: torch.dtype
+    stitched: np.ndarray | torch.Tensor, device: torch.device | str, dtype: torch.dtype
 ) -> torch.Tensor:
     """uint8 ``(T, H, W, 3)`` -> ``(1, 3, T, H, W)`` in ``[-1, 1]`` on ``device``."""
-    video = torch.from_numpy(stitched).to(device).permute(3, 0, 1, 2).unsqueeze(0)
+    video = torch.as_tensor(stitched).to(device).permute(3, 0, 1, 2).unsqueeze(0)
     return (video.float() / 255.0 - 0.5).div(0.5).to(dtype)
 
 

@@ -26,7 +26,9 @@ which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` wit
 * the self-attention K/V written straight into the preallocated cache -- from inside the
   compiled stage, fused with QK RMSNorm and the rotary embedding (``fused_kv_write``) -- and
   attention over a view of it (the cache is :class:`~dreamzero_ros.engine.kv_cache.KVCache`);
-* in a prefill, the last block stops once its keys/values are cached (nothing reads the rest).
+* in a prefill, the last block stops once its keys/values are cached (nothing reads the rest);
+* on CUDA, the bf16/fp16 FFN input projection with its tanh GELU in the cuBLASLt epilogue
+  (``gelu_epilogue``): the GELU kernel's read and write of the 13824-wide activations go.
 
 Attention itself (self and cross) runs between the compiled stages, eagerly, with the kernel
 chosen by ``attention_backend``; its sequence lengths change within a context window, the
@@ -59,9 +61,12 @@ class AccelerationConfig:
 
     ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
     ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
-    ``uniform_modulation`` and ``fused_kv_write`` only change how :class:`FastBlockRunner`
-    computes (same values): one broadcast modulation vector per token kind when a call's
-    timesteps are uniform, and keys/values written into the cache from inside the compiled stage.
+    ``uniform_modulation``, ``fused_kv_write`` and ``gelu_epilogue`` only change how
+    :class:`FastBlockRunner` computes (same function): one broadcast modulation vector per token
+    kind when a call's timesteps are uniform, keys/values written into the cache from inside the
+    compiled stage, and on CUDA the FFN's tanh GELU applied in the epilogue of its input
+    projection (cuBLASLt, bf16/fp16 linears; FP8 linears keep GELU fused with their input
+    quantization).
     """
 
     compile: bool | str = False
@@ -69,6 +74,7 @@ class AccelerationConfig:
     attention_backend: str = 'auto'
     uniform_modulation: bool = True
     fused_kv_write: bool = True
+    gelu_epilogue: bool = True
 
     def __post_init__(self) -> None:
         fp8 = self.fp8_linear
@@ -123,6 +129,20 @@ def _linear(x: torch.Tensor, layer: Linear) -> torch.Tensor:
     if scale is None:
         return F.linear(x, weight, bias)
     return fp8_linear(x, weight, scale, bias)
+
+
+def _linear_gelu(x: torch.Tensor, layer: Linear, epilogue: bool) -> torch.Tensor:
+    """``gelu_tanh(x @ W.T + b)``; with ``epilogue`` on CUDA, one cuBLASLt product does all.
+
+    ``torch._addmm_activation(..., use_gelu=True)`` applies the tanh GELU on CUDA (its CPU
+    kernel applies the erf one, so the CPU keeps the separate GELU).  The epilogue rounds once,
+    after the activation; the separate kernels round the product to the model dtype first.
+    """
+    weight, scale, bias = layer
+    if epilogue and scale is None and bias is not None and x.is_cuda:
+        rows = torch._addmm_activation(bias, x.reshape(-1, x.shape[-1]), weight.t(), use_gelu=True)
+        return rows.view(*x.shape[:-1], weight.shape[0])
+    return F.gelu(_linear(x, layer), approximate='tanh')
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -226,11 +246,12 @@ def _post_cross_attention(
     ffn_in: Linear,
     ffn_out: Linear,
     eps: float,
+    gelu_epilogue: bool = False,
 ) -> torch.Tensor:
     """Cross-attention output and residual, then the modulated FFN with its gated residual."""
     x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
     h = _modulated_norm(x, mod, segment, 3, eps)
-    y = _linear(F.gelu(_linear(h, ffn_in), approximate='tanh'), ffn_out)
+    y = _linear(_linear_gelu(h, ffn_in, gelu_epilogue), ffn_out)
     return x + y * _token_vectors(mod, segment, 5, x.shape[1])
 
 
@@ -387,5 +408,6 @@ class FastBlockRunner:
                 w.ffn_in,
                 w.ffn_out,
                 eps,
+                self.config.gelu_epilogue,
             )
         return x if last_output else None

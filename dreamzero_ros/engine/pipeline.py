@@ -8,8 +8,9 @@ evaluation transforms around it (``GrootSimPolicy.lazy_joint_forward_causal`` an
 server wrapper):
 
 1. **inputs** -- the views of the session's recent frames (1 on the first call, then 4) are
-   cropped, resized and stitched (:mod:`.droid_inputs`); the state is q01/q99-normalised
-   (:mod:`.normalization`); the prompt is wrapped in the DROID template.
+   cropped, resized and stitched (:mod:`.droid_inputs`; on the engine's GPU, the host only
+   uploads the uint8 frames); the state is q01/q99-normalised (:mod:`.normalization`); the
+   prompt is wrapped in the DROID template.
 2. **encode** -- umT5 embeddings of the prompt and of the negative prompt (cached per text).
    On a new context window (first call, prompt change, single-frame input, window used up):
    CLIP tokens of the conditioning frame (the last frame of a 4-frame input, else the first) and
@@ -53,13 +54,7 @@ from .checkpoint import METADATA_FILE, CheckpointError, load_weights, randomize_
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
 from .dit import CausalWanDiT
-from .droid_inputs import (
-    ViewGeometry,
-    prepare_view,
-    stitch_droid_views,
-    to_model_video,
-    validate_observation,
-)
+from .droid_inputs import ViewGeometry, prepare_views, to_model_video, validate_observation
 from .droid_inputs import droid_prompt as apply_prompt_template
 from .image_encoder import CLIPImageEncoder
 from .normalization import MetadataError, StateActionNormalizer, load_metadata
@@ -337,10 +332,15 @@ class DreamZeroEngine:
         return self._negative
 
     def _video(self, session: Session) -> torch.Tensor:
-        """Model video ``(1, 3, T, H, W)`` of the session's last frames."""
+        """Model video ``(1, 3, T, H, W)`` of the session's last frames.
+
+        The views are prepared on the engine's device (the host uploads uint8 frames) or, with
+        ``inputs_on_device`` off, on the host and uploaded stitched.
+        """
         frames = session.history.select(session.frames_per_call)
-        views = {name: prepare_view(clip, self.config.view) for name, clip in frames.items()}
-        return to_model_video(stitch_droid_views(views), self.device, self.config.torch_dtype)
+        where = self.device if self.config.prepares_inputs_on_device else torch.device('cpu')
+        stitched = prepare_views(frames, self.config.view, where)
+        return to_model_video(stitched, self.device, self.config.torch_dtype)
 
     def _window_conditioning(
         self, video: torch.Tensor
@@ -369,8 +369,7 @@ class DreamZeroEngine:
 
     def _vae_encode(self, video: torch.Tensor) -> torch.Tensor:
         """VAE latents of ``video`` with the configured encoder options."""
-        frames_per_pass, channels_last = self.config.vae_encode_options
-        return self.modules.vae.encode(video, frames_per_pass, channels_last)
+        return self.modules.vae.encode(video, *self.config.vae_encode_options)
 
     @torch.no_grad()
     def _infer(
@@ -383,7 +382,8 @@ class DreamZeroEngine:
     ) -> ActionChunk:
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        video = self._video(session)
+        with self._timed(timings, 'inputs'):
+            video = self._video(session)
         # Upstream restarts the window when the prompt's tokens change: compare the model's text.
         text = clean_prompt(apply_prompt_template(observation.prompt))
         new_window = session.needs_new_window(text, video.shape[2])

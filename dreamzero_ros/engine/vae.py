@@ -17,6 +17,7 @@ unchanged. Upstream's tiled mode (off in DreamZero's config) is not implemented.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -115,6 +116,10 @@ class CausalConv3d(nn.Conv3d):
             time_padding -= history.shape[2]
         if time_padding:
             x = F.pad(x, (0, 0, 0, 0, time_padding, 0))
+        return self.convolve(x)
+
+    def convolve(self, x: torch.Tensor) -> torch.Tensor:
+        """Convolve ``x`` that already holds its past frames (no time padding added)."""
         if (
             x.device.type == 'cpu'
             and self.kernel_size[0] > 1
@@ -139,8 +144,10 @@ class CausalConv3d(nn.Conv3d):
 def _causal_conv(conv: CausalConv3d, x: torch.Tensor, state: StreamState) -> torch.Tensor:
     """Apply ``conv`` with its stored history and keep the last frames of ``x`` as the next."""
     history = state.get(conv)
-    frames = x if history is None else torch.cat([history, x], dim=2)
-    state[conv] = frames[:, :, -HISTORY_FRAMES:].clone()
+    if history is None or x.shape[2] >= HISTORY_FRAMES:
+        state[conv] = x[:, :, -HISTORY_FRAMES:].clone()
+    else:
+        state[conv] = torch.cat([history, x], dim=2)[:, :, -HISTORY_FRAMES:].clone()
     return conv(x, history)
 
 
@@ -166,6 +173,68 @@ def _per_frame(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return y.reshape(b, t, *y.shape[1:]).transpose(1, 2)
 
 
+def _norm_silu_after(past: torch.Tensor, x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
+    """``cat([past, silu(rms_norm(x))])`` on rows of channels: ``(M, C), (N, C) -> (M + N, C)``.
+
+    The float32 RMS norm of :class:`RMSNorm` (``gain = sqrt(C) * gamma``), the SiLU after it
+    and the causal convolution's past frames in front, in one kernel when compiled.
+    """
+    x32 = x.float()
+    inv_norm = torch.rsqrt(x32.square().sum(dim=1, keepdim=True).clamp_min(1e-24))
+    return torch.cat([past, F.silu((x32 * inv_norm * gain).type_as(x))])
+
+
+_COMPILED_NORM_SILU: dict[str, Callable[..., torch.Tensor]] = {}
+
+
+def _channel_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x (1, C, T, H, W)`` as contiguous ``(T H W, C)`` rows (a view in ``channels_last_3d``)."""
+    return x[0].permute(1, 2, 3, 0).reshape(-1, x.shape[1]).contiguous()
+
+
+class FusedNormConv:
+    """RMS norm, SiLU and a causal 3x3x3 convolution, with the first two compiled.
+
+    The compiled kernel normalises the channels of every pixel and writes the result after the
+    convolution's two past frames (the stream's history, zeros at the start), so the norm's
+    float32 temporaries, the SiLU and the time padding cost one read and one write of the
+    activations; cuDNN then convolves that buffer.  Same values as :class:`RMSNorm`,
+    :class:`torch.nn.SiLU` and :func:`_causal_conv`, up to the compiler's rounding.
+
+    Args:
+        backend: ``torch.compile`` backend (compiled once per process, dynamic shapes).
+
+    """
+
+    def __init__(self, backend: str) -> None:
+        kernel = _COMPILED_NORM_SILU.get(backend)
+        if kernel is None:
+            kernel = torch.compile(_norm_silu_after, backend=backend, dynamic=True, fullgraph=True)
+            _COMPILED_NORM_SILU[backend] = kernel
+        self._kernel = kernel
+
+    def __call__(
+        self, norm: RMSNorm, conv: CausalConv3d, x: torch.Tensor, state: StreamState
+    ) -> torch.Tensor:
+        """``conv(silu(norm(x)))`` with the stream's history of ``conv``; updates ``state``."""
+        if conv.time_padding != HISTORY_FRAMES:
+            raise ValueError('FusedNormConv needs a causal convolution over 3 frames')
+        if x.shape[0] != 1:
+            raise ValueError('FusedNormConv encodes one video at a time')
+        _, c, t, h, w = x.shape
+        history = state.get(conv)
+        held = 0 if history is None else history.shape[2]
+        past = x.new_zeros((HISTORY_FRAMES - held) * h * w, c)
+        if history is not None:
+            rows = _channel_rows(history)
+            past = torch.cat([past, rows]) if held < HISTORY_FRAMES else rows
+        gain = norm.scale * norm.gamma.float().reshape(1, c)
+        padded = self._kernel(past, _channel_rows(x), gain)
+        frames = padded.view(1, HISTORY_FRAMES + t, h, w, c).permute(0, 4, 1, 2, 3)
+        state[conv] = frames[:, :, -HISTORY_FRAMES:].clone()
+        return conv.convolve(frames)
+
+
 class ResidualBlock(nn.Module):
     """Two causal 3x3x3 convolutions with RMS norm and SiLU, plus a (1x1x1) shortcut."""
 
@@ -182,9 +251,14 @@ class ResidualBlock(nn.Module):
         )
         self.shortcut = CausalConv3d(in_dim, out_dim, 1) if in_dim != out_dim else nn.Identity()
 
-    def forward(self, x: torch.Tensor, state: StreamState) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, state: StreamState, fused: FusedNormConv | None = None
+    ) -> torch.Tensor:
         """Apply the block to the next piece ``x (B, C, T, H, W)``."""
         shortcut = self.shortcut(x)
+        if fused is not None:
+            x = fused(self.residual[0], self.residual[2], x, state)
+            return fused(self.residual[3], self.residual[6], x, state) + shortcut
         for layer in self.residual:
             x = _causal_conv(layer, x, state) if isinstance(layer, CausalConv3d) else layer(x)
         return x + shortcut
@@ -274,11 +348,18 @@ def _head(in_dim: int, out_dim: int) -> nn.Sequential:
     )
 
 
-def _run(layers: nn.Sequential, x: torch.Tensor, state: StreamState) -> torch.Tensor:
+def _run(
+    layers: nn.Sequential,
+    x: torch.Tensor,
+    state: StreamState,
+    fused: FusedNormConv | None = None,
+) -> torch.Tensor:
     for layer in layers:
         if isinstance(layer, CausalConv3d):
             x = _causal_conv(layer, x, state)
-        elif isinstance(layer, ResidualBlock | AttentionBlock | Resample):
+        elif isinstance(layer, ResidualBlock):
+            x = layer(x, state, fused)
+        elif isinstance(layer, AttentionBlock | Resample):
             x = layer(x, state)
         else:
             x = layer(x)
@@ -307,12 +388,16 @@ class Encoder3d(nn.Module):
         )  # fmt: skip
         self.head = _head(dims[-1], config.z_dim * 2)
 
-    def forward(self, x: torch.Tensor, state: StreamState) -> torch.Tensor:
-        """Encode the next piece of video."""
+    def forward(
+        self, x: torch.Tensor, state: StreamState, fused: FusedNormConv | None = None
+    ) -> torch.Tensor:
+        """Encode the next piece of video (``fused``: the compiled norm/SiLU/padding)."""
         x = _causal_conv(self.conv1, x, state)
-        for layers in (self.downsamples, self.middle, self.head):
-            x = _run(layers, x, state)
-        return x
+        for layers in (self.downsamples, self.middle):
+            x = _run(layers, x, state, fused)
+        if fused is None:
+            return _run(self.head, x, state)
+        return fused(self.head[0], self.head[2], x, state)
 
 
 class Decoder3d(nn.Module):
@@ -394,10 +479,13 @@ class WanVAE(nn.Module):
         return mean.to(like.dtype), inv_std.to(like.dtype)
 
     def encode_stream(
-        self, frames_per_pass: int = TEMPORAL_FACTOR, channels_last: bool = False
+        self,
+        frames_per_pass: int = TEMPORAL_FACTOR,
+        channels_last: bool = False,
+        compile_backend: str | None = None,
     ) -> VAEEncodeStream:
         """Start encoding a video piece by piece (see :class:`VAEEncodeStream`)."""
-        return VAEEncodeStream(self, frames_per_pass, channels_last)
+        return VAEEncodeStream(self, frames_per_pass, channels_last, compile_backend)
 
     def decode_stream(self, latents_per_pass: int = 1) -> VAEDecodeStream:
         """Start decoding latents piece by piece (see :class:`VAEDecodeStream`)."""
@@ -408,13 +496,15 @@ class WanVAE(nn.Module):
         video: torch.Tensor,
         frames_per_pass: int = TEMPORAL_FACTOR,
         channels_last: bool = False,
+        compile_backend: str | None = None,
     ) -> torch.Tensor:
         """Encode ``video (B, 3, 1 + 4k, H, W)`` in ``[-1, 1]``; H and W multiples of 8.
 
         ``frames_per_pass`` (a multiple of 4, or 0 for all frames after the first in one pass)
         trades memory for speed; upstream uses 4.  ``channels_last`` runs the convolutions on
-        ``channels_last_3d`` activations (the layout tensor cores prefer).  Either changes only
-        the rounding, not the result.
+        ``channels_last_3d`` activations (the layout tensor cores prefer).  ``compile_backend``
+        compiles each norm, SiLU and time padding before a convolution into one kernel
+        (:class:`FusedNormConv`).  These change only the rounding, not the result.
 
         Returns:
             Normalised latents ``(B, z_dim, 1 + k, H/8, W/8)`` in the dtype of the weights.
@@ -425,7 +515,7 @@ class WanVAE(nn.Module):
             raise ValueError(f'video must have 1 + 4k frames, got {video.shape[2]}')
         if frames_per_pass == 0:
             frames_per_pass = max(TEMPORAL_FACTOR, video.shape[2] - 1)
-        return self.encode_stream(frames_per_pass, channels_last).push(video)
+        return self.encode_stream(frames_per_pass, channels_last, compile_backend).push(video)
 
     def decode(self, latents: torch.Tensor, latents_per_pass: int = 1) -> torch.Tensor:
         """Decode normalised ``latents (B, z_dim, n, h, w)``.
@@ -442,17 +532,23 @@ class VAEEncodeStream:
 
     The first frame becomes the first latent frame; after it, every 4 frames give one more.
     Frames of an incomplete group wait for the next :meth:`push`. The concatenated outputs equal
-    :meth:`WanVAE.encode` of the whole video.
+    :meth:`WanVAE.encode` of the whole video.  ``frames_per_pass``, ``channels_last`` and
+    ``compile_backend`` (one video at a time) are the speed options of :meth:`WanVAE.encode`.
     """
 
     def __init__(
-        self, vae: WanVAE, frames_per_pass: int = TEMPORAL_FACTOR, channels_last: bool = False
+        self,
+        vae: WanVAE,
+        frames_per_pass: int = TEMPORAL_FACTOR,
+        channels_last: bool = False,
+        compile_backend: str | None = None,
     ) -> None:
         if frames_per_pass < TEMPORAL_FACTOR or frames_per_pass % TEMPORAL_FACTOR:
             raise ValueError(f'frames_per_pass must be a positive multiple of {TEMPORAL_FACTOR}')
         self._vae = vae
         self._frames_per_pass = frames_per_pass
         self._memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
+        self._fused = None if compile_backend is None else FusedNormConv(compile_backend)
         self._state: StreamState = {}
         self._pending: torch.Tensor | None = None
         self._started = False
@@ -493,7 +589,7 @@ class VAEEncodeStream:
 
     def _encode(self, frames: torch.Tensor) -> torch.Tensor:
         model = self._vae.model
-        moments = model.conv1(model.encoder(frames, self._state))
+        moments = model.conv1(model.encoder(frames, self._state, self._fused))
         mu = moments.chunk(2, dim=1)[0]
         mean, inv_std = self._vae.latent_scale(mu)
         return ((mu - mean) * inv_std).contiguous()
