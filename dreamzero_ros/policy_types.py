@@ -100,7 +100,7 @@ class ActionChunk:
         stamp: the :attr:`Observation.stamp` this chunk answers.
         step_duration: seconds between consecutive rows.
         chunk_id: per-session counter, starting at 0 after a reset.
-        timing_ms: stage name -> milliseconds (``encode``, ``prefill``, ``denoise``,
+        timing_ms: stage name -> milliseconds (``inputs``, ``encode``, ``prefill``, ``denoise``,
             ``decode``, ``total`` for the local engine).
         video: optional predicted future frames ``(T, H, W, 3)`` uint8.
 
