@@ -211,7 +211,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     _spec(
         'engine.compile',
         False,
-        'torch.compile the DiT blocks and VAE norms (GPU: ~30-40 s more warm-up, 0.69x the chunk time).',
+        'torch.compile the DiT blocks and VAE norms '
+        '(GPU: ~30-40 s more warm-up, 0.69x the chunk time).',
     ),
     _spec(
         'engine.fp8_linear',
