@@ -5,6 +5,7 @@
 
 import dataclasses
 
+from dit_support import run_call
 import numpy as np
 import pytest
 import torch
@@ -19,14 +20,6 @@ from dreamzero_ros.engine.testing import random_observation
 
 H, W = 4, 6
 T = (H // 2) * (W // 2)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def make_dit(dtype=torch.float32, seed=0):
@@ -52,24 +45,6 @@ def call_inputs(dit, seed=1):
         'timestep_action': torch.full((2, c.num_action_per_block), 733),
         'state': r(2, 1, c.max_state_dim),
     }
-
-
-@torch.no_grad()
-def run_call(dit, x, runner=None):
-    cache = dit.new_cache(2)
-    dit.prefill(*x['clean'], x['context'], cache, 0, runner)
-    out = dit(
-        *x['noisy'],
-        x['timestep'],
-        x['context'],
-        cache,
-        1,
-        x['action'],
-        x['timestep_action'],
-        x['state'],
-        runner,
-    )
-    return out, cache
 
 
 def rel(a, b):

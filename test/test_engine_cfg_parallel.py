@@ -125,12 +125,7 @@ def run_group(
 
 @pytest.fixture(scope='module')
 def reference(checkpoint):
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return scenario(DreamZeroEngine.from_pretrained(checkpoint, dtype='float32'))
-    finally:
-        torch.set_num_threads(previous)
+    return scenario(DreamZeroEngine.from_pretrained(checkpoint, dtype='float32'))
 
 
 def assert_same_actions(parallel: list[torch.Tensor], reference: list[np.ndarray]) -> None:

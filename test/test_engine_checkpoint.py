@@ -21,8 +21,6 @@ from dreamzero_ros.engine.checkpoint import (
 from dreamzero_ros.engine.pipeline import build_modules
 from dreamzero_ros.engine.testing import random_observation, write_random_checkpoint
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):

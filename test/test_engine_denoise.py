@@ -18,15 +18,6 @@ H, W = 4, 6
 T = (H // 2) * (W // 2)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny tensors: a second intra-op thread only adds wake-up latency on a busy machine.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope='module')
 def model():
     config = dataclasses.replace(DiTConfig.tiny(), frame_seqlen=T)

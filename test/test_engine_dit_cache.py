@@ -25,15 +25,6 @@ H, W = 4, 6  # latent grid -> 2 x 3 = 6 tokens per frame
 T = (H // 2) * (W // 2)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny tensors: a second intra-op thread only adds wake-up latency on a busy machine.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def make_model(**overrides) -> CausalWanDiT:
     config = dataclasses.replace(DiTConfig.tiny(), frame_seqlen=T, **overrides)
     return randomize_(CausalWanDiT(config).double(), 0).eval()

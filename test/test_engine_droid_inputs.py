@@ -19,8 +19,6 @@ from dreamzero_ros.engine.droid_inputs import (
 )
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
 
-torch.set_num_threads(1)
-
 
 def _coordinate_image(height, width):
     """R = row, G = column (mod 256), B = 7."""

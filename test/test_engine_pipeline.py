@@ -8,14 +8,11 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
 from dreamzero_ros.engine.testing import droid_metadata, random_observation
 from dreamzero_ros.policy_types import Policy, PolicyError
-
-torch.set_num_threads(1)
 
 CONFIG = EngineConfig.tiny(dtype='float32')
 

@@ -11,8 +11,6 @@ import torch
 
 from dreamzero_ros.engine.scheduler import FlowUniPCScheduler, sample_noise, shifted_sigmas
 
-torch.set_num_threads(1)
-
 
 def test_sigma_schedule_matches_shift_formula():
     sigmas = shifted_sigmas(16, shift=5.0)

@@ -7,14 +7,11 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.session import SessionStore
 from dreamzero_ros.engine.testing import random_observation
 from dreamzero_ros.policy_types import ObservationError
-
-torch.set_num_threads(1)
 
 CONFIG = EngineConfig.tiny(dtype='float32', max_sessions=3)
 

@@ -12,6 +12,7 @@
 
 import dataclasses
 
+from dit_support import run_call
 import numpy as np
 import pytest
 from test_engine_cfg_parallel import run_group, scenario
@@ -33,14 +34,6 @@ T = (H // 2) * (W // 2)
 DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))
 #: No similarity test passes: DiT on all 16 steps.
 DYNAMIC_NEVER = StepCacheConfig(mode='dynamic', thresholds=(2.0,), countdowns=(4,))
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope='module')
@@ -221,24 +214,6 @@ def call_inputs(dit, mixed: bool = False, seed: int = 1):
         'timestep_action': timestep_action,
         'state': r(2, 1, c.max_state_dim),
     }
-
-
-@torch.no_grad()
-def run_call(dit, x, runner=None):
-    cache = dit.new_cache(2)
-    dit.prefill(*x['clean'], x['context'], cache, 0, runner)
-    out = dit(
-        *x['noisy'],
-        x['timestep'],
-        x['context'],
-        cache,
-        1,
-        x['action'],
-        x['timestep_action'],
-        x['state'],
-        runner,
-    )
-    return out, cache
 
 
 def assert_same_call(a, b, tol=1e-6):

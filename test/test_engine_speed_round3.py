@@ -41,14 +41,6 @@ from dreamzero_ros.policy_types import DROID_CAMERAS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 # ---------------------------------------------------------------- 1. view preparation
 
 

@@ -24,7 +24,6 @@ import numpy as np
 from openpi_support import REPO, SCRIPTS, droid_frames, openpi_python, run_openpi
 import pytest
 from script_paths import installed_script
-import torch
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
 
@@ -48,7 +47,6 @@ CLIENT_CONFIG = {
 
 @pytest.fixture(scope='module')
 def engine(tmp_path_factory):
-    torch.set_num_threads(1)  # faster than 2 on a shared 2-core machine
     folder = tmp_path_factory.mktemp('tiny-checkpoint')
     write_random_checkpoint(folder, preset='tiny')
     return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32')
