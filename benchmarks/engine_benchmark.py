@@ -33,17 +33,22 @@ from it only in ``fp8_linear``.  Named variants (``--variants``) add up the spee
   and third rounds' options off (the full last DiT call, per-token AdaLN gathers, separate K/V
   cache copies, the VAE encoder 4 frames per pass in the default memory layout, views prepared
   on the host, GELU after the FFN product);
-* ``eager-r2``, ``compile-r2``, ``fp8-r2``: the same with the third round's options off (views
-  prepared on the host, the GELU kernel after the FFN product, the VAE encoder uncompiled and
-  all frames of a call in one pass, as the second round left it).
+* ``eager-r2``, ``compile-r2``, ``fp8-r2``: the same with the third and fourth rounds' options
+  off (views prepared on the host, the GELU kernel after the FFN product, the VAE encoder
+  uncompiled and all frames of a call in one pass, as the second round left it);
+* ``eager-r3``, ``compile-r3``, ``fp8-r3``: the fourth round's option off (QK norm, rotary
+  embedding and K/V write compiled by inductor instead of the Triton kernel).
 
 ``label:key=value,...`` defines another (keys: ``step_cache``, ``compile``, ``fp8_linear``,
 ``attention_backend``, ``skip_final_uncond``, ``uniform_modulation``, ``fused_kv_write``,
 ``gelu_epilogue``, ``vae_frames_per_pass``, ``vae_channels_last``, ``vae_compile``,
-``inputs_on_device``).  Without ``--variants`` one variant runs per ``--step-cache`` mode.
+``inputs_on_device``, ``triton_qk_rope``).  Without ``--variants`` one variant runs per
+``--step-cache`` mode.
 ``--vae`` first times the VAE encoder alone with each of its options, ``--inputs`` the view
 preparation on the host and on the device (and how far their uint8 frames differ), ``--gelu``
-the FFN input product with the GELU kernel after it and with GELU in its epilogue.
+the FFN input product with the GELU kernel after it and with GELU in its epilogue,
+``--qk-rope`` QK norm + rotary embedding + K/V cache write eager, compiled and as the Triton
+kernel.
 
 Examples::
 
@@ -205,6 +210,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action='store_true',
         help='first time the FFN input product with GELU after it and in its epilogue (CUDA)',
     )
+    parser.add_argument(
+        '--qk-rope',
+        action='store_true',
+        help='first time QK norm + rotary + K/V write: eager, compiled, Triton kernel (CUDA)',
+    )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--threads', type=int, help='torch CPU threads')
     parser.add_argument('--json', help='also write the results to this JSON file')
@@ -234,7 +244,9 @@ NAMED_VARIANTS: dict[str, dict[str, Any]] = {
 }
 #: The third round's options, off.
 ROUND3 = {'gelu_epilogue': False, 'vae_compile': False, 'inputs_on_device': False}
-#: The second and third rounds' options, off (as the first round measured).
+#: The fourth round's option, off.
+ROUND4 = {'triton_qk_rope': False}
+#: The options of rounds 2 to 4, off (as the first round measured).
 ROUND1 = {
     'skip_final_uncond': False,
     'uniform_modulation': False,
@@ -242,6 +254,7 @@ ROUND1 = {
     'vae_frames_per_pass': 4,
     'vae_channels_last': False,
     **ROUND3,
+    **ROUND4,
 }
 for _name in ('eager', 'compile', 'fp8'):
     NAMED_VARIANTS[f'{_name}-r1'] = {**NAMED_VARIANTS[_name], **ROUND1}
@@ -250,8 +263,10 @@ for _name in ('eager', 'compile', 'fp8'):
     NAMED_VARIANTS[f'{_name}-r2'] = {
         **NAMED_VARIANTS[_name],
         **ROUND3,
+        **ROUND4,
         'vae_frames_per_pass': _frames,
     }
+    NAMED_VARIANTS[f'{_name}-r3'] = {**NAMED_VARIANTS[_name], **ROUND4}
 #: ``dynamic-min``: the dynamic schedule with every similarity test passed, i.e. its fewest DiT
 #: calls (4 of 16: steps 0, 1, 6, 11) -- what a trained model whose successive velocities agree
 #: gets; random weights never pass upstream's 0.93 test, so they run all 16 steps.
@@ -487,6 +502,94 @@ def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:
         error = float((out.float() - exact).norm() / exact.norm())
         result[label] = {'ms': statistics.median(times), 'rel_error': error}
         print(f'  {label}: {statistics.median(times):.3f} ms (median), rel. error {error:.2e}')
+    return result
+
+
+def _graph_ms(device: torch.device, fn: Any, calls: int, repeats: int) -> float:
+    """Median GPU milliseconds of one ``fn()``, replayed from a CUDA graph of ``calls`` calls."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):  # warm up outside the capture, on a side stream
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    return statistics.median(_timed_ms(device, graph.replay, repeats)) / calls
+
+
+def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
+    """QK RMSNorm, rotary embedding and K/V cache write of one 14B block call, three ways.
+
+    2 x 1785 tokens of 40 x 128 after the q/k/v product: eager torch (the reference), the same
+    compiled (the fast runner before round 4) and the Triton kernel; GPU time per call (medians
+    of a CUDA graph of 50 calls, so no launch overhead), the memory rate of the minimal traffic
+    (q/k/v read once, q/k/v written once) and the differences from eager.
+    """
+    from dreamzero_ros.engine import qk_rope_kernel
+    from dreamzero_ros.engine.fast_blocks import _rms_norm
+    from dreamzero_ros.engine.rope import rotate
+
+    if device.type != 'cuda' or not qk_rope_kernel.available(device):
+        return {}
+    batch, tokens, heads, head_dim, context, eps = 2, 1785, 40, 128, 7945, 1e-6
+    dim = heads * head_dim
+    generator = torch.Generator(device).manual_seed(0)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device=device, generator=generator)
+
+    qkv = randn(batch, tokens, 3 * dim).bfloat16()
+    weight_q, weight_k = (1 + 0.1 * randn(2, dim)).bfloat16()
+    angles = 50 * torch.rand(tokens, head_dim // 2, device=device, generator=generator)
+    cos, sin = angles.cos(), angles.sin()
+    caches = {
+        name: torch.zeros(2, batch, context, heads, head_dim, device=device, dtype=torch.bfloat16)
+        for name in ('eager', 'compiled', 'triton')
+    }
+
+    def torch_stage(qkv, k_out, v_out):  # noqa: ANN001, ANN202 - the fast runner's torch path
+        q, k, v = qkv.chunk(3, dim=-1)
+        q = rotate(_rms_norm(q, weight_q, eps).unflatten(-1, (heads, -1)), cos, sin)
+        k_out.copy_(rotate(_rms_norm(k, weight_k, eps).unflatten(-1, (heads, -1)), cos, sin))
+        v_out.copy_(v.unflatten(-1, (heads, -1)))
+        return q
+
+    def triton_stage(qkv, k_out, v_out):  # noqa: ANN001, ANN202
+        return qk_rope_kernel.qk_norm_rope_into_cache(
+            qkv, weight_q, weight_k, cos, sin, heads, eps, k_out, v_out
+        )
+
+    stages = {
+        'eager': torch_stage,
+        'compiled': torch.compile(torch_stage, dynamic=False, fullgraph=True),
+        'triton': triton_stage,
+    }
+    moved = 2 * qkv.numel() * qkv.element_size()
+    shape = f'{batch} x {tokens} tokens, {heads} x {head_dim}'
+    print(f'\nQK RMSNorm + rotary + K/V cache write, {shape}')
+    result, outputs = {}, {}
+    for label, stage in stages.items():
+        cache = caches[label]
+        slots = cache[0, :, context - tokens :], cache[1, :, context - tokens :]
+
+        def call(stage: Any = stage, slots: tuple = slots) -> torch.Tensor:
+            return stage(qkv, *slots)
+
+        outputs[label] = (call(), *slots)
+        ms = _graph_ms(device, call, 50, repeats)
+        row = {'ms': ms, 'tb_s': moved / ms / 1e9}
+        if label != 'eager':
+            for name, mine, ref in zip('qkv', outputs[label], outputs['eager'], strict=True):
+                delta = (mine.float() - ref.float()).abs()
+                row[f'{name}_max_abs'] = float(delta.max())
+                row[f'{name}_differing'] = float((delta > 0).float().mean())
+        result[label] = row
+        details = ', '.join(f'{k} {v:.3g}' for k, v in row.items() if k not in ('ms', 'tb_s'))
+        print(f'  {label:<9}: {ms:.4f} ms (median), {row["tb_s"]:.2f} TB/s  {details}')
     return result
 
 
@@ -764,6 +867,7 @@ def main(argv: list[str] | None = None) -> int:
     extras: dict[str, Any] = {}
     for flag, name, bench in (
         (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
+        (args.qk_rope, 'qk_rope', lambda: qk_rope_benchmark(engine.device)),
         (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
         (args.vae, 'vae', lambda: vae_benchmark(engine)),
     ):

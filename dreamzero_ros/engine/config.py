@@ -203,6 +203,9 @@ class EngineConfig:
             inside its compiled stage (same values; default on).
         gelu_epilogue: on CUDA, the fast block runner's bf16/fp16 FFN input projection applies
             its tanh GELU in the matrix product's epilogue (cuBLASLt; same function, default on).
+        triton_qk_rope: on CUDA with Triton, the fast block runner's QK RMSNorm, rotary
+            embedding and K/V cache write run as one Triton kernel (same function; default on;
+            needs ``fused_kv_write``).
         vae_frames_per_pass: frames the VAE encoder takes per pass: a multiple of 4 (upstream
             and default: 4), or 0 for all frames of a call in one pass (on the 14B preset on an
             H200: 3-4 ms faster per chunk, 5 GiB more peak memory, 10 GiB uncompiled).
@@ -245,6 +248,7 @@ class EngineConfig:
     uniform_modulation: bool = True
     fused_kv_write: bool = True
     gelu_epilogue: bool = True
+    triton_qk_rope: bool = True
     vae_frames_per_pass: int = TEMPORAL_FACTOR
     vae_channels_last: bool | None = None
     vae_compile: bool | str | None = None
@@ -340,6 +344,7 @@ class EngineConfig:
             self.uniform_modulation,
             self.fused_kv_write,
             self.gelu_epilogue,
+            self.triton_qk_rope,
         )
 
     @property

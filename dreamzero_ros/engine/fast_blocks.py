@@ -13,6 +13,8 @@
   matrix products;
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears (self-attention q/k/v/o,
   cross-attention q/o, FFN) run in FP8 e4m3 (:mod:`.fp8`); the weights are quantized once.
+* ``triton_qk_rope``: on CUDA with Triton, QK RMSNorm, the rotary embedding and the K/V cache
+  write run as one hand-written kernel (:mod:`.qk_rope_kernel`) after the q/k/v product.
 
 Either of the last two replaces :meth:`CausalWanDiT.run_blocks` by :class:`FastBlockRunner`,
 which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` with:
@@ -43,6 +45,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 
+from . import qk_rope_kernel
 from .attention import ATTENTION_KERNELS, SelfAttentionBackend, sdpa
 from .fp8 import FP8_MODES, fp8_linear, quantize_weight
 from .rope import Rotary, rotate
@@ -61,12 +64,13 @@ class AccelerationConfig:
 
     ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
     ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
-    ``uniform_modulation``, ``fused_kv_write`` and ``gelu_epilogue`` only change how
-    :class:`FastBlockRunner` computes (same function): one broadcast modulation vector per token
-    kind when a call's timesteps are uniform, keys/values written into the cache from inside the
-    compiled stage, and on CUDA the FFN's tanh GELU applied in the epilogue of its input
-    projection (cuBLASLt, bf16/fp16 linears; FP8 linears keep GELU fused with their input
-    quantization).
+    ``uniform_modulation``, ``fused_kv_write``, ``gelu_epilogue`` and ``triton_qk_rope`` only
+    change how :class:`FastBlockRunner` computes (same function): one broadcast modulation
+    vector per token kind when a call's timesteps are uniform, keys/values written into the cache
+    from inside the compiled stage, on CUDA the FFN's tanh GELU applied in the epilogue of its
+    input projection (cuBLASLt, bf16/fp16 linears; FP8 linears keep GELU fused with their input
+    quantization), and on CUDA with Triton QK RMSNorm + rotary embedding + K/V cache write in
+    one Triton kernel (with ``fused_kv_write``).
     """
 
     compile: bool | str = False
@@ -75,6 +79,7 @@ class AccelerationConfig:
     uniform_modulation: bool = True
     fused_kv_write: bool = True
     gelu_epilogue: bool = True
+    triton_qk_rope: bool = True
 
     def __post_init__(self) -> None:
         fp8 = self.fp8_linear
@@ -186,6 +191,13 @@ def _modulated_norm(
     return normed * (1 + scale) + _token_vectors(mod, segment, shift, length)
 
 
+def _pre_qkv(
+    x: torch.Tensor, mod: torch.Tensor, segment: Segments, qkv: Linear, eps: float
+) -> torch.Tensor:
+    """AdaLN and the fused q/k/v product: ``(B, L, 3 dim)``."""
+    return _linear(_modulated_norm(x, mod, segment, 0, eps), qkv)
+
+
 def _pre_attention(
     x: torch.Tensor,
     mod: torch.Tensor,
@@ -205,8 +217,7 @@ def _pre_attention(
     With ``k_out, v_out`` (the K/V cache's slots of the call) ``k`` and ``v`` are written there,
     from inside the compiled stage, and ``q, None, None`` returned.
     """
-    h = _modulated_norm(x, mod, segment, 0, eps)
-    q, k, v = _linear(h, qkv).chunk(3, dim=-1)
+    q, k, v = _pre_qkv(x, mod, segment, qkv, eps).chunk(3, dim=-1)
     q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
     k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
     v = v.unflatten(-1, (heads, -1))
@@ -325,7 +336,13 @@ class FastBlockRunner:
         self.heads = dit.blocks[0].self_attn.num_heads
         self.eps = dit.config.eps
         self._segments: dict[tuple, torch.Tensor] = {}
-        stages = (_pre_attention, _post_attention, _post_cross_attention)
+        self.qk_kernel = (
+            config.triton_qk_rope
+            and config.fused_kv_write
+            and qk_rope_kernel.available(dit.device)
+            and all(w.norm_q is not None and w.norm_k is not None for w in self.layers)
+        )
+        stages = (_pre_attention, _pre_qkv, _post_attention, _post_cross_attention)
         backend = config.compile_backend
         if backend is not None:
             _allow_recompiles()
@@ -333,7 +350,7 @@ class FastBlockRunner:
                 torch.compile(stage, backend=backend, dynamic=False, fullgraph=True)
                 for stage in stages
             )
-        self._pre, self._post, self._post_cross = stages
+        self._pre, self._pre_qkv, self._post, self._post_cross = stages
 
     def segment_index(self, frames: int, tokens: int, registers: int) -> torch.Tensor:
         """Segment of every token: its frame for video tokens, ``frames + j`` for register j."""
@@ -369,7 +386,8 @@ class FastBlockRunner:
         tokens at another) and ``uniform_modulation`` on, each block's modulation is one vector
         per token kind, broadcast; otherwise one per frame and register token, gathered.
         With ``fused_kv_write`` and a K/V cache as ``backend``, the compiled stage writes the
-        keys/values into the cache's slots (no separate copies).
+        keys/values into the cache's slots (no separate copies), or the Triton kernel does
+        (:attr:`qk_kernel`).
         """
         registers = e0.shape[1] - frames
         segment: Segments
@@ -385,10 +403,17 @@ class FastBlockRunner:
         for i, (block, w) in enumerate(zip(self.dit.blocks, self.layers, strict=True)):
             mod = block.modulation.unsqueeze(0) + e0
             slots = backend.slots(i) if fused else (None, None)
-            q, k, v = self._pre(
-                x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps,
-                *slots,
-            )  # fmt: skip
+            if fused and self.qk_kernel:
+                qkv = self._pre_qkv(x, mod, segment, w.qkv, eps)
+                q = qk_rope_kernel.qk_norm_rope_into_cache(
+                    qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps, *slots
+                )
+                k = v = None
+            else:
+                q, k, v = self._pre(
+                    x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads,
+                    eps, *slots,
+                )  # fmt: skip
             if i == last and not last_output and hasattr(backend, 'store'):
                 if not fused:
                     backend.store(i, k, v)

@@ -1,0 +1,108 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Runs the Triton QK kernel under Triton's CPU interpreter; prints its checks as JSON.
+
+Started by ``test_engine_speed_round4.py`` with ``TRITON_INTERPRET=1`` (Triton reads it when the
+kernel is defined, so it must be set before the engine is imported).
+"""
+
+import json
+import sys
+
+import torch
+
+sys.path.insert(0, __file__.rsplit('/', 1)[0])
+
+from dit_support import run_call  # noqa: E402
+from test_engine_acceleration import call_inputs, make_dit, rel  # noqa: E402
+
+from dreamzero_ros.engine.fast_blocks import (  # noqa: E402
+    AccelerationConfig,
+    FastBlockRunner,
+    _rms_norm,
+)
+from dreamzero_ros.engine.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
+from dreamzero_ros.engine.rope import rotate  # noqa: E402
+
+EPS = 1e-6
+
+
+def kernel_against_torch(dtype: torch.dtype) -> dict:
+    """The kernel on 2 x 5 tokens of 3 heads x 8 (12 pairs: a masked block) vs the torch path."""
+    batch, tokens, heads, head_dim, start = 2, 5, 3, 8, 2
+    dim = heads * head_dim
+    g = torch.Generator().manual_seed(0)
+    qkv = (3 * torch.randn(batch, tokens, 3 * dim, generator=g)).to(dtype)
+    weight_q, weight_k = (0.5 + torch.rand(2, dim, generator=g)).to(dtype)
+    angles = 20 * torch.rand(tokens, head_dim // 2, generator=g)
+    cos, sin = angles.cos(), angles.sin()
+    cache_k = torch.full((batch, tokens + 4, heads, head_dim), 7.0, dtype=dtype)
+    cache_v = cache_k.clone()
+    slots = cache_k[:, start : start + tokens], cache_v[:, start : start + tokens]
+    q = qk_norm_rope_into_cache(qkv, weight_q, weight_k, cos, sin, heads, EPS, *slots)
+
+    ref_q, ref_k, ref_v = qkv.chunk(3, dim=-1)
+    ref_q = rotate(_rms_norm(ref_q, weight_q, EPS).unflatten(-1, (heads, -1)), cos, sin)
+    ref_k = rotate(_rms_norm(ref_k, weight_k, EPS).unflatten(-1, (heads, -1)), cos, sin)
+    outside = torch.cat([cache_k[:, :start], cache_k[:, start + tokens :], cache_v[:, :start]])
+    return {
+        'q_max_abs': float((q.float() - ref_q.float()).abs().max()),
+        'k_max_abs': float((slots[0].float() - ref_k.float()).abs().max()),
+        'v_equal': torch.equal(slots[1], ref_v.unflatten(-1, (heads, -1))),
+        'outside_untouched': bool((outside == 7).all()),
+        'q_shape': list(q.shape),
+        'ref_max_abs': float(ref_q.float().abs().max()),
+    }
+
+
+def runner_against_reference() -> dict:
+    """One prefill + denoising call of the tiny DiT: the runner with the kernel vs the reference."""
+    dit = make_dit()
+    x = call_inputs(dit)
+    reference, ref_cache = run_call(dit, x)
+    runner = FastBlockRunner(dit, AccelerationConfig())
+    fast, cache = run_call(dit, x, runner)
+    end = cache.length
+    return {
+        'uses_kernel': runner.qk_kernel,
+        'off_uses_kernel': FastBlockRunner(dit, AccelerationConfig(triton_qk_rope=False)).qk_kernel,
+        'video_rel': rel(fast.video, reference.video),
+        'action_rel': rel(fast.action, reference.action),
+        'cache_k_max_abs': float((cache.k[:, :, :end] - ref_cache.k[:, :, :end]).abs().max()),
+        'cache_v_max_abs': float((cache.v[:, :, :end] - ref_cache.v[:, :, :end]).abs().max()),
+    }
+
+
+def refusals() -> dict:
+    """Messages of the kernel's input checks."""
+    qkv = torch.zeros(1, 4, 3 * 16)
+    slot = torch.zeros(1, 4, 2, 8)
+    table = torch.zeros(4, 4)
+    messages = {}
+    cases = {
+        'strided_qkv': (qkv[:, ::2], slot[:, ::2], slot[:, ::2], table[::2]),
+        'wrong_slot': (qkv, torch.zeros(1, 4, 4, 4), slot, table),
+        'wrong_table': (qkv, slot, slot, torch.zeros(4, 8)),
+    }
+    weight = torch.ones(16)
+    for name, (q, k_out, v_out, cos) in cases.items():
+        try:
+            qk_norm_rope_into_cache(q, weight, weight, cos, cos, 2, EPS, k_out, v_out)
+        except ValueError as error:
+            messages[name] = str(error)
+    return messages
+
+
+if __name__ == '__main__':
+    torch.set_num_threads(1)
+    print(
+        json.dumps(
+            {
+                'float32': kernel_against_torch(torch.float32),
+                'bfloat16': kernel_against_torch(torch.bfloat16),
+                'runner': runner_against_reference(),
+                'refusals': refusals(),
+            }
+        )
+    )
