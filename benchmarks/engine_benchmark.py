@@ -551,14 +551,15 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
         for name in ('eager', 'compiled', 'triton')
     }
 
-    def torch_stage(qkv, k_out, v_out):  # noqa: ANN001, ANN202 - the fast runner's torch path
+    def torch_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
+        """The fast runner's torch path (round 3)."""
         q, k, v = qkv.chunk(3, dim=-1)
         q = rotate(_rms_norm(q, weight_q, eps).unflatten(-1, (heads, -1)), cos, sin)
         k_out.copy_(rotate(_rms_norm(k, weight_k, eps).unflatten(-1, (heads, -1)), cos, sin))
         v_out.copy_(v.unflatten(-1, (heads, -1)))
         return q
 
-    def triton_stage(qkv, k_out, v_out):  # noqa: ANN001, ANN202
+    def triton_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
         return qk_rope_kernel.qk_norm_rope_into_cache(
             qkv, weight_q, weight_k, cos, sin, heads, eps, k_out, v_out
         )

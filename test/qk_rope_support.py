@@ -84,11 +84,13 @@ def refusals() -> dict:
         'strided_qkv': (qkv[:, ::2], slot[:, ::2], slot[:, ::2], table[::2]),
         'wrong_slot': (qkv, torch.zeros(1, 4, 4, 4), slot, table),
         'wrong_table': (qkv, slot, slot, torch.zeros(4, 8)),
+        'wrong_weight': (qkv, slot, slot, table),
     }
     weight = torch.ones(16)
     for name, (q, k_out, v_out, cos) in cases.items():
         try:
-            qk_norm_rope_into_cache(q, weight, weight, cos, cos, 2, EPS, k_out, v_out)
+            norm = weight[:8] if name == 'wrong_weight' else weight
+            qk_norm_rope_into_cache(q, norm, norm, cos, cos, 2, EPS, k_out, v_out)
         except ValueError as error:
             messages[name] = str(error)
     return messages

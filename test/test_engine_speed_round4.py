@@ -67,6 +67,7 @@ def test_kernel_refuses_inputs_it_would_misread(interpreted):
     assert 'contiguous' in refusals['strided_qkv']
     assert 'k_out must be a (1, 4, 2, 8)' in refusals['wrong_slot']
     assert 'cos/sin must be (4, 4)' in refusals['wrong_table']
+    assert 'weight_q must be a contiguous (16,)' in refusals['wrong_weight']
 
 
 def test_cpu_without_the_interpreter_keeps_the_torch_path():

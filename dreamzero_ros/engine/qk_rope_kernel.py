@@ -128,6 +128,9 @@ def qk_norm_rope_into_cache(
     for name, slot in (('k_out', k_out), ('v_out', v_out)):
         if slot.shape != shape or slot.stride()[2:] != (head_dim, 1) or slot.dtype != qkv.dtype:
             raise ValueError(f'{name} must be a {shape} {qkv.dtype} slot, got {slot.shape}')
+    for name, weight in (('weight_q', weight_q), ('weight_k', weight_k)):
+        if weight.shape != (dim,) or not weight.is_contiguous():
+            raise ValueError(f'{name} must be a contiguous ({dim},), got {weight.shape}')
     if cos.shape != (tokens, head_dim // 2) or sin.shape != cos.shape:
         raise ValueError(f'cos/sin must be ({tokens}, {head_dim // 2}), got {cos.shape}')
     q = qkv.new_empty(shape)
