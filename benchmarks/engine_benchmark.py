@@ -530,8 +530,7 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
     (q/k/v read once, q/k/v written once) and the differences from eager.
     """
     from dreamzero_ros.engine import qk_rope_kernel
-    from dreamzero_ros.engine.fast_blocks import _rms_norm
-    from dreamzero_ros.engine.rope import rotate
+    from dreamzero_ros.engine.fast_blocks import qk_norm_rope
 
     if device.type != 'cuda' or not qk_rope_kernel.available(device):
         return {}
@@ -553,11 +552,7 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
 
     def torch_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
         """The fast runner's torch path (round 3)."""
-        q, k, v = qkv.chunk(3, dim=-1)
-        q = rotate(_rms_norm(q, weight_q, eps).unflatten(-1, (heads, -1)), cos, sin)
-        k_out.copy_(rotate(_rms_norm(k, weight_k, eps).unflatten(-1, (heads, -1)), cos, sin))
-        v_out.copy_(v.unflatten(-1, (heads, -1)))
-        return q
+        return qk_norm_rope(qkv, weight_q, weight_k, cos, sin, heads, eps, k_out, v_out)[0]
 
     def triton_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
         return qk_rope_kernel.qk_norm_rope_into_cache(

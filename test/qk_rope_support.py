@@ -20,10 +20,9 @@ from test_engine_acceleration import call_inputs, make_dit, rel  # noqa: E402
 from dreamzero_ros.engine.fast_blocks import (  # noqa: E402
     AccelerationConfig,
     FastBlockRunner,
-    _rms_norm,
+    qk_norm_rope,
 )
 from dreamzero_ros.engine.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
-from dreamzero_ros.engine.rope import rotate  # noqa: E402
 
 EPS = 1e-6
 
@@ -42,14 +41,12 @@ def kernel_against_torch(dtype: torch.dtype) -> dict:
     slots = cache_k[:, start : start + tokens], cache_v[:, start : start + tokens]
     q = qk_norm_rope_into_cache(qkv, weight_q, weight_k, cos, sin, heads, EPS, *slots)
 
-    ref_q, ref_k, ref_v = qkv.chunk(3, dim=-1)
-    ref_q = rotate(_rms_norm(ref_q, weight_q, EPS).unflatten(-1, (heads, -1)), cos, sin)
-    ref_k = rotate(_rms_norm(ref_k, weight_k, EPS).unflatten(-1, (heads, -1)), cos, sin)
+    ref_q, ref_k, ref_v = qk_norm_rope(qkv, weight_q, weight_k, cos, sin, heads, EPS)
     outside = torch.cat([cache_k[:, :start], cache_k[:, start + tokens :], cache_v[:, :start]])
     return {
         'q_max_abs': float((q.float() - ref_q.float()).abs().max()),
         'k_max_abs': float((slots[0].float() - ref_k.float()).abs().max()),
-        'v_equal': torch.equal(slots[1], ref_v.unflatten(-1, (heads, -1))),
+        'v_equal': torch.equal(slots[1], ref_v),
         'outside_untouched': bool((outside == 7).all()),
         'q_shape': list(q.shape),
         'ref_max_abs': float(ref_q.float().abs().max()),

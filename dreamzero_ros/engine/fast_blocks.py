@@ -198,6 +198,34 @@ def _pre_qkv(
     return _linear(_modulated_norm(x, mod, segment, 0, eps), qkv)
 
 
+def qk_norm_rope(
+    qkv: torch.Tensor,
+    norm_q: torch.Tensor | None,
+    norm_k: torch.Tensor | None,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    heads: int,
+    eps: float,
+    k_out: torch.Tensor | None = None,
+    v_out: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """QK RMSNorm and rotary embedding of ``qkv (B, L, 3 dim)``: ``q, k, v (B, L, heads, D)``.
+
+    With ``k_out, v_out`` (the K/V cache's slots of the call) ``k`` and ``v`` are written there
+    and ``q, None, None`` returned.  The torch path of
+    :func:`.qk_rope_kernel.qk_norm_rope_into_cache`.
+    """
+    q, k, v = qkv.chunk(3, dim=-1)
+    q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
+    k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
+    v = v.unflatten(-1, (heads, -1))
+    if k_out is None or v_out is None:
+        return q, k, v
+    k_out.copy_(k)
+    v_out.copy_(v)
+    return q, None, None
+
+
 def _pre_attention(
     x: torch.Tensor,
     mod: torch.Tensor,
@@ -212,20 +240,9 @@ def _pre_attention(
     k_out: torch.Tensor | None = None,
     v_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """AdaLN, fused q/k/v, QK RMSNorm and rotary embedding: ``q, k, v (B, L, heads, D)``.
-
-    With ``k_out, v_out`` (the K/V cache's slots of the call) ``k`` and ``v`` are written there,
-    from inside the compiled stage, and ``q, None, None`` returned.
-    """
-    q, k, v = _pre_qkv(x, mod, segment, qkv, eps).chunk(3, dim=-1)
-    q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
-    k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
-    v = v.unflatten(-1, (heads, -1))
-    if k_out is None or v_out is None:
-        return q, k, v
-    k_out.copy_(k)
-    v_out.copy_(v)
-    return q, None, None
+    """AdaLN, fused q/k/v, then :func:`qk_norm_rope` (cache writes inside the compiled stage)."""
+    qkv_out = _pre_qkv(x, mod, segment, qkv, eps)
+    return qk_norm_rope(qkv_out, norm_q, norm_k, cos, sin, heads, eps, k_out, v_out)
 
 
 def _post_attention(

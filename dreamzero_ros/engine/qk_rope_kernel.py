@@ -8,9 +8,9 @@ The fast block runner's fused q/k/v product gives every token ``[q | k | v]``, e
 program per token and part: q and k get the Wan RMSNorm over all heads (float32 statistics, the
 normalised values rounded to the model dtype, times the weight, rounded again) and the rotary
 embedding of adjacent pairs (float32, rounded); q goes to a new tensor, k into the K/V cache's
-slot; v is copied into its slot.  Those are the torch path's operations and roundings
-(``fast_blocks._rms_norm`` then ``rope.rotate``, then the slot copies); only the float32 sums
-run in another order.  Compiled, the torch path takes two kernels and reads q and k twice.
+slot; v is copied into its slot.  Those are the operations and roundings of the torch path,
+``fast_blocks.qk_norm_rope``; only the float32 sums run in another order.  Compiled, the
+torch path takes two kernels and reads q and k twice.
 
 Triton is optional: :func:`available` says whether the kernel can run on a device (CUDA, or any
 device under ``TRITON_INTERPRET=1``, Triton's CPU interpreter used by the tests).
