@@ -36,21 +36,19 @@ from it only in ``fp8_linear``.  Named variants (``--variants``) add up the spee
 * ``eager-r2``, ``compile-r2``, ``fp8-r2``: the same with the third and fourth rounds' options
   off (views prepared on the host, the GELU kernel after the FFN product, the VAE encoder
   uncompiled and all frames of a call in one pass, as the second round left it);
-* ``eager-r3``, ``compile-r3``, ``fp8-r3``: the fourth round's options off (QK norm, rotary
-  embedding and K/V write compiled by inductor, and the two cross-attentions as two cuDNN
-  calls and an add, instead of the two Triton kernels).
+* ``eager-r3``, ``compile-r3``, ``fp8-r3``: the fourth round's option off (QK norm, rotary
+  embedding and K/V write compiled by inductor instead of the Triton kernel).
 
 ``label:key=value,...`` defines another (keys: ``step_cache``, ``compile``, ``fp8_linear``,
 ``attention_backend``, ``skip_final_uncond``, ``uniform_modulation``, ``fused_kv_write``,
 ``gelu_epilogue``, ``vae_frames_per_pass``, ``vae_channels_last``, ``vae_compile``,
-``inputs_on_device``, ``triton_qk_rope``, ``triton_cross_attention``).  Without ``--variants``
-one variant runs per ``--step-cache`` mode.
+``inputs_on_device``, ``triton_qk_rope``).  Without ``--variants`` one variant runs per
+``--step-cache`` mode.
 ``--vae`` first times the VAE encoder alone with each of its options, ``--inputs`` the view
 preparation on the host and on the device (and how far their uint8 frames differ), ``--gelu``
 the FFN input product with the GELU kernel after it and with GELU in its epilogue,
 ``--qk-rope`` QK norm + rotary embedding + K/V cache write eager, compiled and as the Triton
-kernel, ``--cross-attention`` the text + image cross-attention as two cuDNN calls and an add
-and as the Triton kernel.
+kernel.
 
 Examples::
 
@@ -217,11 +215,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action='store_true',
         help='first time QK norm + rotary + K/V write: eager, compiled, Triton kernel (CUDA)',
     )
-    parser.add_argument(
-        '--cross-attention',
-        action='store_true',
-        help='first time the text + image cross-attention: two cuDNN calls vs Triton (CUDA)',
-    )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--threads', type=int, help='torch CPU threads')
     parser.add_argument('--json', help='also write the results to this JSON file')
@@ -251,8 +244,8 @@ NAMED_VARIANTS: dict[str, dict[str, Any]] = {
 }
 #: The third round's options, off.
 ROUND3 = {'gelu_epilogue': False, 'vae_compile': False, 'inputs_on_device': False}
-#: The fourth round's options, off.
-ROUND4 = {'triton_qk_rope': False, 'triton_cross_attention': False}
+#: The fourth round's option, off.
+ROUND4 = {'triton_qk_rope': False}
 #: The options of rounds 2 to 4, off (as the first round measured).
 ROUND1 = {
     'skip_final_uncond': False,
@@ -538,9 +531,8 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
     """
     from dreamzero_ros.engine import qk_rope_kernel
     from dreamzero_ros.engine.fast_blocks import qk_norm_rope
-    from dreamzero_ros.engine.triton_support import available
 
-    if device.type != 'cuda' or not available(device):
+    if device.type != 'cuda' or not qk_rope_kernel.available(device):
         return {}
     batch, tokens, heads, head_dim, context, eps = 2, 1785, 40, 128, 7945, 1e-6
     dim = heads * head_dim
@@ -594,56 +586,6 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
         result[label] = row
         details = ', '.join(f'{k} {v:.3g}' for k, v in row.items() if k not in ('ms', 'tb_s'))
         print(f'  {label:<9}: {ms:.4f} ms (median), {row["tb_s"]:.2f} TB/s  {details}')
-    return result
-
-
-def cross_attention_benchmark(device: torch.device, repeats: int = 20) -> dict:
-    """Text + image cross-attention of one 14B block call: two cuDNN calls and an add vs Triton.
-
-    2 x 1785 queries, 40 heads of 128, over 512 text and 257 image keys; GPU time per call
-    (CUDA graph of 50 calls, medians), the rate of the attention FLOPs, and each path's largest
-    difference from a float32 computation on the same bf16 inputs.
-    """
-    from dreamzero_ros.engine import cross_attention_kernel
-    from dreamzero_ros.engine.attention import attention_kernel, sdpa
-    from dreamzero_ros.engine.cross_attention_kernel import text_image_attention
-    from dreamzero_ros.engine.triton_support import available
-
-    if device.type != 'cuda' or not available(device):
-        return {}
-    batch, tokens, heads, head_dim = 2, 1785, 40, 128
-    generator = torch.Generator(device).manual_seed(0)
-
-    def randn(length: int) -> torch.Tensor:
-        shape = (batch, length, heads, head_dim)
-        return torch.randn(*shape, device=device, generator=generator).bfloat16()
-
-    q, k_text, v_text, k_image, v_image = (randn(n) for n in (tokens, 512, 512, 257, 257))
-    exact = sdpa(q.float(), k_text.float(), v_text.float())
-    exact += sdpa(q.float(), k_image.float(), v_image.float())
-    flops = 4 * batch * heads * tokens * (512 + 257) * head_dim
-
-    def two_calls() -> torch.Tensor:
-        with attention_kernel('cudnn'):
-            return sdpa(q, k_text, v_text) + sdpa(q, k_image, v_image)
-
-    def fused() -> torch.Tensor:
-        return text_image_attention(q, k_text, v_text, k_image, v_image)
-
-    print(f'\ncross-attention, {batch} x {tokens} queries, {heads} x {head_dim}, 512 + 257 keys')
-    result = {}
-    for label, call in (('cudnn x2 + add', two_calls), ('triton', fused)):
-        out = call()
-        ms = _graph_ms(device, call, 50, repeats)
-        error = float((out.float() - exact).abs().max())
-        result[label] = {'ms': ms, 'tflops': flops / ms / 1e9, 'max_abs_vs_float32': error}
-        print(
-            f'  {label:<15}: {ms:.4f} ms (median), {flops / ms / 1e9:.0f} TFLOP/s, '
-            f'max |d| vs float32 {error:.3g}'
-        )
-    best = cross_attention_kernel.tuned_config()
-    print(f'  triton configuration: {best}')
-    result['triton']['config'] = best
     return result
 
 
@@ -922,7 +864,6 @@ def main(argv: list[str] | None = None) -> int:
     for flag, name, bench in (
         (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
         (args.qk_rope, 'qk_rope', lambda: qk_rope_benchmark(engine.device)),
-        (args.cross_attention, 'cross', lambda: cross_attention_benchmark(engine.device)),
         (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
         (args.vae, 'vae', lambda: vae_benchmark(engine)),
     ):

@@ -1,12 +1,11 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Fourth round of engine speed options: two Triton kernels.
+"""Fourth round of engine speed options: QK RMSNorm + rotary + K/V cache write as a Triton kernel.
 
-QK RMSNorm + rotary embedding + K/V cache write in one kernel, and the text and image
-cross-attentions with their sum in another.  They run under Triton's CPU interpreter here (a
-subprocess: Triton reads ``TRITON_INTERPRET`` when a kernel is defined); on the GPU the
-benchmark's ``--qk-rope`` and ``--cross-attention`` compare them with the torch paths.
+The kernel runs under Triton's CPU interpreter here (a subprocess: Triton reads
+``TRITON_INTERPRET`` when the kernel is defined); on the GPU the benchmark's ``--qk-rope``
+compares it with the torch path.
 """
 
 import importlib.util
@@ -20,19 +19,17 @@ import pytest
 import torch
 
 from dreamzero_ros.engine import EngineConfig, qk_rope_kernel
-from dreamzero_ros.engine.cross_attention_kernel import text_image_attention
 from dreamzero_ros.engine.fast_blocks import AccelerationConfig, FastBlockRunner
-from dreamzero_ros.engine.triton_support import available
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope='module')
 def interpreted():
-    """The checks of ``triton_interpreter_checks.py``, run under the Triton interpreter."""
+    """The checks of ``qk_rope_support.py``, run under the Triton interpreter."""
     pytest.importorskip('triton')
     result = subprocess.run(
-        [sys.executable, str(ROOT / 'test' / 'triton_interpreter_checks.py')],
+        [sys.executable, str(ROOT / 'test' / 'qk_rope_support.py')],
         env={**os.environ, 'TRITON_INTERPRET': '1'},
         capture_output=True,
         text=True,
@@ -58,17 +55,9 @@ def test_kernel_in_bfloat16_stays_within_rounding(interpreted):
     assert checks['v_equal'] and checks['outside_untouched']
 
 
-def test_cross_attention_kernel_computes_both_attentions_and_their_sum(interpreted):
-    checks = interpreted['cross']
-    assert checks['shape'] == [2, 37, 3, 16]
-    assert checks['reference_max_abs'] > 0.5
-    assert checks['max_abs'] < 2e-6 and checks['row_view_max_abs'] < 2e-6
-
-
-def test_runner_with_the_kernels_computes_the_reference_blocks(interpreted):
+def test_runner_with_the_kernel_computes_the_reference_blocks(interpreted):
     checks = interpreted['runner']
     assert checks['uses_kernel'] and not checks['off_uses_kernel']
-    assert checks['uses_cross_kernel'] and not checks['off_uses_cross_kernel']
     assert checks['video_rel'] < 1e-5 and checks['action_rel'] < 1e-5
     assert checks['cache_k_max_abs'] < 1e-5 and checks['cache_v_max_abs'] < 1e-5
 
@@ -79,33 +68,25 @@ def test_kernel_refuses_inputs_it_would_misread(interpreted):
     assert 'k_out must be a (1, 4, 2, 8)' in refusals['wrong_slot']
     assert 'cos/sin must be (4, 4)' in refusals['wrong_table']
     assert 'weight_q must be a contiguous (16,)' in refusals['wrong_weight']
-    assert 'k_text must be (B=1, L, 2, 16)' in refusals['cross_heads']
-    assert 'v_text must have the shape and strides of k_text' in refusals['cross_values']
-    assert 'head_dim must be a power of two' in refusals['cross_head_dim']
 
 
 def test_cpu_without_the_interpreter_keeps_the_torch_path():
     assert os.environ.get('TRITON_INTERPRET') != '1'  # this process imported the kernel compiled
-    assert not available(torch.device('cpu'))
+    cpu = torch.device('cpu')
+    assert not qk_rope_kernel.available(cpu)
     with pytest.raises(RuntimeError, match='cannot run on cpu'):
         qk_rope_kernel.qk_norm_rope_into_cache(
             torch.zeros(1, 1, 6), torch.ones(2), torch.ones(2), torch.ones(1, 1),
             torch.zeros(1, 1), 1, 1e-6, torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2),
         )  # fmt: skip
-    with pytest.raises(RuntimeError, match='cannot run on cpu'):
-        text_image_attention(*(torch.zeros(1, 4, 2, 16),) * 5)
     from test_engine_acceleration import make_dit
 
-    runner = FastBlockRunner(make_dit(), AccelerationConfig())
-    assert not runner.qk_kernel and not runner.cross_kernel
+    assert not FastBlockRunner(make_dit(), AccelerationConfig()).qk_kernel
 
 
 def test_option_reaches_the_runner_config_and_the_benchmark(monkeypatch):
     assert EngineConfig.tiny().acceleration.triton_qk_rope is True
     assert EngineConfig.tiny(triton_qk_rope=False).acceleration.triton_qk_rope is False
-    assert EngineConfig.tiny().acceleration.triton_cross_attention is True
-    off = EngineConfig.tiny(triton_cross_attention=False).acceleration
-    assert off.triton_cross_attention is False
     spec = importlib.util.spec_from_file_location(
         'engine_benchmark', ROOT / 'benchmarks' / 'engine_benchmark.py'
     )
@@ -114,5 +95,4 @@ def test_option_reaches_the_runner_config_and_the_benchmark(monkeypatch):
     spec.loader.exec_module(bench)
     for name in ('compile-r3', 'fp8-r3', 'compile-r2', 'compile-r1'):
         assert bench.NAMED_VARIANTS[name]['triton_qk_rope'] is False
-        assert bench.NAMED_VARIANTS[name]['triton_cross_attention'] is False
     assert 'triton_qk_rope' not in bench.NAMED_VARIANTS['compile']

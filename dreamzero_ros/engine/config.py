@@ -206,8 +206,6 @@ class EngineConfig:
         triton_qk_rope: on CUDA with Triton, the fast block runner's QK RMSNorm, rotary
             embedding and K/V cache write run as one Triton kernel (same function; default on;
             needs ``fused_kv_write``).
-        triton_cross_attention: on CUDA with Triton, the fast block runner's text and image
-            cross-attentions and their sum run as one Triton kernel (same function; default on).
         vae_frames_per_pass: frames the VAE encoder takes per pass: a multiple of 4 (upstream
             and default: 4), or 0 for all frames of a call in one pass (on the 14B preset on an
             H200: 3-4 ms faster per chunk, 5 GiB more peak memory, 10 GiB uncompiled).
@@ -251,7 +249,6 @@ class EngineConfig:
     fused_kv_write: bool = True
     gelu_epilogue: bool = True
     triton_qk_rope: bool = True
-    triton_cross_attention: bool = True
     vae_frames_per_pass: int = TEMPORAL_FACTOR
     vae_channels_last: bool | None = None
     vae_compile: bool | str | None = None
@@ -348,7 +345,6 @@ class EngineConfig:
             self.fused_kv_write,
             self.gelu_epilogue,
             self.triton_qk_rope,
-            self.triton_cross_attention,
         )
 
     @property

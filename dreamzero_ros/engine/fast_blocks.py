@@ -15,8 +15,6 @@
   cross-attention q/o, FFN) run in FP8 e4m3 (:mod:`.fp8`); the weights are quantized once.
 * ``triton_qk_rope``: on CUDA with Triton, QK RMSNorm, the rotary embedding and the K/V cache
   write run as one hand-written kernel (:mod:`.qk_rope_kernel`) after the q/k/v product.
-* ``triton_cross_attention``: on CUDA with Triton, the text and image cross-attentions and their
-  sum run as one hand-written kernel (:mod:`.cross_attention_kernel`).
 
 Either of the last two replaces :meth:`CausalWanDiT.run_blocks` by :class:`FastBlockRunner`,
 which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` with:
@@ -49,10 +47,8 @@ import torch.nn.functional as F  # noqa: N812
 
 from . import qk_rope_kernel
 from .attention import ATTENTION_KERNELS, SelfAttentionBackend, sdpa
-from .cross_attention_kernel import text_image_attention
 from .fp8 import FP8_MODES, fp8_linear, quantize_weight
 from .rope import Rotary, rotate
-from .triton_support import available as triton_available
 
 __all__ = ['AccelerationConfig', 'FastBlockRunner', 'fuse_qkv_']
 
@@ -68,14 +64,13 @@ class AccelerationConfig:
 
     ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
     ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
-    ``uniform_modulation``, ``fused_kv_write``, ``gelu_epilogue``, ``triton_qk_rope`` and
-    ``triton_cross_attention`` only change how :class:`FastBlockRunner` computes (same
-    function): one broadcast modulation vector per token kind when a call's timesteps are
-    uniform, keys/values written into the cache from inside the compiled stage, on CUDA the
-    FFN's tanh GELU applied in the epilogue of its input projection (cuBLASLt, bf16/fp16
-    linears; FP8 linears keep GELU fused with their input quantization), and on CUDA with
-    Triton QK RMSNorm + rotary embedding + K/V cache write in one kernel (with
-    ``fused_kv_write``) and both cross-attentions with their sum in another.
+    ``uniform_modulation``, ``fused_kv_write``, ``gelu_epilogue`` and ``triton_qk_rope`` only
+    change how :class:`FastBlockRunner` computes (same function): one broadcast modulation
+    vector per token kind when a call's timesteps are uniform, keys/values written into the cache
+    from inside the compiled stage, on CUDA the FFN's tanh GELU applied in the epilogue of its
+    input projection (cuBLASLt, bf16/fp16 linears; FP8 linears keep GELU fused with their input
+    quantization), and on CUDA with Triton QK RMSNorm + rotary embedding + K/V cache write in
+    one Triton kernel (with ``fused_kv_write``).
     """
 
     compile: bool | str = False
@@ -85,7 +80,6 @@ class AccelerationConfig:
     fused_kv_write: bool = True
     gelu_epilogue: bool = True
     triton_qk_rope: bool = True
-    triton_cross_attention: bool = True
 
     def __post_init__(self) -> None:
         fp8 = self.fp8_linear
@@ -273,7 +267,7 @@ def _post_attention(
 def _post_cross_attention(
     x: torch.Tensor,
     text: torch.Tensor,
-    image: torch.Tensor | None,
+    image: torch.Tensor,
     mod: torch.Tensor,
     segment: Segments,
     cross_o: Linear,
@@ -282,12 +276,8 @@ def _post_cross_attention(
     eps: float,
     gelu_epilogue: bool = False,
 ) -> torch.Tensor:
-    """Cross-attention output and residual, then the modulated FFN with its gated residual.
-
-    ``image`` None: ``text`` already holds the sum of both cross-attentions.
-    """
-    attended = text.flatten(2) if image is None else text.flatten(2) + image.flatten(2)
-    x = x + _linear(attended, cross_o)
+    """Cross-attention output and residual, then the modulated FFN with its gated residual."""
+    x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
     h = _modulated_norm(x, mod, segment, 3, eps)
     y = _linear(_linear_gelu(h, ffn_in, gelu_epilogue), ffn_out)
     return x + y * _token_vectors(mod, segment, 5, x.shape[1])
@@ -366,15 +356,8 @@ class FastBlockRunner:
         self.qk_kernel = (
             config.triton_qk_rope
             and config.fused_kv_write
-            and triton_available(dit.device)
+            and qk_rope_kernel.available(dit.device)
             and all(w.norm_q is not None and w.norm_k is not None for w in self.layers)
-        )
-        head_dim = dit.config.dim // self.heads
-        self.cross_kernel = (
-            config.triton_cross_attention
-            and triton_available(dit.device)
-            and head_dim >= 16
-            and head_dim & (head_dim - 1) == 0
         )
         stages = (_pre_attention, _pre_qkv, _post_attention, _post_cross_attention)
         backend = config.compile_backend
@@ -421,7 +404,7 @@ class FastBlockRunner:
         per token kind, broadcast; otherwise one per frame and register token, gathered.
         With ``fused_kv_write`` and a K/V cache as ``backend``, the compiled stage writes the
         keys/values into the cache's slots (no separate copies), or the Triton kernel does
-        (:attr:`qk_kernel`); :attr:`cross_kernel`: both cross-attentions in one Triton kernel.
+        (:attr:`qk_kernel`).
         """
         registers = e0.shape[1] - frames
         segment: Segments
@@ -457,14 +440,10 @@ class FastBlockRunner:
                 x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
             )
             k_text, v_text, k_image, v_image = context.layers[i]
-            if self.cross_kernel:
-                text, image = text_image_attention(q, k_text, v_text, k_image, v_image), None
-            else:
-                text, image = sdpa(q, k_text, v_text), sdpa(q, k_image, v_image)
             x = self._post_cross(
                 x,
-                text,
-                image,
+                sdpa(q, k_text, v_text),
+                sdpa(q, k_image, v_image),
                 mod,
                 segment,
                 w.cross_o,

@@ -12,17 +12,33 @@ slot; v is copied into its slot.  Those are the operations and roundings of the 
 ``fast_blocks.qk_norm_rope``; only the float32 sums run in another order.  Compiled, the
 torch path takes two kernels and reads q and k twice.
 
-Triton is optional: :func:`.triton_support.available` says whether the kernel can run on a
-device (CUDA, or the CPU under Triton's interpreter, which the tests use).
+Triton is optional: :func:`available` says whether the kernel can run on a device (CUDA, or any
+device under ``TRITON_INTERPRET=1``, Triton's CPU interpreter used by the tests).
 """
 
 from __future__ import annotations
 
+import os
+
 import torch
 
-from .triton_support import available, tl, triton
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # CPU-only installs: the torch path runs instead
+    triton = None
 
-__all__ = ['qk_norm_rope_into_cache']
+__all__ = ['available', 'qk_norm_rope_into_cache']
+
+#: Triton decides when a kernel is defined (at this import) whether it runs interpreted.
+_INTERPRETED = os.environ.get('TRITON_INTERPRET') == '1'
+
+
+def available(device: torch.device) -> bool:
+    """Whether :func:`qk_norm_rope_into_cache` can run on ``device``."""
+    if triton is None:
+        return False
+    return device.type == 'cuda' or _INTERPRETED
 
 
 if triton is not None:

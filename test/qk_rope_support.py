@@ -1,13 +1,10 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Runs the engine's Triton kernels under Triton's CPU interpreter; prints the checks as JSON.
+"""Runs the Triton QK kernel under Triton's CPU interpreter; prints its checks as JSON.
 
-Started by ``test_engine_speed_round4.py`` with ``TRITON_INTERPRET=1`` (Triton reads it when a
-kernel is defined, so it must be set before the engine is imported).  The interpreter's
-bfloat16 support is partial (its float32 -> bfloat16 conversion does not round to nearest and its
-bfloat16 ``tl.dot`` is wrong), so the exact checks run in float32; the GPU checks of bfloat16 are
-the benchmark's ``--qk-rope`` and ``--cross-attention``.
+Started by ``test_engine_speed_round4.py`` with ``TRITON_INTERPRET=1`` (Triton reads it when the
+kernel is defined, so it must be set before the engine is imported).
 """
 
 import json
@@ -20,8 +17,6 @@ sys.path.insert(0, __file__.rsplit('/', 1)[0])
 from dit_support import run_call  # noqa: E402
 from test_engine_acceleration import call_inputs, make_dit, rel  # noqa: E402
 
-from dreamzero_ros.engine.attention import sdpa  # noqa: E402
-from dreamzero_ros.engine.cross_attention_kernel import text_image_attention  # noqa: E402
 from dreamzero_ros.engine.fast_blocks import (  # noqa: E402
     AccelerationConfig,
     FastBlockRunner,
@@ -58,44 +53,17 @@ def kernel_against_torch(dtype: torch.dtype) -> dict:
     }
 
 
-def cross_attention_against_sdpa() -> dict:
-    """The text + image kernel on 2 x 37 queries of 3 heads x 16 (masked tiles) vs two sdpa calls.
-
-    Also on views of the context's first batch row, as the conditional-only last DiT call passes.
-    """
-    g = torch.Generator().manual_seed(0)
-
-    def randn(length: int) -> torch.Tensor:
-        return torch.randn(2, length, 3, 16, generator=g)
-
-    q, k_text, v_text, k_image, v_image = (randn(n) for n in (37, 40, 40, 21, 21))
-    out = text_image_attention(q, k_text, v_text, k_image, v_image)
-    reference = sdpa(q, k_text, v_text) + sdpa(q, k_image, v_image)
-    row = text_image_attention(q[:1], k_text[:1], v_text[:1], k_image[:1], v_image[:1])
-    return {
-        'max_abs': float((out - reference).abs().max()),
-        'reference_max_abs': float(reference.abs().max()),
-        'row_view_max_abs': float((row - reference[:1]).abs().max()),
-        'shape': list(out.shape),
-    }
-
-
 def runner_against_reference() -> dict:
-    """One prefill + denoising call of the tiny DiT: the runner with both kernels vs reference."""
+    """One prefill + denoising call of the tiny DiT: the runner with the kernel vs the reference."""
     dit = make_dit()
     x = call_inputs(dit)
     reference, ref_cache = run_call(dit, x)
     runner = FastBlockRunner(dit, AccelerationConfig())
     fast, cache = run_call(dit, x, runner)
     end = cache.length
-    off = FastBlockRunner(
-        dit, AccelerationConfig(triton_qk_rope=False, triton_cross_attention=False)
-    )
     return {
         'uses_kernel': runner.qk_kernel,
-        'uses_cross_kernel': runner.cross_kernel,
-        'off_uses_kernel': off.qk_kernel,
-        'off_uses_cross_kernel': off.cross_kernel,
+        'off_uses_kernel': FastBlockRunner(dit, AccelerationConfig(triton_qk_rope=False)).qk_kernel,
         'video_rel': rel(fast.video, reference.video),
         'action_rel': rel(fast.action, reference.action),
         'cache_k_max_abs': float((cache.k[:, :, :end] - ref_cache.k[:, :, :end]).abs().max()),
@@ -122,17 +90,6 @@ def refusals() -> dict:
             qk_norm_rope_into_cache(q, norm, norm, cos, cos, 2, EPS, k_out, v_out)
         except ValueError as error:
             messages[name] = str(error)
-    q, context = torch.zeros(1, 4, 2, 16), torch.zeros(1, 8, 2, 16)
-    cross = {
-        'cross_heads': (q, torch.zeros(1, 8, 4, 8), torch.zeros(1, 8, 4, 8), context, context),
-        'cross_values': (q, context, torch.zeros(1, 9, 2, 16), context, context),
-        'cross_head_dim': (torch.zeros(1, 4, 2, 24), *(torch.zeros(1, 8, 2, 24),) * 4),
-    }
-    for name, tensors in cross.items():
-        try:
-            text_image_attention(*tensors)
-        except ValueError as error:
-            messages[name] = str(error)
     return messages
 
 
@@ -143,7 +100,6 @@ if __name__ == '__main__':
             {
                 'float32': kernel_against_torch(torch.float32),
                 'bfloat16': kernel_against_torch(torch.bfloat16),
-                'cross': cross_attention_against_sdpa(),
                 'runner': runner_against_reference(),
                 'refusals': refusals(),
             }
