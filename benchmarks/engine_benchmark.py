@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+import functools
 import json
 import math
 import os
@@ -214,6 +215,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         '--qk-rope',
         action='store_true',
         help='first time QK norm + rotary + K/V write: eager, compiled, Triton kernel (CUDA)',
+    )
+    parser.add_argument(
+        '--fa3',
+        action='store_true',
+        help='first time self- and cross-attention: cuDNN vs FlashAttention-3 (CUDA, flash_attn_3)',
     )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--threads', type=int, help='torch CPU threads')
@@ -589,6 +595,57 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
     return result
 
 
+def _repeat(fn: Any, args: tuple, count: int) -> None:
+    for _ in range(count):
+        fn(*args)
+
+
+def fa3_benchmark(device: torch.device, repeats: int = 20) -> dict:
+    """The DiT's attention calls through cuDNN and through FlashAttention-3.
+
+    2 x 1785 queries, 40 heads of 128: self-attention over a new window's first context
+    (2665 keys) up to a full window (7945), cross-attention over 512 text / 257 image tokens;
+    median GPU ms per call (events around 10 back-to-back calls), TFLOP/s and each kernel's
+    largest difference from float32 attention of the same bf16 inputs.
+    """
+    from dreamzero_ros.engine.attention import attention_kernel, sdpa
+
+    if device.type != 'cuda':
+        return {}
+    batch, queries, heads, head_dim = 2, 1785, 40, 128
+    generator = torch.Generator(device).manual_seed(0)
+
+    def randn(length: int) -> torch.Tensor:
+        shape = (batch, length, heads, head_dim)
+        return torch.randn(*shape, device=device, generator=generator).bfloat16()
+
+    print(f'\nattention, {batch} x {queries} queries, {heads} x {head_dim}: cuDNN vs FA3')
+    result = {}
+    for keys in (2665, 5305, 7945, 512, 257):
+        q, k, v = randn(queries), randn(keys), randn(keys)
+        exact = sdpa(q.float(), k.float(), v.float())
+        flops = 4 * batch * heads * queries * keys * head_dim
+        row = {}
+        for name in ('cudnn', 'fa3'):
+            with attention_kernel(name):
+                out = sdpa(q, k, v)
+                calls = functools.partial(_repeat, sdpa, (q, k, v), 10)
+                times = _timed_ms(device, calls, repeats)
+            ms = statistics.median(times) / 10
+            error = float((out.float() - exact).abs().max())
+            row[name] = {'ms': ms, 'tflops': flops / ms / 1e9, 'max_abs_vs_float32': error}
+        result[keys] = row
+        print(
+            f'  {keys:>5} keys: '
+            + ', '.join(
+                f'{n} {r["ms"]:.4f} ms {r["tflops"]:.0f} TFLOP/s |d| {r["max_abs_vs_float32"]:.3g}'
+                for n, r in row.items()
+            )
+            + f', fa3/cudnn {row["fa3"]["ms"] / row["cudnn"]["ms"]:.3f}'
+        )
+    return result
+
+
 def run_schedule(
     engine: DreamZeroEngine, args: argparse.Namespace, rows: int, label: str, repeats: int
 ) -> dict:
@@ -864,6 +921,7 @@ def main(argv: list[str] | None = None) -> int:
     for flag, name, bench in (
         (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
         (args.qk_rope, 'qk_rope', lambda: qk_rope_benchmark(engine.device)),
+        (args.fa3, 'fa3', lambda: fa3_benchmark(engine.device)),
         (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
         (args.vae, 'vae', lambda: vae_benchmark(engine)),
     ):

@@ -4,6 +4,7 @@
 """Speed options of the engine: fast block runner, FP8 linears, compiled stages, kernel choice."""
 
 import dataclasses
+import importlib.util
 
 from dit_support import run_call
 import numpy as np
@@ -142,7 +143,17 @@ def test_attention_kernel_choice():
         with attention_kernel(name):  # on the CPU every choice falls back to a CPU kernel
             assert torch.allclose(sdpa(q, k, v), reference, atol=1e-5)
     with pytest.raises(ValueError, match='attention backend'):
-        attention_kernel('fa3')
+        attention_kernel('fa4')
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec('flash_attn_3') is not None, reason='FlashAttention-3 is installed'
+)
+def test_fa3_backend_is_refused_with_what_to_install_when_missing():
+    with pytest.raises(RuntimeError, match="'fa3' needs FlashAttention-3: the flash_attn_3"):
+        attention_kernel('fa3').__enter__()
+    with pytest.raises(ConfigError, match='hopper/ folder'):
+        EngineConfig.tiny(attention_backend='fa3')
 
 
 def test_acceleration_settings_and_their_errors():
@@ -158,7 +169,7 @@ def test_acceleration_settings_and_their_errors():
     with pytest.raises(ConfigError, match='fp8_linear'):
         EngineConfig.tiny(fp8_linear='int4')
     with pytest.raises(ConfigError, match='attention_backend'):
-        EngineConfig.tiny(attention_backend='fa3')
+        EngineConfig.tiny(attention_backend='fa4')
 
 
 def test_engine_with_speed_options_predicts_like_the_reference():

@@ -223,8 +223,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     _spec(
         'engine.attention_backend',
         'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient or math.',
-        ('auto', 'cudnn', 'flash', 'efficient', 'math'),
+        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
+        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
+        ('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
     ),
     _spec(
         'engine.cfg_parallel',

@@ -14,28 +14,44 @@ masked full-sequence backend to check the cache against the block-causal referen
 
 :func:`attention_kernel` picks the kernel torch uses (``auto`` leaves the choice to torch, the
 reference); a named kernel is tried first and torch falls back to the others where it cannot run
-a call (on the CPU only ``math`` and torch's CPU flash kernel exist).
+a call (on the CPU only ``math`` and torch's CPU flash kernel exist).  ``fa3`` is
+FlashAttention-3 (Hopper), not part of torch: the ``flash_attn_3`` package built from
+Dao-AILab/flash-attention's ``hopper/`` folder; it runs the unmasked bf16/fp16 CUDA calls
+(in the same ``(B, L, H, D)`` layout) and torch's kernels, cuDNN first, the others.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import contextlib
+from contextvars import ContextVar
+import importlib
 from typing import Protocol
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F  # noqa: N812
 
-__all__ = ['ATTENTION_KERNELS', 'SelfAttentionBackend', 'attention_kernel', 'sdpa']
+__all__ = [
+    'ATTENTION_KERNELS',
+    'SelfAttentionBackend',
+    'attention_kernel',
+    'flash_attention_3',
+    'sdpa',
+]
 
-#: Kernel names of :func:`attention_kernel`: ``auto`` (torch decides) or the preferred kernel.
+#: Kernel names of :func:`attention_kernel`: ``auto`` (torch decides) or the preferred kernel
+#: (for ``fa3``: torch's kernel for the calls FlashAttention-3 does not take).
 ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
     'auto': None,
     'cudnn': SDPBackend.CUDNN_ATTENTION,
     'flash': SDPBackend.FLASH_ATTENTION,
     'efficient': SDPBackend.EFFICIENT_ATTENTION,
     'math': SDPBackend.MATH,
+    'fa3': SDPBackend.CUDNN_ATTENTION,
 }
+#: The FlashAttention-3 forward op while ``attention_kernel('fa3')`` is active, else None.
+_FA3_FORWARD: ContextVar[Callable | None] = ContextVar('fa3_forward', default=None)
 _FALLBACK_ORDER = (
     SDPBackend.CUDNN_ATTENTION,
     SDPBackend.FLASH_ATTENTION,
@@ -44,8 +60,37 @@ _FALLBACK_ORDER = (
 )
 
 
+def flash_attention_3() -> Callable:
+    """FlashAttention-3's forward op (``torch.ops.flash_attn_3.fwd``), loaded on first use.
+
+    Raises RuntimeError naming what is missing when ``flash_attn_3`` is not installed.
+    """
+    try:
+        importlib.import_module('flash_attn_3._C')  # registers torch.ops.flash_attn_3
+        return torch.ops.flash_attn_3.fwd
+    except (ImportError, OSError, AttributeError, RuntimeError) as error:
+        raise RuntimeError(
+            "attention backend 'fa3' needs FlashAttention-3: the flash_attn_3 package, built "
+            "from Dao-AILab/flash-attention's hopper/ folder for a Hopper GPU "
+            f'({type(error).__name__}: {error})'
+        ) from error
+
+
+@contextlib.contextmanager
+def _fa3_context(order: list[SDPBackend]):
+    token = _FA3_FORWARD.set(flash_attention_3())
+    try:
+        with sdpa_kernel(order, set_priority=True):
+            yield
+    finally:
+        _FA3_FORWARD.reset(token)
+
+
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
-    """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`)."""
+    """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`).
+
+    ``fa3`` raises RuntimeError on entry when FlashAttention-3 is not installed.
+    """
     if name not in ATTENTION_KERNELS:
         raise ValueError(
             f'attention backend must be one of {sorted(ATTENTION_KERNELS)}, got {name!r}'
@@ -54,7 +99,17 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
     if preferred is None:
         return contextlib.nullcontext()
     order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
+    if name == 'fa3':
+        return _fa3_context(order)
     return sdpa_kernel(order, set_priority=True)
+
+
+def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    return (
+        q.is_cuda
+        and q.dtype in (torch.bfloat16, torch.float16)
+        and all(t.stride(-1) == 1 for t in (q, k, v))
+    )
 
 
 def sdpa(
@@ -68,6 +123,9 @@ def sdpa(
     ``mask`` (optional, boolean, broadcastable to ``(B, H, Lq, Lk)``) marks allowed pairs.
     The softmax scale is ``D ** -0.5``.
     """
+    forward = _FA3_FORWARD.get()
+    if forward is not None and mask is None and _fa3_takes(q, k, v):
+        return forward(q, k, v)[0]
     out = F.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
     )

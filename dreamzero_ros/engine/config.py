@@ -194,7 +194,9 @@ class EngineConfig:
         fp8_linear: DiT block linears in FP8 e4m3: ``off`` (reference), ``rowwise`` or
             ``tensorwise`` scaling (``True`` means ``rowwise``); needs ``bfloat16``.
         attention_backend: preferred attention kernel: ``auto`` (torch's choice, reference),
-            ``cudnn``, ``flash``, ``efficient`` or ``math``.
+            ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3 (Hopper;
+            the ``flash_attn_3`` package, refused when it is not installed) for the unmasked
+            bf16/fp16 CUDA calls, cuDNN for the rest.
         skip_final_uncond: when the predicted video is not requested, the last DiT call of a
             chunk runs the conditional CFG branch only (same actions; default on).
         uniform_modulation: the fast block runner broadcasts one AdaLN vector per token kind

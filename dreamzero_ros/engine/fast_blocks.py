@@ -6,7 +6,8 @@
 :class:`AccelerationConfig` holds the switches (all off by default: the reference path):
 
 * ``attention_backend``: the scaled-dot-product kernel torch should prefer (``auto``: its own
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``), see :func:`.attention.attention_kernel`;
+  choice; ``cudnn``, ``flash``, ``efficient``, ``math``), or ``fa3`` (FlashAttention-3, when
+  installed), see :func:`.attention.attention_kernel`;
 * ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: the three stages of every
   block between its attention calls are compiled, so norms, AdaLN modulation, QK RMSNorm, rotary
   embedding, gating, GELU and the FP8 input quantization fuse into a few kernels around the
@@ -46,7 +47,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from . import qk_rope_kernel
-from .attention import ATTENTION_KERNELS, SelfAttentionBackend, sdpa
+from .attention import ATTENTION_KERNELS, SelfAttentionBackend, flash_attention_3, sdpa
 from .fp8 import FP8_MODES, fp8_linear, quantize_weight
 from .rope import Rotary, rotate
 
@@ -94,6 +95,11 @@ class AccelerationConfig:
                 f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
                 f'got {self.attention_backend!r}'
             )
+        if self.attention_backend == 'fa3':
+            try:  # refused here, not at the first chunk, where it is missing
+                flash_attention_3()
+            except RuntimeError as error:
+                raise ValueError(str(error)) from error
 
     @property
     def compile_backend(self) -> str | None:

@@ -75,9 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     speed.add_argument(
         '--attention-backend',
-        choices=('auto', 'cudnn', 'flash', 'efficient', 'math'),
+        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
         default='auto',
-        help='preferred attention kernel (default auto: torch decides)',
+        help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
+        'needs the flash_attn_3 package)',
     )
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
