@@ -16,13 +16,14 @@ masked full-sequence backend to check the cache against the block-causal referen
 reference); a named kernel is tried first and torch falls back to the others where it cannot run
 a call (on the CPU only ``math`` and torch's CPU flash kernel exist).  ``fa3`` is
 FlashAttention-3 (Hopper), not part of torch: the ``flash_attn_3`` package built from
-Dao-AILab/flash-attention's ``hopper/`` folder; it runs the unmasked bf16/fp16 CUDA calls
-(in the same ``(B, L, H, D)`` layout) and torch's kernels, cuDNN first, the others.
+Dao-AILab/flash-attention's ``hopper/`` folder; with it the unmasked bf16/fp16 CUDA calls run
+in FlashAttention-3 (which takes the same ``(B, L, H, D)`` layout) and the others in torch's
+kernels, cuDNN first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 import contextlib
 from contextvars import ContextVar
 import importlib
@@ -77,7 +78,8 @@ def flash_attention_3() -> Callable:
 
 
 @contextlib.contextmanager
-def _fa3_context(order: list[SDPBackend]):
+def _fa3_context(order: list[SDPBackend]) -> Iterator[None]:
+    """FlashAttention-3 for the calls it takes, torch's kernels in ``order`` for the others."""
     token = _FA3_FORWARD.set(flash_attention_3())
     try:
         with sdpa_kernel(order, set_priority=True):
@@ -105,6 +107,7 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
 
 
 def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether FlashAttention-3 can take an unmasked call (CUDA, 16-bit, unit last stride)."""
     return (
         q.is_cuda
         and q.dtype in (torch.bfloat16, torch.float16)
