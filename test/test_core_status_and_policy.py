@@ -3,10 +3,12 @@
 
 """Unit tests of the status report, the serialised policy wrapper and the warm-up observation."""
 
+import importlib.util
 import threading
 import time
 
 import numpy as np
+import pytest
 
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
@@ -130,3 +132,17 @@ def test_engine_speed_parameters_reach_the_engine(tmp_path):
         assert config.fp8_linear == 'off' and not config.compile
     finally:
         policy.close()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec('flash_attn_3') is not None, reason='FlashAttention-3 is installed'
+)
+def test_fa3_attention_without_flash_attn_3_is_refused_before_any_inference(tmp_path):
+    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.engine import ConfigError
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    folder = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    settings = build_settings({'engine.checkpoint': str(folder), 'engine.attention_backend': 'fa3'})
+    with pytest.raises(ConfigError, match='flash_attn_3 package'):
+        create_policy(settings, log=lambda text: None)
