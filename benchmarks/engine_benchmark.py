@@ -48,7 +48,7 @@ from it only in ``fp8_linear``.  Named variants (``--variants``) add up the spee
 preparation on the host and on the device (and how far their uint8 frames differ), ``--gelu``
 the FFN input product with the GELU kernel after it and with GELU in its epilogue,
 ``--qk-rope`` QK norm + rotary embedding + K/V cache write eager, compiled and as the Triton
-kernel.
+kernel, ``--fa3`` the DiT's attention calls through cuDNN and FlashAttention-3.
 
 Examples::
 
@@ -605,8 +605,8 @@ def fa3_benchmark(device: torch.device, repeats: int = 20) -> dict:
 
     2 x 1785 queries, 40 heads of 128: self-attention over a new window's first context
     (2665 keys) up to a full window (7945), cross-attention over 512 text / 257 image tokens;
-    median GPU ms per call (events around 10 back-to-back calls), TFLOP/s and each kernel's
-    largest difference from float32 attention of the same bf16 inputs.
+    median ms per call (host-timed, device-synchronised, over 10 back-to-back calls), TFLOP/s
+    and each kernel's largest difference from float32 attention of the same bf16 inputs.
     """
     from dreamzero_ros.engine.attention import attention_kernel, sdpa
 
