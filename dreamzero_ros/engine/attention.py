@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 import contextlib
 from contextvars import ContextVar
+import functools
 import importlib
 from typing import Protocol
 
@@ -61,10 +62,12 @@ _FALLBACK_ORDER = (
 )
 
 
+@functools.cache
 def flash_attention_3() -> Callable:
-    """FlashAttention-3's forward op (``torch.ops.flash_attn_3.fwd``), loaded on first use.
+    """FlashAttention-3's forward op (``torch.ops.flash_attn_3.fwd``), loaded once.
 
-    Raises RuntimeError naming what is missing when ``flash_attn_3`` is not installed.
+    Called by every configuration check and every chunk's :func:`attention_kernel`.  Raises
+    RuntimeError naming what is missing when ``flash_attn_3`` is not installed (not cached).
     """
     try:
         importlib.import_module('flash_attn_3._C')  # registers torch.ops.flash_attn_3
