@@ -11,7 +11,13 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 import torch
 
-from dreamzero_ros.engine import CheckpointError, DreamZeroEngine, EngineConfig, MetadataError
+from dreamzero_ros.engine import (
+    CheckpointError,
+    ConfigError,
+    DreamZeroEngine,
+    EngineConfig,
+    MetadataError,
+)
 from dreamzero_ros.engine.checkpoint import (
     INDEX_FILE,
     checkpoint_state,
@@ -156,6 +162,40 @@ def test_misshaped_tensor_is_named(checkpoint, tmp_path):
     _rewrite_shard(folder, shard, lambda t: t.__setitem__(key, torch.zeros(7, 7)))
     with pytest.raises(CheckpointError, match=rf'{key!r} in {shard} has shape \(7, 7\)'):
         load_weights(folder, _tiny_modules())
+
+
+def _nested_json(depth):
+    return '{"a": ' * depth + '1' + '}' * depth
+
+
+@pytest.mark.parametrize(
+    ('file', 'error'),
+    [
+        ('config.json', ConfigError),
+        (INDEX_FILE, CheckpointError),
+        ('experiment_cfg/metadata.json', MetadataError),
+    ],
+)
+def test_json_nested_too_deeply_is_an_error_naming_the_file(checkpoint, tmp_path, file, error):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    (folder / file).write_text(_nested_json(100_000))
+    with pytest.raises(error, match=rf'{file} is not valid JSON: nested too deeply'):
+        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+
+
+@pytest.mark.parametrize(
+    ('file', 'error'),
+    [
+        ('config.json', ConfigError),
+        (INDEX_FILE, CheckpointError),
+        ('experiment_cfg/metadata.json', MetadataError),
+    ],
+)
+def test_json_files_of_invalid_utf8_are_errors_naming_the_file(checkpoint, tmp_path, file, error):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    (folder / file).write_bytes(b'{"a": "\xff\xfe"}')
+    with pytest.raises(error, match=rf'{file} is not valid JSON'):
+        DreamZeroEngine.from_pretrained(folder, dtype='float32')
 
 
 def test_corrupt_and_missing_shards_are_named(checkpoint, tmp_path):

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 import contextlib
-import json
 from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 import torch
 from torch import nn
+
+from .json_files import read_json
 
 __all__ = [
     'COMPONENT_PREFIXES',
@@ -81,10 +82,10 @@ def read_weight_map(folder: str | Path) -> dict[str, str]:
     folder = Path(folder)
     index = folder / INDEX_FILE
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())['weight_map']
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
-            raise CheckpointError(f'{index} is not a safetensors index: {error!r}') from error
+        content = read_json(index, CheckpointError)
+        if not isinstance(content, dict) or 'weight_map' not in content:
+            raise CheckpointError(f'{index} is not a safetensors index: no "weight_map"')
+        weight_map = content['weight_map']
         if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
         ):

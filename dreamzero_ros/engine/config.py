@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 import dataclasses
 from dataclasses import dataclass, field
-import json
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from .dit import DiTConfig
 from .droid_inputs import NEGATIVE_PROMPT, ViewGeometry
 from .fast_blocks import AccelerationConfig
 from .image_encoder import CLIPConfig
+from .json_files import read_json
 from .normalization import EMBODIMENT_LAYOUTS
 from .step_cache import StepCacheConfig
 from .text_encoder import T5Config
@@ -621,10 +621,7 @@ class EngineConfig:
         path = Path(folder) / 'config.json'
         if not path.is_file():
             raise ConfigError(f'missing {path}')
-        try:
-            config = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ConfigError(f'{path} is not valid JSON: {error}') from error
+        config = read_json(path, ConfigError)
         if not isinstance(config, dict):
             raise ConfigError(f'{path}: expected a JSON object')
         return cls.from_json_dict(config, **settings)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dreamzero_ros.policy_types import ObservationError
+
+from .json_files import read_json
 
 __all__ = [
     'EMBODIMENT_LAYOUTS',
@@ -83,10 +84,7 @@ def load_metadata(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise MetadataError(f'missing statistics file {path}')
-    try:
-        metadata = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise MetadataError(f'{path} is not valid JSON: {error}') from error
+    metadata = read_json(path, MetadataError)
     if not isinstance(metadata, dict):
         raise MetadataError(f'{path}: expected a JSON object keyed by embodiment tag')
     return metadata
