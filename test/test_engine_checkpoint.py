@@ -164,6 +164,39 @@ def test_misshaped_tensor_is_named(checkpoint, tmp_path):
         load_weights(folder, _tiny_modules())
 
 
+@pytest.mark.parametrize('dtype', [torch.int32, torch.int64, torch.uint8, torch.bool])
+def test_integer_or_boolean_tensor_is_refused_with_both_dtypes(checkpoint, tmp_path, dtype):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, _ = _shards(folder)
+    key = 'action_head.model.blocks.0.self_attn.q.weight'
+    shard = index['weight_map'][key]
+
+    def retype(tensors):
+        tensors[key] = torch.ones_like(tensors[key], dtype=dtype)
+
+    _rewrite_shard(folder, shard, retype)
+    name = str(dtype).removeprefix('torch.')
+    expected = rf'{key!r} in {shard} is stored as {name}, .*floating-point dtype float32'
+    with pytest.raises(CheckpointError, match=expected):
+        load_weights(folder, _tiny_modules('float32'))
+    with pytest.raises(CheckpointError, match=rf'{key!r} .* stored as {name}'):
+        DreamZeroEngine.from_pretrained(folder, dtype='bfloat16')
+
+
+def test_any_floating_dtype_is_cast(checkpoint, tmp_path):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, _ = _shards(folder)
+    key = 'action_head.model.blocks.0.self_attn.q.weight'
+    shard = index['weight_map'][key]
+    _rewrite_shard(folder, shard, lambda t: t.__setitem__(key, t[key].to(torch.float16)))
+    modules = _tiny_modules('float32')
+    load_weights(folder, modules)
+    with safe_open(str(folder / shard), 'pt') as handle:
+        stored = handle.get_tensor(key)
+    assert stored.dtype == torch.float16
+    assert torch.equal(modules['dit'].blocks[0].self_attn.q.weight, stored.float())
+
+
 def _nested_json(depth):
     return '{"a": ' * depth + '1' + '}' * depth
 

@@ -22,8 +22,11 @@ Ignored on purpose (inference never reads them): ``action_head.image_encoder.mod
 the text tower of the open-CLIP model that upstream keeps inside its image encoder, and
 ``backbone.*`` (upstream's IdentityBackbone has no weights; nothing is expected there).
 Everything else is strict: a tensor the engine does not know, a tensor it needs that is absent,
-a shape mismatch, a shard listed in the index that is missing or unreadable, or an index that
-disagrees with its shards is a :class:`CheckpointError` naming the tensor and the shard.
+a shape mismatch, a tensor stored in an incompatible dtype (integer or boolean where the model
+holds floating point; floating dtypes are cast), a shard listed in the index that is missing or
+unreadable, an index that disagrees with its shards, or a JSON file of the folder that cannot be
+parsed is a :class:`CheckpointError` (:class:`ConfigError` for ``config.json``,
+:class:`MetadataError` for ``metadata.json``) naming the tensor, the shard or the file.
 
 Tensors are copied one at a time from memory-mapped shards into modules that already live on the
 target device in the target dtype, so a checkpoint never needs more memory than the model.
@@ -171,7 +174,11 @@ def load_weights(folder: str | Path, modules: Mapping[str, nn.Module]) -> None:
 
 
 def _copy_tensor(handle, key: str, shard: str, target: torch.Tensor) -> None:
-    """Copy one checkpoint tensor into ``target`` after checking its shape."""
+    """Copy one checkpoint tensor into ``target`` after checking its shape and dtype.
+
+    A floating-point tensor may be stored in any floating dtype (it is cast); any other
+    tensor must be stored in exactly the dtype of ``target``.
+    """
     shape = tuple(handle.get_slice(key).get_shape())
     if shape != tuple(target.shape):
         raise CheckpointError(
@@ -181,7 +188,21 @@ def _copy_tensor(handle, key: str, shard: str, target: torch.Tensor) -> None:
         tensor = handle.get_tensor(key)
     except (SafetensorError, OSError, RuntimeError) as error:
         raise CheckpointError(f'tensor {key!r} in {shard} is unreadable: {error}') from error
+    if target.dtype.is_floating_point:
+        compatible = tensor.dtype.is_floating_point
+    else:
+        compatible = tensor.dtype == target.dtype
+    if not compatible:
+        kind = 'a floating-point dtype' if target.dtype.is_floating_point else 'exactly'
+        raise CheckpointError(
+            f'tensor {key!r} in {shard} is stored as {_dtype_name(tensor.dtype)}, the model '
+            f'expects {kind} {_dtype_name(target.dtype)}'
+        )
     target.data.copy_(tensor)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix('torch.')
 
 
 _INIT_FUNCTIONS = (
