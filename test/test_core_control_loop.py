@@ -17,14 +17,11 @@ ARM = tuple(f'j{i}' for i in range(7))
 DT = 1 / 15
 
 
-def make_loop(delta_mode='clamp', max_delta=0.5, min_replan_period=0.0):
+def make_loop(delta_mode='clamp', max_delta=0.5, min_replan_period=0.0, **limit_options):
     cache = ObservationCache(CacheConfig(ARM, 'g', max_age=0.5, max_skew=0.2))
-    limits = SafetyLimits(
-        lower=np.full(8, -3.0),
-        upper=np.full(8, 3.0),
-        max_step_delta=np.full(8, max_delta),
-        delta_mode=delta_mode,
-    )
+    options = dict(lower=np.full(8, -3.0), upper=np.full(8, 3.0))
+    options.update(limit_options)
+    limits = SafetyLimits(max_step_delta=np.full(8, max_delta), delta_mode=delta_mode, **options)
     loop = ControlLoop(
         cache, LoopConfig(limits, BlendConfig(2, 12), min_replan_period), prompt='pick'
     )
@@ -34,7 +31,8 @@ def make_loop(delta_mode='clamp', max_delta=0.5, min_replan_period=0.0):
 def feed(cache, stamp, joints=0.0):
     for camera in DROID_CAMERAS:
         cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), stamp)
-    cache.add_joint_state([*ARM, 'g'], [joints] * 7 + [0.5], stamp)
+    arm = list(joints) if np.ndim(joints) else [joints] * 7
+    cache.add_joint_state([*ARM, 'g'], [*arm, 0.5], stamp)
 
 
 def chunk_for(query, value=0.1, horizon=24):
@@ -136,6 +134,37 @@ def test_first_chunk_is_rate_limited_from_the_measured_joints():
     outcome = loop.on_chunk(query, chunk_for(query, 1.0), 1.0)
     np.testing.assert_allclose(outcome.plan.rows[:3, 0], [0.05, 0.10, 0.15])
     assert outcome.verdict.delta_clamps > 0
+
+
+PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973, 0.0]
+PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973, 1.0]
+
+
+@pytest.mark.parametrize('mode', ['approach', 'hold'])
+def test_measured_joint_outside_limits_never_jumps_to_the_limit(mode):
+    # Joint 4 measured at +0.40 rad, above its upper limit -0.0698: the first command may not
+    # jump 0.47 rad onto the limit; it moves there at max_step_delta per step, or holds.
+    loop, cache = make_loop(
+        max_delta=0.1,
+        lower=np.array(PANDA_LOWER),
+        upper=np.array(PANDA_UPPER),
+        outside_limits=mode,
+    )
+    measured = np.array([0.0, 0.0, 0.0, 0.40, 0.0, 1.5, 0.0])
+    feed(cache, 1.0, joints=measured)
+    query = loop.poll(1.0).query
+    chunk = chunk_for(query)
+    chunk.actions[:, :7] = np.clip(measured, PANDA_LOWER[:7], PANDA_UPPER[:7])
+    outcome = loop.on_chunk(query, chunk, 1.0)
+    if mode == 'hold':
+        assert outcome.discarded.startswith('safety refused chunk: joint 3 starts at +0.4000')
+        assert loop.command_at(1.5) is None and loop.counters.chunks_outside_limits == 1
+        return
+    rows = outcome.plan.rows
+    steps = np.abs(np.diff(np.vstack([[*measured, 0.5], rows]), axis=0))
+    assert np.all(steps <= 0.1 + 1e-9)
+    np.testing.assert_allclose(rows[:5, 3], [0.30, 0.20, 0.10, 0.0, -0.0698], atol=1e-12)
+    assert loop.counters.chunks_outside_limits == 1
 
 
 def test_safety_refusal_holds():

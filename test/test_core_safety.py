@@ -60,9 +60,31 @@ def test_wrong_width_or_previous_is_refused():
     assert apply_limits(np.zeros((2, 3)), np.array([0.0, np.nan, 0.0]), LIMITS).refused
 
 
-def test_previous_outside_limits_is_clamped_first():
-    verdict = apply_limits(np.array([[1.0, 0.0, 0.0]]), np.array([2.0, 0.0, 0.0]), LIMITS)
-    np.testing.assert_allclose(verdict.rows, [[1.0, 0.0, 0.0]])
+def test_start_outside_limits_moves_into_them_rate_limited_never_a_jump():
+    # Joint 0 measured at 1.4, beyond its upper limit 1.0: the chunk asks for 0.9 at once.
+    start = np.array([1.4, 0.0, 0.0])
+    verdict = apply_limits(np.full((8, 3), [0.9, 0.0, 0.0]), start, LIMITS)
+    assert not verdict.refused and verdict.outside_joints == (0,)
+    steps = np.diff(np.vstack([start, verdict.rows]), axis=0)
+    assert np.all(np.abs(steps) <= LIMITS.max_step_delta + 1e-12)
+    np.testing.assert_allclose(verdict.rows[:, 0], [1.3, 1.2, 1.1, 1.0, 0.9, 0.9, 0.9, 0.9])
+
+
+def test_start_outside_limits_never_moves_further_out():
+    start = np.array([1.4, -1.3, 0.0])
+    verdict = apply_limits(np.full((6, 3), [2.0, -2.0, 0.0]), start, LIMITS)
+    np.testing.assert_allclose(verdict.rows[:, 0], [1.3, 1.2, 1.1, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(verdict.rows[:, 1], [-1.2, -1.1, -1.0, -1.0, -1.0, -1.0])
+    assert verdict.outside_joints == (0, 1)
+
+
+def test_start_outside_limits_refused_in_hold_mode():
+    limits = SafetyLimits(LIMITS.lower, LIMITS.upper, LIMITS.max_step_delta, outside_limits='hold')
+    verdict = apply_limits(np.zeros((2, 3)), np.array([0.0, 1.25, 0.0]), limits)
+    assert verdict.refused and verdict.outside_joints == (1,)
+    assert 'joint 1 starts at +1.2500, outside [-1.0000, +1.0000]' in verdict.reason
+    inside = apply_limits(np.zeros((2, 3)), np.array([0.0, 0.95, 0.0]), limits)
+    assert not inside.refused and inside.outside_joints == ()
 
 
 @pytest.mark.parametrize(
@@ -72,6 +94,7 @@ def test_previous_outside_limits_is_clamped_first():
         dict(lower=[0.0], upper=[1.0], max_step_delta=[0.0]),
         dict(lower=[0.0], upper=[1.0, 2.0], max_step_delta=[1.0]),
         dict(lower=[0.0], upper=[1.0], max_step_delta=[1.0], delta_mode='ignore'),
+        dict(lower=[0.0], upper=[1.0], max_step_delta=[1.0], outside_limits='jump'),
     ],
 )
 def test_bad_limits_are_rejected(kwargs):

@@ -117,6 +117,7 @@ class LoopCounters:
     steps_dropped: int = 0
     limit_clamps: int = 0
     delta_clamps: int = 0
+    chunks_outside_limits: int = 0
     holds: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
 
@@ -213,6 +214,7 @@ class ControlLoop:
         verdict = apply_limits(merged.rows, previous, self.config.limits)
         self.counters.limit_clamps += verdict.limit_clamps
         self.counters.delta_clamps += verdict.delta_clamps
+        self.counters.chunks_outside_limits += bool(verdict.outside_joints)
         if verdict.refused:
             self.counters.chunks_refused += 1
             self.last_error = f'safety refused chunk: {verdict.reason}'

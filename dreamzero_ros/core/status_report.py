@@ -68,6 +68,7 @@ def build_report(
         ('steps_dropped', str(counters.steps_dropped)),
         ('limit_clamps', str(counters.limit_clamps)),
         ('delta_clamps', str(counters.delta_clamps)),
+        ('chunks_outside_limits', str(counters.chunks_outside_limits)),
         ('holds', str(counters.holds)),
         ('frames_received', str(cache.frames_received)),
         ('frames_dropped', str(cache.frames_out_of_order)),
