@@ -33,7 +33,7 @@ setup(
             'dreamzero-replay = dreamzero_ros.replay.cli:replay_main',
             'dreamzero-make-bag = dreamzero_ros.replay.cli:make_bag_main',
             'dreamzero-live-replay = dreamzero_ros.replay.cli:live_main',
-            'dreamzero-policy-node = dreamzero_ros.ros.policy_node:main',
+            'dreamzero-policy-node = dreamzero_ros.ros.policy_node_main:main',
             'dreamzero-demo-stream = dreamzero_ros.ros.demo_stream:main',
             'dreamzero-demo = dreamzero_ros.demo:main',
             'dreamzero-engine-worker = dreamzero_ros.engine.cfg_parallel:main',

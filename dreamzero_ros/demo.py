@@ -146,7 +146,7 @@ def demo_system(
         else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
     )
     overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false', *node_parameters]
-    node_args = ['dreamzero_ros.ros.policy_node', '--ros-args', '--params-file', str(config)]
+    node_args = ['dreamzero_ros.ros.policy_node_main', '--ros-args', '--params-file', str(config)]
     for override in overrides:
         node_args += ['-p', override]
     node = _start(node_args, env, logs / 'policy_node.log')

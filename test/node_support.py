@@ -34,7 +34,7 @@ class NodeProcess:
     """``dreamzero-policy-node`` in its own process, its output in a log file."""
 
     def __init__(self, log_path: Path, *ros_args: str, params_file: Path | None = None) -> None:
-        args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node', '--ros-args']
+        args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
         if params_file is not None:
             args += ['--params-file', str(params_file)]
         for item in ros_args:

@@ -69,7 +69,7 @@ def test_config_cfg_parallel_without_gpus_runs_workers_on_the_config_device():
     [
         (dict(gpus='0', cfg_parallel='2', checkpoint='/c'), 'needs 2 GPUs'),
         (dict(cfg_parallel='2'), 'needs a checkpoint'),
-        (dict(cfg_parallel='0'), 'must be >= 1'),
+        (dict(cfg_parallel='0'), r'engine.cfg_parallel: 0 is outside the range \[1, 2\]'),
         (dict(dry_run='maybe'), 'expected true or false'),
         (dict(gpus='0,x'), 'GPU indices'),
     ],

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Unit tests of the parameter table, the YAML check and the settings builder."""
+"""The typed settings tree: parameters generated from it, the YAML check, values and ranges."""
 
 from pathlib import Path
 
@@ -10,11 +10,13 @@ import pytest
 
 from dreamzero_ros.core.node_config import (
     PARAMETERS,
+    NodeSettings,
     build_settings,
     defaults,
     read_params_file,
     unknown_parameters,
 )
+from dreamzero_ros.core.parameter_schema import Kind
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
@@ -64,19 +66,56 @@ def test_builtin_parameters_are_allowed():
 @pytest.mark.parametrize(
     ('override', 'message'),
     [
-        ({'engine.backend': 'cloud'}, 'engine.backend must be one of'),
+        ({'engine.backend': 'cloud'}, r"engine.backend: must be one of \['local', 'remote'\]"),
         ({'camera_topics': ['a', 'b']}, 'camera_topics needs 3'),
         ({'image_height': 0}, 'image_height/image_width'),
         ({'safety.joint_lower': [0.0] * 7}, 'invalid parameters'),
         ({'arm_joint_names': ['a'] * 7}, 'invalid parameters'),
-        ({'engine.checkpoint': ''}, 'engine.checkpoint is required'),
         ({'typo': 1}, 'unknown parameters'),
-        ({'control_rate_hz': 0.0}, 'control_rate_hz must be > 0'),
+        ({'control_rate_hz': 0.0}, r'control_rate_hz: 0.0 is outside the range \[0.1, 1000.0\]'),
+        ({'max_age': -1}, r'max_age: -1.0 is outside the range'),
+        ({'max_age': float('nan')}, 'max_age: nan is outside the range'),
+        ({'safety.max_step_delta': [0.1] * 7 + [20.0]}, r'safety.max_step_delta\[7\]: 20.0'),
+        ({'engine.cfg_parallel': 3}, r'engine.cfg_parallel: 3 is outside the range \[1, 2\]'),
+        ({'image_width': 320.0}, 'image_width: expected an integer, got 320.0'),
+        ({'dry_run': 'yes'}, "dry_run: expected a bool, got 'yes'"),
+        ({'camera_topics': 'wrist'}, 'camera_topics: expected a string array'),
     ],
 )
 def test_bad_values_name_the_parameter(override, message):
     with pytest.raises(ValueError, match=message):
         build_settings({'engine.checkpoint': 'ckpt', **override})
+
+
+def test_integers_are_accepted_where_doubles_are_declared():
+    settings = build_settings({'max_age': 1, 'gripper_range': [0, 1], 'clip_offsets': [-1, 0]})
+    assert settings.max_age == 1.0 and isinstance(settings.max_age, float)
+    assert settings.gripper_range == (0.0, 1.0) and isinstance(settings.gripper_range[1], float)
+    assert settings.cache.clip_offsets == (-1.0, 0.0)
+
+
+def test_settings_are_read_by_attribute_and_frozen():
+    settings = build_settings({'engine.checkpoint': 'ckpt', 'engine.cfg_parallel': 2})
+    assert settings.engine.checkpoint == 'ckpt' and settings.engine.cfg_parallel == 2
+    assert settings.safety.delta_mode == 'clamp' and settings.scheduler.blend_max_steps == 12
+    with pytest.raises(AttributeError):
+        settings.engine.checkpoint = 'other'  # type: ignore[misc]
+
+
+def test_every_number_parameter_has_a_range_and_its_default_is_valid():
+    numbers = {Kind.INTEGER, Kind.DOUBLE, Kind.INTEGER_ARRAY, Kind.DOUBLE_ARRAY}
+    for spec in PARAMETERS:
+        assert spec.kind not in numbers or spec.range is not None, spec.name
+        assert spec.check(spec.default) == spec.default, spec.name
+    assert NodeSettings() == build_settings({})
+
+
+def test_only_task_parameters_change_at_run_time():
+    assert {spec.name for spec in PARAMETERS if spec.runtime} == {
+        'prompt',
+        'session_id',
+        'dry_run',
+    }
 
 
 def test_gripper_mapping_to_joint_units():
@@ -94,3 +133,10 @@ def test_node_documentation_lists_every_parameter():
     text = (Path(__file__).resolve().parents[1] / 'docs' / 'policy_node.md').read_text()
     missing = [spec.name for spec in PARAMETERS if f'| `{spec.name}` |' not in text]
     assert not missing, f'docs/policy_node.md lacks {missing}'
+
+
+def test_local_engine_without_checkpoint_is_refused_at_configure():
+    from dreamzero_ros.core.policy_factory import create_policy
+
+    with pytest.raises(ValueError, match='engine.checkpoint is required'):
+        create_policy(build_settings({}), log=lambda text: None)

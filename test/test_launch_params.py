@@ -159,6 +159,7 @@ def _as_ros_arg(value) -> str:
 
 
 def _assert_same(expected, actual, name):
+    expected = list(expected) if isinstance(expected, tuple) else expected
     if isinstance(expected, float) or (
         isinstance(expected, list) and expected and isinstance(expected[0], float)
     ):
@@ -206,7 +207,7 @@ def test_unknown_parameter_stops_the_node(tmp_path):
     node.stop()
 
 
-def test_writable_and_read_only_parameters(harness, tmp_path):
+def test_parameters_change_while_unconfigured_with_ranges_enforced(harness, tmp_path):
     node = NodeProcess(
         tmp_path / 'node.log', 'autostart:=false', params_file=CONFIG / 'cpu_small.yaml'
     )
@@ -214,7 +215,11 @@ def test_writable_and_read_only_parameters(harness, tmp_path):
         harness.get_parameters(NODE, ['prompt'])
         assert harness.set_parameter(NODE, 'prompt', 'stack the cups').successful
         assert harness.get_parameters(NODE, ['prompt'])['prompt'] == 'stack the cups'
-        result = harness.set_parameter(NODE, 'max_age', 3.0)
-        assert not result.successful and 'read-only' in result.reason
+        assert harness.set_parameter(NODE, 'max_age', 3).successful  # an integer for a double
+        assert harness.get_parameters(NODE, ['max_age'])['max_age'] == 3.0
+        result = harness.set_parameter(NODE, 'max_age', 1e6)
+        assert not result.successful and 'max_age' in result.reason and 'range' in result.reason
+        result = harness.set_parameter(NODE, 'engine.dtype', 'int8')
+        assert not result.successful and 'must be one of' in result.reason
     finally:
         node.stop()

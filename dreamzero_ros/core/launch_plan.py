@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamzero_ros.core.node_config import defaults
+from dreamzero_ros.core.node_config import build_settings
 
 WORKER_EXECUTABLE = 'dreamzero-engine-worker'
 
@@ -72,7 +72,6 @@ def plan_launch(
         ValueError: a malformed argument, or fewer GPUs than CFG-parallel ranks.
 
     """
-    values = {**defaults(), **config}
     parameters: dict[str, Any] = {'use_sim_time': _truthy(use_sim_time)}
     if checkpoint:
         parameters['engine.checkpoint'] = checkpoint
@@ -84,42 +83,42 @@ def plan_launch(
         parameters['openpi_bridge.enabled'] = _truthy(openpi_bridge)
     if openpi_port:
         parameters['openpi_bridge.port'] = int(openpi_port)
-    values.update(parameters)
-    world_size = int(values['engine.cfg_parallel'])
-    if world_size < 1:
-        raise ValueError(f'cfg_parallel must be >= 1, got {world_size}')
+    values = {**config, **parameters}
+    values.pop('use_sim_time')
+    engine = build_settings(values).engine
+    world_size = engine.cfg_parallel
     gpu_list = parse_gpus(gpus)
-    if not gpu_list and world_size > 1 and str(values['engine.device']).startswith('cuda'):
+    if not gpu_list and world_size > 1 and engine.device.startswith('cuda'):
         gpu_list = [str(rank) for rank in range(world_size)]  # NCCL needs one GPU per rank
     node_env: dict[str, str] = {}
+    device = engine.device
     if gpu_list:
-        parameters['engine.device'] = 'cuda:0'
+        parameters['engine.device'] = device = 'cuda:0'
         node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
-        values['engine.device'] = 'cuda:0'
     if gpu_list and len(gpu_list) < world_size:
         raise ValueError(f'cfg_parallel {world_size} needs {world_size} GPUs, got gpus:={gpus}')
-    if world_size > 1 and values['engine.backend'] != 'local':
+    if world_size > 1 and engine.backend != 'local':
         raise ValueError('cfg_parallel > 1 needs engine.backend local')
-    if world_size > 1 and not values['engine.checkpoint']:
+    if world_size > 1 and not engine.checkpoint:
         raise ValueError('cfg_parallel > 1 needs a checkpoint (the workers load it too)')
     workers = []
     for rank in range(1, world_size):
         env = {
             'RANK': str(rank),
             'WORLD_SIZE': str(world_size),
-            'MASTER_ADDR': str(values['engine.master_addr']),
-            'MASTER_PORT': str(values['engine.master_port']),
+            'MASTER_ADDR': engine.master_addr,
+            'MASTER_PORT': str(engine.master_port),
         }
         if gpu_list:
             env['CUDA_VISIBLE_DEVICES'] = gpu_list[rank]
         cmd = [
             WORKER_EXECUTABLE,
             '--checkpoint',
-            str(values['engine.checkpoint']),
+            engine.checkpoint,
             '--device',
-            str(values['engine.device']),
+            device,
             '--dtype',
-            str(values['engine.dtype']),
+            engine.dtype,
         ]
         workers.append(ProcessSpec(cmd, env))
     return LaunchPlan(parameters, node_env, workers)

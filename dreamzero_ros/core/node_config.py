@@ -1,18 +1,20 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Every parameter of the policy node: name, default, description; and the settings they make.
+"""The policy node's settings: one frozen dataclass tree, and the parameters made from it.
 
-The node declares exactly :data:`PARAMETERS` (with these descriptions); a parameter file or
-override naming anything else is an error (:func:`unknown_parameters`). :func:`build_settings`
-turns a complete ``name -> value`` mapping into the typed pieces the core uses, raising
+:class:`NodeSettings` declares every parameter once (default, description, range, choices; see
+:mod:`~dreamzero_ros.core.parameter_schema`); the node declares exactly :data:`PARAMETERS`, and a
+parameter file or override naming anything else is an error (:func:`unknown_parameters`).
+:func:`build_settings` turns a ``name -> value`` mapping into the settings, raising
 ``ValueError`` naming the offending parameter. Nothing here imports ROS.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import numpy as np
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.observation_cache import CacheConfig
+from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.safety import DELTA_MODES, SafetyLimits
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
@@ -28,228 +31,326 @@ from dreamzero_ros.policy_types import DROID_CAMERAS
 NODE_NAME = 'dreamzero_policy'
 
 #: Franka Panda limits (radians) and the normalised gripper, in action-column order.
-PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973, 0.0]
-PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973, 1.0]
+PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973, 0.0)
+PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973, 1.0)
+
+
+# Ranges of the number parameters (inclusive); arrays apply them to each element.
+_SECONDS = (0.0, 3600.0)
+_POSITIONS = (-10.0, 10.0)  # rad (or m for a prismatic joint), and gripper units
+_PORT = (0, 65535)
 
 
 @dataclass(frozen=True)
-class ParameterSpec:
-    """One declared parameter."""
+class StepCommandSettings:
+    """The optional per-step command output (``step_command.*``)."""
 
-    name: str
-    default: Any
-    description: str
-    choices: tuple[str, ...] = ()
-
-
-def _spec(name: str, default: Any, description: str, choices: Iterable[str] = ()) -> ParameterSpec:
-    return ParameterSpec(name, default, description, tuple(choices))
-
-
-PARAMETERS: tuple[ParameterSpec, ...] = (
-    # --- lifecycle and task
-    _spec(
-        'autostart',
-        True,
-        'Configure and activate at start-up instead of waiting for lifecycle transitions.',
-    ),
-    _spec(
-        'prompt',
-        '',
-        'Task instruction given to the policy; settable at run time (also via '
-        'the latched ~/prompt topic).',
-    ),
-    _spec('session_id', 'default', 'Policy session (episode) id; ~/reset starts a fresh one.'),
-    _spec(
-        'dry_run', False, 'Publish trajectories only on the preview topic, never to the controller.'
-    ),
-    _spec(
-        'start_enabled',
-        False,
-        'Start with commands enabled. Keep false on a real robot: '
-        'enable with the ~/enable service.',
-    ),
-    _spec(
-        'control_rate_hz', 15.0, 'Rate of input checks, query scheduling and per-step commands, Hz.'
-    ),
-    _spec('diagnostics_period', 1.0, 'Seconds between /diagnostics and ~/status messages.'),
-    # --- inputs
-    _spec(
-        'camera_topics',
-        [f'{camera}' for camera in DROID_CAMERAS],
-        'Image topics of the wrist, exterior 1 and exterior 2 cameras, in that order.',
-    ),
-    _spec(
-        'image_transport',
-        'raw',
-        'raw: sensor_msgs/Image on each camera topic; compressed: '
-        'sensor_msgs/CompressedImage on <topic>/compressed.',
-        ('raw', 'compressed'),
-    ),
-    _spec(
-        'joint_states_topic',
-        'joint_states',
-        'sensor_msgs/JointState topic (arm and gripper, in one or several messages).',
-    ),
-    _spec(
-        'arm_joint_names',
-        [f'panda_joint{i}' for i in range(1, 8)],
-        'JointState names of the 7 arm joints in DROID order; also the command joint names.',
-    ),
-    _spec(
-        'gripper_joint_name',
-        'panda_gripper',
-        'JointState name of the gripper joint; also its command name.',
-    ),
-    _spec(
-        'gripper_range',
-        [0.0, 1.0],
-        "Gripper joint positions [a, b] mapped onto the policy's [0, 1] (and back for commands).",
-    ),
-    _spec('max_age', 0.5, 'Seconds after which a camera frame or joint state is stale.'),
-    _spec('max_skew', 0.2, 'Largest allowed spread, seconds, between the stamps of all inputs.'),
-    _spec('image_height', 180, 'Required camera image height, pixels; 0 accepts any.'),
-    _spec('image_width', 320, 'Required camera image width, pixels; 0 accepts any.'),
-    _spec(
-        'clip_offsets',
-        [0.0],
-        'Seconds (ascending, ending at 0) relative to the newest frame '
-        'of the frames given to the policy per camera; [0.0] gives single frames.',
-    ),
-    # --- outputs
-    _spec(
-        'trajectory_topic',
-        'joint_trajectory_controller/joint_trajectory',
-        'trajectory_msgs/JointTrajectory topic of the controller.',
-    ),
-    _spec(
-        'preview_topic',
-        '~/preview_trajectory',
-        'Every merged trajectory, also in dry run and while disabled.',
-    ),
-    _spec(
-        'chunk_topic',
-        '~/action_chunk',
-        'Raw chunks as dreamzero_ros_interfaces/ActionChunk '
-        '(published only where that package is importable).',
-    ),
-    _spec('step_command.enabled', False, 'Also publish the command of each control step.'),
-    _spec(
-        'step_command.type',
+    enabled: bool = parameter(False, 'Also publish the command of each control step.')
+    type: str = parameter(
         'float64_multi_array',
         'Per-step message type.',
-        ('float64_multi_array', 'joint_state'),
-    ),
-    _spec(
-        'step_command.topic',
-        'forward_position_controller/commands',
-        'Topic of the per-step commands.',
-    ),
-    # --- safety and scheduling
-    _spec(
-        'safety.joint_lower',
+        choices=('float64_multi_array', 'joint_state'),
+    )
+    topic: str = parameter(
+        'forward_position_controller/commands', 'Topic of the per-step commands.'
+    )
+
+
+@dataclass(frozen=True)
+class SafetySettings:
+    """Position and step limits applied to every command (``safety.*``)."""
+
+    joint_lower: tuple[float, ...] = parameter(
         PANDA_LOWER,
         'Lower position limits: 7 joints (rad) then the gripper (policy units 0..1).',
-    ),
-    _spec('safety.joint_upper', PANDA_UPPER, 'Upper position limits, same layout.'),
-    _spec(
-        'safety.max_step_delta', [0.1] * 7 + [1.0], 'Largest change per control step, same layout.'
-    ),
-    _spec(
-        'safety.delta_mode',
+        range=_POSITIONS,
+    )
+    joint_upper: tuple[float, ...] = parameter(
+        PANDA_UPPER, 'Upper position limits, same layout.', range=_POSITIONS
+    )
+    max_step_delta: tuple[float, ...] = parameter(
+        (0.1,) * 7 + (1.0,),
+        'Largest change per control step, same layout (each > 0).',
+        range=(0.0, 10.0),
+    )
+    delta_mode: str = parameter(
         'clamp',
         'clamp: rate-limit steps beyond max_step_delta; refuse: drop the chunk and hold.',
-        DELTA_MODES,
-    ),
-    _spec(
-        'scheduler.step_duration',
+        choices=DELTA_MODES,
+    )
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """Query pacing and chunk hand-over (``scheduler.*``)."""
+
+    step_duration: float = parameter(
         0.0,
         "Seconds between action rows; 0 keeps the policy's (1/15 s for DROID). A larger value "
         'plays chunks in slow motion, for CPU profiles whose chunks take longer than their '
         'horizon.',
-    ),
-    _spec(
-        'scheduler.min_replan_period',
+        range=(0.0, 10.0),
+    )
+    min_replan_period: float = parameter(
         0.0,
         'Least seconds between queries; 0 queries again as soon as a chunk arrives.',
-    ),
-    _spec('scheduler.blend_min_steps', 2, 'Shortest hand-over from the executing plan, steps.'),
-    _spec(
-        'scheduler.blend_max_steps',
+        range=_SECONDS,
+    )
+    blend_min_steps: int = parameter(
+        2, 'Shortest hand-over from the executing plan, steps.', range=(0, 1000)
+    )
+    blend_max_steps: int = parameter(
         12,
-        'Longest hand-over, steps; the measured latency '
-        'chooses between the two; 0 disables blending.',
-    ),
-    # --- engine
-    _spec(
-        'engine.backend',
+        'Longest hand-over, steps; the measured latency chooses between the two; 0 disables '
+        'blending.',
+        range=(0, 1000),
+    )
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The policy behind the node (``engine.*``)."""
+
+    backend: str = parameter(
         'local',
         'local: DreamZeroEngine in this process; remote: an OpenPI server at engine.remote_uri.',
-        ('local', 'remote'),
-    ),
-    _spec(
-        'engine.checkpoint',
+        choices=('local', 'remote'),
+    )
+    checkpoint: str = parameter(
         '',
         'Folder of a DreamZero checkpoint (config.json, safetensors, '
         'experiment_cfg/metadata.json).',
-    ),
-    _spec('engine.device', 'cpu', 'Torch device of rank 0, e.g. cpu or cuda:0.'),
-    _spec(
-        'engine.dtype',
-        'float32',
-        'Weight and activation dtype.',
-        ('float32', 'bfloat16', 'float16'),
-    ),
-    _spec('engine.num_threads', 0, 'torch CPU threads; 0 leaves the default.'),
-    _spec(
-        'engine.step_cache',
+    )
+    device: str = parameter('cpu', 'Torch device of rank 0, e.g. cpu or cuda:0.')
+    dtype: str = parameter(
+        'float32', 'Weight and activation dtype.', choices=('float32', 'bfloat16', 'float16')
+    )
+    num_threads: int = parameter(0, 'torch CPU threads; 0 leaves the default.', range=(0, 1024))
+    step_cache: str = parameter(
         'static',
         'Which denoising steps run the DiT: static (upstream default, 8 of 16), dynamic '
         '(skips steps whose velocities agree) or full (all 16, the reference).',
-        ('static', 'dynamic', 'full'),
-    ),
-    _spec(
-        'engine.compile',
+        choices=('static', 'dynamic', 'full'),
+    )
+    compile: bool = parameter(
         False,
         'torch.compile the DiT blocks and VAE norms '
         '(GPU: ~30-40 s more warm-up, 0.69x the chunk time).',
-    ),
-    _spec(
-        'engine.fp8_linear',
+    )
+    fp8_linear: str = parameter(
         'off',
         'DiT block linears in FP8 e4m3 on Hopper GPUs (needs bfloat16); off is the reference.',
-        ('off', 'rowwise', 'tensorwise'),
-    ),
-    _spec(
-        'engine.attention_backend',
+        choices=('off', 'rowwise', 'tensorwise'),
+    )
+    attention_backend: str = parameter(
         'auto',
         'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
         '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
-        ('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
-    ),
-    _spec(
-        'engine.cfg_parallel',
+        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
+    )
+    cfg_parallel: int = parameter(
         1,
         'CFG-parallel world size: 2 runs the unconditional branch '
         'in a dreamzero-engine-worker process (rank 1).',
-    ),
-    _spec('engine.master_addr', '127.0.0.1', 'torch.distributed rendezvous address.'),
-    _spec('engine.master_port', 29512, 'torch.distributed rendezvous port.'),
-    _spec(
-        'engine.warmup',
+        range=(1, 2),
+    )
+    master_addr: str = parameter('127.0.0.1', 'torch.distributed rendezvous address.')
+    master_port: int = parameter(29512, 'torch.distributed rendezvous port.', range=_PORT)
+    warmup: bool = parameter(
+        True, 'Run one inference at configure time so that the first chunk is not slow.'
+    )
+    remote_uri: str = parameter('ws://127.0.0.1:8000', 'OpenPI server URI (engine.backend remote).')
+    remote_api_key: str = parameter('', 'API key sent to the remote OpenPI server, if any.')
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    """Serving the engine over the OpenPI WebSocket protocol too (``openpi_bridge.*``)."""
+
+    enabled: bool = parameter(False, 'Also serve the engine over the OpenPI WebSocket protocol.')
+    host: str = parameter('127.0.0.1', 'Bridge bind address.')
+    port: int = parameter(8000, 'Bridge TCP port.', range=_PORT)
+    api_key: str = parameter('', 'Required Api-Key of bridge clients; empty accepts all.')
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """Every parameter of the policy node, checked and typed; read by attribute.
+
+    Groups are nested settings (``settings.engine.checkpoint`` is the parameter
+    ``engine.checkpoint``). Derived core configurations: :attr:`cache`, :attr:`loop`.
+    """
+
+    # --- lifecycle and task
+    autostart: bool = parameter(
         True,
-        'Run one inference at configure time so that the first chunk is not slow.',
-    ),
-    _spec('engine.remote_uri', 'ws://127.0.0.1:8000', 'OpenPI server URI (engine.backend remote).'),
-    _spec('engine.remote_api_key', '', 'API key sent to the remote OpenPI server, if any.'),
-    # --- OpenPI bridge
-    _spec(
-        'openpi_bridge.enabled', False, 'Also serve the engine over the OpenPI WebSocket protocol.'
-    ),
-    _spec('openpi_bridge.host', '127.0.0.1', 'Bridge bind address.'),
-    _spec('openpi_bridge.port', 8000, 'Bridge TCP port.'),
-    _spec('openpi_bridge.api_key', '', 'Required Api-Key of bridge clients; empty accepts all.'),
-)
+        'Configure and activate at start-up instead of waiting for lifecycle transitions.',
+    )
+    prompt: str = parameter(
+        '',
+        'Task instruction given to the policy; settable at run time (also via '
+        'the latched ~/prompt topic).',
+        runtime=True,
+    )
+    session_id: str = parameter(
+        'default', 'Policy session (episode) id; ~/reset starts a fresh one.', runtime=True
+    )
+    dry_run: bool = parameter(
+        False,
+        'Publish trajectories only on the preview topic, never to the controller.',
+        runtime=True,
+    )
+    start_enabled: bool = parameter(
+        False,
+        'Start with commands enabled. Keep false on a real robot: '
+        'enable with the ~/enable service.',
+    )
+    control_rate_hz: float = parameter(
+        15.0,
+        'Rate of input checks, query scheduling and per-step commands, Hz.',
+        range=(0.1, 1000.0),
+    )
+    diagnostics_period: float = parameter(
+        1.0, 'Seconds between /diagnostics and ~/status messages.', range=(0.01, 3600.0)
+    )
+    # --- inputs
+    camera_topics: tuple[str, ...] = parameter(
+        tuple(DROID_CAMERAS),
+        'Image topics of the wrist, exterior 1 and exterior 2 cameras, in that order.',
+    )
+    image_transport: str = parameter(
+        'raw',
+        'raw: sensor_msgs/Image on each camera topic; compressed: '
+        'sensor_msgs/CompressedImage on <topic>/compressed.',
+        choices=('raw', 'compressed'),
+    )
+    joint_states_topic: str = parameter(
+        'joint_states',
+        'sensor_msgs/JointState topic (arm and gripper, in one or several messages).',
+    )
+    arm_joint_names: tuple[str, ...] = parameter(
+        tuple(f'panda_joint{i}' for i in range(1, 8)),
+        'JointState names of the 7 arm joints in DROID order; also the command joint names.',
+    )
+    gripper_joint_name: str = parameter(
+        'panda_gripper', 'JointState name of the gripper joint; also its command name.'
+    )
+    gripper_range: tuple[float, ...] = parameter(
+        (0.0, 1.0),
+        "Gripper joint positions [a, b] mapped onto the policy's [0, 1] (and back for commands).",
+        range=_POSITIONS,
+    )
+    max_age: float = parameter(
+        0.5, 'Seconds after which a camera frame or joint state is stale.', range=(0.001, 3600.0)
+    )
+    max_skew: float = parameter(
+        0.2, 'Largest allowed spread, seconds, between the stamps of all inputs.', range=_SECONDS
+    )
+    image_height: int = parameter(
+        180, 'Required camera image height, pixels; 0 accepts any.', range=(0, 16384)
+    )
+    image_width: int = parameter(
+        320, 'Required camera image width, pixels; 0 accepts any.', range=(0, 16384)
+    )
+    clip_offsets: tuple[float, ...] = parameter(
+        (0.0,),
+        'Seconds (ascending, ending at 0) relative to the newest frame '
+        'of the frames given to the policy per camera; [0.0] gives single frames.',
+        range=(-3600.0, 0.0),
+    )
+    # --- outputs
+    trajectory_topic: str = parameter(
+        'joint_trajectory_controller/joint_trajectory',
+        'trajectory_msgs/JointTrajectory topic of the controller.',
+    )
+    preview_topic: str = parameter(
+        '~/preview_trajectory', 'Every merged trajectory, also in dry run and while disabled.'
+    )
+    chunk_topic: str = parameter(
+        '~/action_chunk',
+        'Raw chunks as dreamzero_ros_interfaces/ActionChunk '
+        '(published only where that package is importable).',
+    )
+    step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
+    # --- safety, scheduling, engine, bridge
+    safety: SafetySettings = field(default_factory=SafetySettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
+
+    def __post_init__(self) -> None:
+        if len(self.camera_topics) != len(DROID_CAMERAS) or not all(self.camera_topics):
+            raise ValueError(
+                f'camera_topics needs {len(DROID_CAMERAS)} topic names, '
+                f'got {list(self.camera_topics)}'
+            )
+        if (self.image_height == 0) != (self.image_width == 0):
+            raise ValueError(
+                f'image_height/image_width must both be > 0, or both 0 (any): '
+                f'{self.image_height}, {self.image_width}'
+            )
+        if len(self.gripper_range) != 2:
+            raise ValueError(f'gripper_range needs 2 values, got {list(self.gripper_range)}')
+        try:
+            limits = self.loop.limits
+            self.cache  # noqa: B018 - builds (and so checks) the cache configuration
+        except ValueError as error:
+            raise ValueError(f'invalid parameters: {error}') from error
+        if limits.lower.shape != (len(self.arm_joint_names) + 1,):
+            raise ValueError(
+                f'safety limits need {len(self.arm_joint_names) + 1} values (7 joints and '
+                f'the gripper), got {limits.lower.shape[0]}'
+            )
+
+    @functools.cached_property
+    def cache(self) -> CacheConfig:
+        """The observation cache's configuration."""
+        return CacheConfig(
+            arm_joints=self.arm_joint_names,
+            gripper_joint=self.gripper_joint_name,
+            max_age=self.max_age,
+            max_skew=self.max_skew,
+            image_size=(self.image_height, self.image_width) if self.image_height else None,
+            gripper_range=(self.gripper_range[0], self.gripper_range[1]),
+            clip_offsets=self.clip_offsets,
+        )
+
+    @functools.cached_property
+    def loop(self) -> LoopConfig:
+        """The control loop's configuration (safety limits, hand-over, pacing)."""
+        safety, scheduler = self.safety, self.scheduler
+        return LoopConfig(
+            limits=SafetyLimits(
+                lower=np.array(safety.joint_lower, dtype=np.float64),
+                upper=np.array(safety.joint_upper, dtype=np.float64),
+                max_step_delta=np.array(safety.max_step_delta, dtype=np.float64),
+                delta_mode=safety.delta_mode,
+            ),
+            blend=BlendConfig(scheduler.blend_min_steps, scheduler.blend_max_steps),
+            min_replan_period=scheduler.min_replan_period,
+            step_duration=scheduler.step_duration,
+        )
+
+    @property
+    def cameras(self) -> dict[str, str]:
+        """Policy camera name -> image topic."""
+        return dict(zip(DROID_CAMERAS, self.camera_topics, strict=True))
+
+    @property
+    def command_joint_names(self) -> list[str]:
+        """Names of the command columns: the arm joints, then the gripper."""
+        return [*self.arm_joint_names, self.gripper_joint_name]
+
+    def gripper_to_joint(self, rows: np.ndarray) -> np.ndarray:
+        """Policy rows -> command rows: the gripper column mapped from [0, 1] to joint units."""
+        low, high = self.gripper_range
+        out = np.array(rows, dtype=np.float64, copy=True)
+        out[..., -1] = low + out[..., -1] * (high - low)
+        return out
+
+
+#: Every parameter the node declares, in declaration order.
+PARAMETERS: tuple[ParameterSpec, ...] = parameter_specs(NodeSettings)
 
 #: Parameters rclpy declares on every node; allowed in parameter files.
 BUILTIN_PARAMETERS = frozenset({'use_sim_time', 'start_type_description_service'})
@@ -311,87 +412,14 @@ def _flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
     return flat
 
 
-@dataclass(frozen=True)
-class NodeSettings:
-    """The checked, typed view of all parameters."""
-
-    values: Mapping[str, Any]
-    cache: CacheConfig
-    loop: LoopConfig
-    camera_topics: dict[str, str]
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
-
-    @property
-    def command_joint_names(self) -> list[str]:
-        """Names of the command columns: the arm joints, then the gripper."""
-        return [*self.cache.arm_joints, self.cache.gripper_joint]
-
-    def gripper_to_joint(self, rows: np.ndarray) -> np.ndarray:
-        """Policy rows -> command rows: the gripper column mapped from [0, 1] to joint units."""
-        low, high = self.cache.gripper_range
-        out = np.array(rows, dtype=np.float64, copy=True)
-        out[..., -1] = low + out[..., -1] * (high - low)
-        return out
-
-
 def build_settings(values: Mapping[str, Any]) -> NodeSettings:
-    """Check a complete parameter mapping and build the core configuration from it."""
+    """Check a ``name -> value`` parameter mapping (defaults for the rest) and build the settings.
+
+    Raises:
+        ValueError: an unknown name, or a bad value, naming the parameter.
+
+    """
     unknown = unknown_parameters(values)
     if unknown:
         raise ValueError(f'unknown parameters {unknown}')
-    merged = {**defaults(), **values}
-    for name, spec in _SPECS.items():
-        if spec.choices and merged[name] not in spec.choices:
-            raise ValueError(f'{name} must be one of {list(spec.choices)}, got {merged[name]!r}')
-    for name in ('control_rate_hz', 'diagnostics_period', 'max_age'):
-        if not merged[name] > 0:
-            raise ValueError(f'{name} must be > 0, got {merged[name]}')
-    topics = list(merged['camera_topics'])
-    if len(topics) != len(DROID_CAMERAS) or not all(topics):
-        raise ValueError(f'camera_topics needs {len(DROID_CAMERAS)} topic names, got {topics}')
-    height, width = int(merged['image_height']), int(merged['image_width'])
-    if (height == 0) != (width == 0) or height < 0 or width < 0:
-        raise ValueError(
-            f'image_height/image_width must both be > 0, or both 0 (any): {height}, {width}'
-        )
-    gripper_range = tuple(float(v) for v in merged['gripper_range'])
-    if len(gripper_range) != 2:
-        raise ValueError(f'gripper_range needs 2 values, got {list(gripper_range)}')
-    try:
-        cache = CacheConfig(
-            arm_joints=tuple(merged['arm_joint_names']),
-            gripper_joint=str(merged['gripper_joint_name']),
-            max_age=float(merged['max_age']),
-            max_skew=float(merged['max_skew']),
-            image_size=(height, width) if height else None,
-            gripper_range=gripper_range,
-            clip_offsets=tuple(float(v) for v in merged['clip_offsets']),
-        )
-        limits = SafetyLimits(
-            lower=np.array(merged['safety.joint_lower'], dtype=np.float64),
-            upper=np.array(merged['safety.joint_upper'], dtype=np.float64),
-            max_step_delta=np.array(merged['safety.max_step_delta'], dtype=np.float64),
-            delta_mode=merged['safety.delta_mode'],
-        )
-        loop = LoopConfig(
-            limits=limits,
-            blend=BlendConfig(
-                int(merged['scheduler.blend_min_steps']), int(merged['scheduler.blend_max_steps'])
-            ),
-            min_replan_period=float(merged['scheduler.min_replan_period']),
-            step_duration=float(merged['scheduler.step_duration']),
-        )
-    except ValueError as error:
-        raise ValueError(f'invalid parameters: {error}') from error
-    if limits.lower.shape != (len(cache.arm_joints) + 1,):
-        raise ValueError(
-            f'safety limits need {len(cache.arm_joints) + 1} values (7 joints and '
-            f'the gripper), got {limits.lower.shape[0]}'
-        )
-    if int(merged['engine.cfg_parallel']) < 1:
-        raise ValueError(f'engine.cfg_parallel must be >= 1, got {merged["engine.cfg_parallel"]}')
-    if merged['engine.backend'] == 'local' and not merged['engine.checkpoint']:
-        raise ValueError('engine.checkpoint is required with engine.backend local')
-    return NodeSettings(merged, cache, loop, dict(zip(DROID_CAMERAS, topics, strict=True)))
+    return build(NodeSettings, values)

@@ -32,31 +32,34 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
     blocks until the worker ranks have joined); closing the policy ends the workers and leaves
     the group.
     """
-    if settings['engine.backend'] == 'remote':
+    options = settings.engine
+    if options.backend == 'remote':
         from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
-        uri = settings['engine.remote_uri']
+        uri = options.remote_uri
         log(f'connecting to the OpenPI server at {uri}')
-        return SerializedPolicy(RemoteOpenPIPolicy(uri, settings['engine.remote_api_key'] or None))
+        return SerializedPolicy(RemoteOpenPIPolicy(uri, options.remote_api_key or None))
 
+    if not options.checkpoint:
+        raise ValueError('engine.checkpoint is required with engine.backend local')
     import torch
 
     from dreamzero_ros.engine import DreamZeroEngine
 
-    if settings['engine.num_threads'] > 0:
-        torch.set_num_threads(int(settings['engine.num_threads']))
-    folder = settings['engine.checkpoint']
-    device = settings['engine.device']
-    world_size = int(settings['engine.cfg_parallel'])
+    if options.num_threads > 0:
+        torch.set_num_threads(options.num_threads)
+    folder = options.checkpoint
+    device = options.device
+    world_size = options.cfg_parallel
     driver, on_close = None, None
     if world_size > 1:
         from dreamzero_ros.engine import cfg_parallel
 
-        address = f'{settings["engine.master_addr"]}:{settings["engine.master_port"]}'
+        address = f'{options.master_addr}:{options.master_port}'
         log(f'CFG parallel: rank 0 of {world_size}, waiting for the worker ranks at {address}')
         driver = cfg_parallel.connect_driver(
-            settings['engine.master_addr'],
-            int(settings['engine.master_port']),
+            options.master_addr,
+            options.master_port,
             device=device,
             world_size=world_size,
         )
@@ -65,18 +68,18 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
             driver.shutdown()
             torch.distributed.destroy_process_group()
 
-    log(f'loading DreamZero from {folder} on {device} ({settings["engine.dtype"]})')
+    log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
     start = time.monotonic()
     try:
         engine = DreamZeroEngine.from_pretrained(
             folder,
             device=device,
-            dtype=settings['engine.dtype'],
+            dtype=options.dtype,
             layout=driver,
-            step_cache=settings['engine.step_cache'],
-            compile=bool(settings['engine.compile']),
-            fp8_linear=settings['engine.fp8_linear'],
-            attention_backend=settings['engine.attention_backend'],
+            step_cache=options.step_cache,
+            compile=options.compile,
+            fp8_linear=options.fp8_linear,
+            attention_backend=options.attention_backend,
         )
     except BaseException:
         if on_close is not None:
@@ -94,7 +97,7 @@ def warmup_observation(settings: NodeSettings) -> Observation:
         images={camera: frame for camera in DROID_CAMERAS},
         joint_position=FRANKA_HOME.copy(),
         gripper_position=np.zeros(1),
-        prompt=settings['prompt'] or 'warm up',
+        prompt=settings.prompt or 'warm up',
         session_id=WARMUP_SESSION,
     )
 

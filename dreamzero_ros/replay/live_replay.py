@@ -104,9 +104,9 @@ class LiveReplayConfig:
 def recorded_outputs(settings: NodeSettings, node_name: str = NODE_NAME) -> dict[str, str]:
     """Topic -> type of the node's outputs worth recording: trajectories and chunks."""
     return {
-        node_topic(settings['trajectory_topic'], node_name): TRAJECTORY_TYPE,
-        node_topic(settings['preview_topic'], node_name): TRAJECTORY_TYPE,
-        node_topic(settings['chunk_topic'], node_name): ACTION_CHUNK_TYPE,
+        node_topic(settings.trajectory_topic, node_name): TRAJECTORY_TYPE,
+        node_topic(settings.preview_topic, node_name): TRAJECTORY_TYPE,
+        node_topic(settings.chunk_topic, node_name): ACTION_CHUNK_TYPE,
     }
 
 

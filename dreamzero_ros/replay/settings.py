@@ -39,5 +39,4 @@ def node_settings(
     unknown = node_config.unknown_parameters(values)
     if unknown:
         raise ValueError(f'unknown node parameters {unknown}')
-    values['engine.backend'] = 'remote'  # no checkpoint check: replay loads its own policy
     return node_config.build_settings(values)

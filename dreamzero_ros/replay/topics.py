@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dreamzero_ros.core import node_config
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
@@ -21,7 +20,7 @@ COMMAND_TYPES = (JOINT_STATE_TYPE, TRAJECTORY_TYPE)
 #: image_transport's topic suffix of compressed images.
 COMPRESSED_SUFFIX = '/compressed'
 
-_DEFAULTS = node_config.defaults()
+_DEFAULTS = NodeSettings()
 
 
 def absolute(name: str, namespace: str = '/') -> str:
@@ -49,14 +48,14 @@ class ReplayTopics:
 
     cameras: dict[str, str] = field(
         default_factory=lambda: dict(
-            zip(DROID_CAMERAS, map(absolute, _DEFAULTS['camera_topics']), strict=True)
+            zip(DROID_CAMERAS, map(absolute, _DEFAULTS.camera_topics), strict=True)
         )
     )
     image_transport: str = 'auto'
-    joint_states: str = absolute(_DEFAULTS['joint_states_topic'])
+    joint_states: str = absolute(_DEFAULTS.joint_states_topic)
     command: str | None = None
-    arm_joints: tuple[str, ...] = tuple(_DEFAULTS['arm_joint_names'])
-    gripper_joint: str = _DEFAULTS['gripper_joint_name']
+    arm_joints: tuple[str, ...] = _DEFAULTS.arm_joint_names
+    gripper_joint: str = _DEFAULTS.gripper_joint_name
 
     @classmethod
     def from_settings(
@@ -64,12 +63,12 @@ class ReplayTopics:
     ) -> ReplayTopics:
         """The topics of a node configured with ``settings`` (in the root namespace)."""
         return cls(
-            cameras={camera: absolute(topic) for camera, topic in settings.camera_topics.items()},
-            image_transport=transport or settings['image_transport'],
-            joint_states=absolute(settings['joint_states_topic']),
+            cameras={camera: absolute(topic) for camera, topic in settings.cameras.items()},
+            image_transport=transport or settings.image_transport,
+            joint_states=absolute(settings.joint_states_topic),
             command=absolute(command) if command else None,
-            arm_joints=tuple(settings.cache.arm_joints),
-            gripper_joint=settings.cache.gripper_joint,
+            arm_joints=settings.arm_joint_names,
+            gripper_joint=settings.gripper_joint_name,
         )
 
     @property

@@ -13,10 +13,10 @@ from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.latency_stats import LatencyStats
-from dreamzero_ros.core.node_config import NODE_NAME, defaults
+from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.ros.conversions import ActionChunkMsg
 
-_DEFAULTS = defaults()
+_DEFAULTS = NodeSettings()
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,14 @@ class DemoListener(Node):
         self._status_name = f'{policy_node}: policy'
         private = f'/{policy_node}/'
         if ActionChunkMsg is not None:
-            topic = _DEFAULTS['chunk_topic'].replace('~/', private)
+            topic = _DEFAULTS.chunk_topic.replace('~/', private)
             self.create_subscription(ActionChunkMsg, topic, self._on_chunk, 10)
         else:
-            topic = _DEFAULTS['preview_topic'].replace('~/', private)
+            topic = _DEFAULTS.preview_topic.replace('~/', private)
             self.create_subscription(JointTrajectory, topic, self._on_preview, 10)
         self.source = topic
         self.create_subscription(
-            JointTrajectory, _DEFAULTS['trajectory_topic'], self._on_trajectory, 10
+            JointTrajectory, _DEFAULTS.trajectory_topic, self._on_trajectory, 10
         )
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
 
@@ -98,7 +98,7 @@ class DemoListener(Node):
             f'summary: {len(self.chunks)} chunks in {elapsed:.1f} s (from {self.source}); '
             f'latency p50 {self.latency.p50:.2f} s, p95 {self.latency.p95:.2f} s '
             '(observation stamp to arrival here)',
-            f'  {self.trajectories} trajectories reached {_DEFAULTS["trajectory_topic"]}',
+            f'  {self.trajectories} trajectories reached {_DEFAULTS.trajectory_topic}',
         ]
         if d:
             lines.append(

@@ -21,13 +21,13 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
-from dreamzero_ros.core import node_config
 from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
+from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time
 
-_DEFAULTS = node_config.defaults()
+_DEFAULTS = NodeSettings()
 
 
 class DemoStream(Node):
@@ -40,11 +40,11 @@ class DemoStream(Node):
         rate_hz: float = CLIP_FPS,
         encoding: str = 'rgb8',
         transport: str = 'raw',
-        camera_topics: Sequence[str] = tuple(_DEFAULTS['camera_topics']),
-        joint_states_topic: str = _DEFAULTS['joint_states_topic'],
+        camera_topics: Sequence[str] = _DEFAULTS.camera_topics,
+        joint_states_topic: str = _DEFAULTS.joint_states_topic,
         joint_names: Sequence[str] = (
-            *_DEFAULTS['arm_joint_names'],
-            _DEFAULTS['gripper_joint_name'],
+            *_DEFAULTS.arm_joint_names,
+            _DEFAULTS.gripper_joint_name,
         ),
         node_name: str = 'dreamzero_demo_stream',
     ) -> None:

@@ -19,24 +19,20 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
   ``/diagnostics``.
 
 Services: ``~/reset`` (std_srvs/Trigger), ``~/enable`` (std_srvs/SetBool), the lifecycle
-services, and the parameter services (``prompt``, ``session_id`` and ``dry_run`` are writable).
+services, and the parameter services (``prompt``, ``session_id`` and ``dry_run`` may change at
+any time; the others while the node is unconfigured, taking effect at the next configure).
+The console script's ``main`` is in :mod:`dreamzero_ros.ros.policy_node_main`.
 """
 
 from __future__ import annotations
 
-import argparse
 from concurrent.futures import Future, ThreadPoolExecutor
 import queue
-import signal
-import sys
-import threading
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import (
@@ -45,7 +41,6 @@ from rclpy.qos import (
     ReliabilityPolicy,
     qos_profile_sensor_data,
 )
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -60,33 +55,40 @@ from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
-from dreamzero_ros.ros import conversions
+from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.image_decoding import decode_image
 
-#: Parameters that may change while the node runs; the others are read at configure.
-WRITABLE_PARAMETERS = frozenset({'prompt', 'session_id', 'dry_run'})
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
+_SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
 
 
 class PolicyNode(LifecycleNode):
     """Lifecycle node running a DreamZero policy (local engine or remote OpenPI server)."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        """Declare the parameters and the always-present interfaces.
+
+        Raises:
+            ValueError: an unknown parameter, or a value of the wrong type or out of range.
+
+        """
         super().__init__(node_name, **kwargs)
-        for spec in node_config.PARAMETERS:
-            descriptor = ParameterDescriptor(
-                description=spec.description
-                + (f' One of: {", ".join(spec.choices)}.' if spec.choices else ''),
-                read_only=spec.name not in WRITABLE_PARAMETERS,
-            )
-            self.declare_parameter(spec.name, spec.default, descriptor)
-        # rclpy ignores overrides of undeclared parameters; a typo must not pass silently.
-        unknown = node_config.unknown_parameters(getattr(self, '_parameter_overrides', {}))
+        # rclpy keeps the parameter-file and -p values here and ignores those of undeclared
+        # parameters: a typo must not pass silently, and an integer given for a double is fine.
+        unknown = node_config.unknown_parameters(self._parameter_overrides)
         if unknown:
             raise ValueError(f'unknown parameters for {node_name}: {unknown}')
+        self._parameter_overrides = parameters.coerce_overrides(self._parameter_overrides, _SPECS)
+        for spec in node_config.PARAMETERS:
+            self.declare_parameter(
+                spec.name, parameters.default_value(spec), parameters.descriptor(spec)
+            )
+        self.add_pre_set_parameters_callback(
+            lambda changes: parameters.coerce_parameters(changes, _SPECS)
+        )
         self.add_on_set_parameters_callback(self._check_parameter_change)
         self.add_post_set_parameters_callback(self._apply_parameter_change)
 
@@ -114,8 +116,8 @@ class PolicyNode(LifecycleNode):
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(SetBool, '~/enable', self._on_enable)
-        self.create_timer(
-            float(self.get_parameter('diagnostics_period').value), self.publish_diagnostics
+        self._diagnostics_timer = self.create_timer(
+            self.get_parameter('diagnostics_period').value, self.publish_diagnostics
         )
 
     # ------------------------------------------------------------------------ lifecycle
@@ -130,17 +132,21 @@ class PolicyNode(LifecycleNode):
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
         settings = self.settings
+        self.destroy_timer(self._diagnostics_timer)
+        self._diagnostics_timer = self.create_timer(
+            settings.diagnostics_period, self.publish_diagnostics
+        )
         self.loop = ControlLoop(
             ObservationCache(settings.cache),
             settings.loop,
-            prompt=settings['prompt'],
-            session_id=settings['session_id'],
+            prompt=settings.prompt,
+            session_id=settings.session_id,
         )
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
             self.policy = create_policy(settings, self.get_logger().info)
-            if settings['engine.warmup']:
+            if settings.engine.warmup:
                 self.engine_state = 'warming up'
                 seconds = warm_up(self.policy, settings)
                 self.get_logger().info(f'policy warmed up in {seconds:.2f} s')
@@ -155,7 +161,7 @@ class PolicyNode(LifecycleNode):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='dreamzero-infer')
         self._create_inputs()
         self._create_outputs()
-        self.enabled = bool(settings['start_enabled'])
+        self.enabled = settings.start_enabled
         self.lifecycle_state = 'inactive'
         self.get_logger().info(
             f'configured: {len(self._inputs)} inputs, commands '
@@ -170,7 +176,7 @@ class PolicyNode(LifecycleNode):
         self._reset_session('activate')
         self.loop.forget_plan()  # the first chunk starts from the measured joints
         self._timers.append(
-            self.create_timer(1.0 / self.settings['control_rate_hz'], self._control_tick)
+            self.create_timer(1.0 / self.settings.control_rate_hz, self._control_tick)
         )
         self.lifecycle_state = 'active'
         self.publish_diagnostics()
@@ -228,8 +234,8 @@ class PolicyNode(LifecycleNode):
 
     def _create_inputs(self) -> None:
         settings = self.settings
-        compressed = settings['image_transport'] == 'compressed'
-        for camera, topic in settings.camera_topics.items():
+        compressed = settings.image_transport == 'compressed'
+        for camera, topic in settings.cameras.items():
             self._inputs.append(
                 self.create_subscription(
                     CompressedImage if compressed else Image,
@@ -241,7 +247,7 @@ class PolicyNode(LifecycleNode):
         self._inputs.append(
             self.create_subscription(
                 JointState,
-                settings['joint_states_topic'],
+                settings.joint_states_topic,
                 self._on_joint_state,
                 qos_profile_sensor_data,
             )
@@ -250,35 +256,35 @@ class PolicyNode(LifecycleNode):
     def _create_outputs(self) -> None:
         settings = self.settings
         self._outputs['trajectory'] = self.create_lifecycle_publisher(
-            JointTrajectory, settings['trajectory_topic'], 10
+            JointTrajectory, settings.trajectory_topic, 10
         )
         self._outputs['preview'] = self.create_lifecycle_publisher(
-            JointTrajectory, settings['preview_topic'], 10
+            JointTrajectory, settings.preview_topic, 10
         )
         self._outputs['chunk'] = (
-            self.create_lifecycle_publisher(ActionChunkMsg, settings['chunk_topic'], 10)
+            self.create_lifecycle_publisher(ActionChunkMsg, settings.chunk_topic, 10)
             if ActionChunkMsg
             else None
         )
         self._outputs['step'] = None
-        if settings['step_command.enabled']:
+        if settings.step_command.enabled:
             step_type = (
-                JointState if settings['step_command.type'] == 'joint_state' else Float64MultiArray
+                JointState if settings.step_command.type == 'joint_state' else Float64MultiArray
             )
             self._outputs['step'] = self.create_lifecycle_publisher(
-                step_type, settings['step_command.topic'], 10
+                step_type, settings.step_command.topic, 10
             )
 
     def _start_bridge(self) -> None:
         settings = self.settings
-        if not settings['openpi_bridge.enabled']:
+        if not settings.openpi_bridge.enabled:
             return
         from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
 
         config = ServerConfig(
-            host=settings['openpi_bridge.host'],
-            port=int(settings['openpi_bridge.port']),
-            api_key=settings['openpi_bridge.api_key'] or None,
+            host=settings.openpi_bridge.host,
+            port=settings.openpi_bridge.port,
+            api_key=settings.openpi_bridge.api_key or None,
         )
         self._bridge = OpenPIServer(self.policy, config).start()
         self.get_logger().info(f'OpenPI bridge serving the policy on {self._bridge.url}')
@@ -328,11 +334,23 @@ class PolicyNode(LifecycleNode):
         response.message = f'session {self.loop.session_id!r} reset; holding until the next chunk'
         return response
 
-    def _check_parameter_change(self, parameters: list[Parameter]) -> SetParametersResult:
-        for parameter in parameters:
-            if parameter.name in ('prompt', 'session_id') and not isinstance(parameter.value, str):
-                return SetParametersResult(successful=False, reason=f'{parameter.name}: not a str')
-            if parameter.name == 'session_id' and not parameter.value:
+    def _check_parameter_change(self, changes: list[Parameter]) -> SetParametersResult:
+        """Refuse bad values, and changes of configure-time parameters unless unconfigured."""
+        for change in changes:
+            spec = _SPECS.get(change.name)
+            if spec is None:  # built into rclpy (use_sim_time, ...)
+                continue
+            if not spec.runtime and self.lifecycle_state != 'unconfigured':
+                return SetParametersResult(
+                    successful=False,
+                    reason=f'{change.name} is read at configure: set it while the node is '
+                    f'unconfigured (it is {self.lifecycle_state}; cleanup first)',
+                )
+            try:
+                spec.check(change.value)
+            except ValueError as error:
+                return SetParametersResult(successful=False, reason=str(error))
+            if change.name == 'session_id' and not change.value:
                 return SetParametersResult(successful=False, reason='session_id: empty')
         return SetParametersResult(successful=True)
 
@@ -455,7 +473,7 @@ class PolicyNode(LifecycleNode):
             publisher.publish(
                 conversions.action_chunk_msg(
                     stamp,
-                    settings['scheduler.step_duration'] or chunk.step_duration,
+                    settings.scheduler.step_duration or chunk.step_duration,
                     names,
                     settings.gripper_to_joint(chunk.actions),
                     chunk.chunk_id,
@@ -486,7 +504,7 @@ class PolicyNode(LifecycleNode):
         msg = conversions.hold_msg(
             self.settings.gripper_to_joint(plan.rows[0]),
             self.settings.command_joint_names,
-            1.0 / self.settings['control_rate_hz'],
+            1.0 / self.settings.control_rate_hz,
         )
         self._outputs['preview'].publish(msg)
         if self.commanding:
@@ -512,84 +530,3 @@ class PolicyNode(LifecycleNode):
         )
         if self._status is not None:
             self._status.publish(conversions.policy_status_msg(now, report))
-
-
-#: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
-SIGNAL_POLL_PERIOD = 0.2
-
-
-class StopRequest:
-    """SIGINT/SIGTERM handler: the first signal asks the spin loop to stop, a second interrupts.
-
-    The first signal only sets a flag, so that no KeyboardInterrupt lands inside a callback or a
-    lock held by rclpy or the inference thread; the loop then holds and cleans up in order.
-    """
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        """Handle one signal."""
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-        self.requested.set()
-
-
-def _parameter_help() -> str:
-    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for spec in node_config.PARAMETERS:
-        lines.append(f'  {spec.name} (default {spec.default!r}): {spec.description}')
-    return '\n'.join(lines)
-
-
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-policy-node``."""
-    argv = sys.argv[1:] if args is None else args
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-policy-node',
-        description='DreamZero policy node (ROS 2 lifecycle node). Example: dreamzero-policy-node '
-        '--ros-args --params-file config/cpu_small.yaml -p engine.checkpoint:=/path/to/ckpt',
-        epilog=_parameter_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
-
-    rclpy.init(args=['prog', *argv], signal_handler_options=SignalHandlerOptions.NO)
-    stop = StopRequest()
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        node = PolicyNode()
-    except ValueError as error:
-        print(f'dreamzero-policy-node: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    status = 0
-    try:
-        if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: configure failed')
-                status = 1
-            elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: activate failed')
-                status = 1
-        while status == 0 and rclpy.ok() and not stop.requested.is_set():
-            # A bounded wait lets SIGINT/SIGTERM be seen even while /clock is paused.
-            executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node.lifecycle_state == 'active':
-            node.trigger_deactivate()
-        if node.lifecycle_state == 'inactive':
-            node.trigger_cleanup()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return status
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -1,0 +1,106 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Console script ``dreamzero-policy-node``: run the policy node until SIGINT or SIGTERM.
+
+The first signal asks the spin loop to stop; the node then holds (if it was commanding),
+deactivates and cleans up in order. A second signal interrupts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions
+
+from dreamzero_ros.core import node_config
+
+#: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
+SIGNAL_POLL_PERIOD = 0.2
+
+
+class StopRequest:
+    """SIGINT/SIGTERM handler: the first signal asks the spin loop to stop, a second interrupts.
+
+    The first signal only sets a flag, so that no KeyboardInterrupt lands inside a callback or a
+    lock held by rclpy or the inference thread; the loop then holds and cleans up in order.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        """Handle one signal."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+
+
+def _parameter_help() -> str:
+    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
+    for spec in node_config.PARAMETERS:
+        extra = f' [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
+        lines.append(f'  {spec.name} (default {spec.default!r}{extra}): {spec.description}')
+    return '\n'.join(lines)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-policy-node``."""
+    argv = sys.argv[1:] if args is None else args
+    parser = argparse.ArgumentParser(
+        prog='dreamzero-policy-node',
+        description='DreamZero policy node (ROS 2 lifecycle node). Example: dreamzero-policy-node '
+        '--ros-args --params-file config/cpu_small.yaml -p engine.checkpoint:=/path/to/ckpt',
+        epilog=_parameter_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+
+    from dreamzero_ros.ros.policy_node import PolicyNode
+
+    rclpy.init(args=['prog', *argv], signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        node = PolicyNode()
+    except ValueError as error:
+        print(f'dreamzero-policy-node: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    status = 0
+    try:
+        if node.get_parameter('autostart').value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                node.get_logger().fatal('autostart: configure failed')
+                status = 1
+            elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                node.get_logger().fatal('autostart: activate failed')
+                status = 1
+        while status == 0 and rclpy.ok() and not stop.requested.is_set():
+            # A bounded wait lets SIGINT/SIGTERM be seen even while /clock is paused.
+            executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node.lifecycle_state == 'active':
+            node.trigger_deactivate()
+        if node.lifecycle_state == 'inactive':
+            node.trigger_cleanup()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
