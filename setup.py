@@ -18,6 +18,7 @@ setup(
         ('share/' + PACKAGE_NAME, ['package.xml']),
         ('share/' + PACKAGE_NAME + '/launch', glob('launch/*.launch.py')),
         ('share/' + PACKAGE_NAME + '/config', glob('config/*.yaml')),
+        ('share/' + PACKAGE_NAME + '/config/embodiments', glob('config/embodiments/*.yaml')),
         ('share/' + PACKAGE_NAME + '/msg', glob('msg/*.msg')),
     ],
     install_requires=['setuptools'],

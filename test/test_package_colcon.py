@@ -52,6 +52,9 @@ def test_launch_and_config_are_installed_into_share(install_base):
     installed = {path.name for path in (share / 'config').glob('*.yaml')}
     assert installed == {path.name for path in (ROOT / 'config').glob('*.yaml')}
     assert installed, 'no config/*.yaml installed'
+    embodiments = {path.name for path in (share / 'config' / 'embodiments').glob('*.yaml')}
+    assert embodiments == {path.name for path in (ROOT / 'config' / 'embodiments').glob('*.yaml')}
+    assert 'oxe_droid.yaml' in embodiments
     index = install_base / 'share' / 'ament_index' / 'resource_index' / 'packages'
     assert (index / 'dreamzero_ros').is_file()
 

@@ -1,0 +1,99 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Embodiments for tests: DROID from its shipped file, and robots unlike DROID."""
+
+from pathlib import Path
+
+import numpy as np
+
+from dreamzero_ros.engine.embodiment import (
+    Camera,
+    Embodiment,
+    KeyStatistics,
+    ModalityKey,
+    load_embodiment_file,
+)
+from dreamzero_ros.engine.experiment_cfg import KNOWN_PROMPT_TEMPLATES
+from dreamzero_ros.engine.testing import droid_metadata
+
+ROOT = Path(__file__).resolve().parents[1]
+DROID_FILE = ROOT / 'config' / 'embodiments' / 'oxe_droid.yaml'
+
+#: A UR-style arm: 6 joints (rad) within +-2*pi.
+UR_JOINT_LIMIT = 2 * np.pi
+
+
+def statistics(low, high) -> KeyStatistics:
+    """Every statistic upstream writes, from a q01/q99 range."""
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    return KeyStatistics(
+        {
+            'min': low - 0.1,
+            'max': high + 0.1,
+            'mean': (low + high) / 2,
+            'std': (high - low) / 4,
+            'q01': low,
+            'q99': high,
+        }
+    )
+
+
+def droid_embodiment() -> Embodiment:
+    """DROID from ``config/embodiments/oxe_droid.yaml`` with the test DROID statistics."""
+    return load_embodiment_file(DROID_FILE, droid_metadata()['oxe_droid']['statistics'])
+
+
+def ur_embodiment(
+    view_size=(16, 48), layout: str = 'grid', tag: str = 'ur5e_lab', cameras: int = 2
+) -> Embodiment:
+    """6 joints + gripper, two cameras in a grid, absolute actions, another frame size."""
+    joints = statistics([-0.8 * UR_JOINT_LIMIT] * 6, [0.8 * UR_JOINT_LIMIT] * 6)
+    gripper = statistics([0.0], [0.085])
+    names = ('front', 'wrist', 'top')[:cameras]
+    return Embodiment(
+        tag=tag,
+        cameras=tuple(Camera(name, (24, 64)) for name in names),
+        view_size=view_size,
+        crop_scale=0.9,
+        layout=layout,
+        state=(
+            ModalityKey('arm_joints', 6, 'q99', joints),
+            ModalityKey('gripper_width', 1, 'min_max', gripper, gripper=True),
+        ),
+        action=(
+            ModalityKey('arm_joints', 6, 'q99', joints),
+            ModalityKey('gripper_width', 1, 'min_max', gripper, gripper=True),
+        ),
+        prompt_template='A video from a front and a wrist camera of a UR arm that {instruction}',
+        control_hz=10.0,
+    )
+
+
+def yam_embodiment() -> Embodiment:
+    """Upstream's bimanual YAM layout: two arms with grippers, relative actions, three views."""
+    arm, grip = statistics([-2.0] * 6, [2.0] * 6), statistics([0.0], [1.0])
+    delta = statistics([-0.2] * 6, [0.2] * 6)
+    state, action = [], []
+    for side in ('left', 'right'):
+        state += [
+            ModalityKey(f'{side}_joint_pos', 6, 'q99', arm),
+            ModalityKey(f'{side}_gripper_pos', 1, 'q99', grip, gripper=True),
+        ]
+        action += [
+            ModalityKey(f'{side}_joint_pos', 6, 'q99', delta, relative=True),
+            ModalityKey(f'{side}_gripper_pos', 1, 'q99', grip, gripper=True),
+        ]
+    return Embodiment(
+        tag='yam',
+        cameras=tuple(
+            Camera(f'{name}_camera-images-rgb', (180, 320)) for name in ('top', 'left', 'right')
+        ),
+        view_size=(176, 320),
+        crop_scale=0.95,
+        layout='grid',
+        state=tuple(state),
+        action=tuple(action),
+        prompt_template=KNOWN_PROMPT_TEMPLATES['yam'],
+        control_hz=30.0,
+    )
