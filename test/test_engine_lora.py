@@ -138,6 +138,7 @@ def test_adapter_rank_must_match_the_run(folders):
     ('edit', 'message'),
     [
         (lambda t, k: t.pop(k.replace('lora_A', 'lora_B')), 'lacks lora_B'),
+        (lambda t, k: t.update({k: t[k].to(torch.int32)}), 'lora_A.* is not floating point'),
         (
             lambda t, k: t.update({k.replace('lora_A.default', 'lora_A.second'): t[k].clone()}),
             r"several LoRA adapters \['default', 'second'\]",

@@ -42,6 +42,8 @@ _PEFT_DIT = 'action_head.model.base_model.model.'
 _ADAPTER = re.compile(r'^(?P<module>.+)\.lora_(?P<part>[AB])\.(?P<name>[^.]+)\.weight$')
 #: PEFT tensors this engine does not merge (DoRA, lora biases, trainable embeddings, copies).
 _UNSUPPORTED_PEFT = ('lora_', 'modules_to_save', 'original_module')
+#: safetensors dtype names of floating-point tensors.
+_FLOATS = ('F', 'BF')
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,10 @@ class CheckpointTensors:
     def shape(self, stored: _Stored) -> tuple[int, ...]:
         """Shape of a stored tensor, without reading it."""
         return tuple(self._handle(stored.shard).get_slice(stored.key).get_shape())
+
+    def is_floating(self, stored: _Stored) -> bool:
+        """Whether a stored tensor has a floating-point dtype, without reading it."""
+        return self._handle(stored.shard).get_slice(stored.key).get_dtype().startswith(_FLOATS)
 
     def read(self, stored: _Stored) -> torch.Tensor:
         """A stored tensor, on the CPU."""
@@ -269,6 +275,11 @@ class MergedWeights:
                     f'e.g. {missing[0]!r}: {missing[:4]}'
                 )
             for name, (a, b) in layer.adapters.items():
+                for half in (a, b):
+                    if not layer.is_floating(half):
+                        raise CheckpointError(
+                            f'adapter tensor {layer.where(half)} is not floating point'
+                        )
                 a_shape, b_shape = layer.shape(a), layer.shape(b)
                 weight = self.shape(name)
                 rank = layer.settings.rank
