@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dreamzero_ros import droid_clips
 from dreamzero_ros.policy_types import ActionChunk, Observation
@@ -28,6 +29,27 @@ def demo_bag(folder: Path, name: str = 'bag', **spec: object) -> Path:
 def demo_state(times: np.ndarray) -> np.ndarray:
     """The bag maker's joints and gripper at ``times``, ``(N, 8)``."""
     return np.concatenate(droid_clips.demo_joint_trajectory(np.asarray(times)), axis=1)
+
+
+def rewrite_bag(source: Path, target: Path, storage: str, extra: list[tuple] = ()) -> Path:
+    """Copy a bag with the rosbags writer, adding ``extra`` connections and their messages.
+
+    ``extra`` holds ``(topic, msgtype, msgdef, rihs01, [(log_ns, cdr bytes), ...])``: a
+    definition the bag declares as it is, parsable or not.
+    """
+    plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
+    with Reader(source) as reader, Writer(target, version=9, storage_plugin=plugin) as writer:
+        added = {
+            c.id: writer.add_connection(c.topic, c.msgtype, msgdef=c.msgdef.data, rihs01=c.digest)
+            for c in reader.connections
+        }
+        for connection, log_ns, data in reader.messages():
+            writer.write(added[connection.id], log_ns, data)
+        for topic, msgtype, msgdef, rihs01, messages in extra:
+            connection = writer.add_connection(topic, msgtype, msgdef=msgdef, rihs01=rihs01)
+            for log_ns, data in messages:
+                writer.write(connection, log_ns, data)
+    return target
 
 
 class ScriptedPolicy:
@@ -59,4 +81,4 @@ class ScriptedPolicy:
         )
 
 
-__all__ = ['BagSpec', 'ReplayTopics', 'ScriptedPolicy', 'demo_bag', 'demo_state']
+__all__ = ['BagSpec', 'ReplayTopics', 'ScriptedPolicy', 'demo_bag', 'demo_state', 'rewrite_bag']

@@ -9,9 +9,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rosbags.highlevel import AnyReader
-from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.interfaces import Connection
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer, WriterError
+from rosbags.typesys.store import Typestore
 
+from dreamzero_ros.replay.bag_types import DefinitionError, connection_typestore
 from dreamzero_ros.replay.typestore import replay_typestore
 
 #: rosbag2 storage plugin names, as ``ros2 bag record -s`` spells them.
@@ -25,8 +27,9 @@ class BagError(ValueError):
 class BagReader:
     """A rosbag2 opened for reading; use as a context manager.
 
-    Messages are deserialised with the bag's own type definitions, falling back to the replay
-    type store (ROS 2 Kilted plus ``dreamzero_ros/msg/*``).
+    Only the connections of the topics read are decoded: each with the bag's own definition of
+    its type (the replay type store where the bag has none, see :mod:`.bag_types`), so a topic
+    whose definition cannot be parsed is an error only when it is read.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -34,10 +37,11 @@ class BagReader:
         if not self.path.exists():
             raise BagError(f'bag {self.path} does not exist')
         try:
-            self._reader = AnyReader([self.path], default_typestore=replay_typestore())
+            self._reader = Reader(self.path)
             self._reader.open()
         except Exception as error:  # storage backends (mcap, sqlite/apsw, yaml) raise many types
             raise BagError(f'cannot open bag {self.path}: {error}') from error
+        self._stores: dict[int, Typestore] = {}
 
     def __enter__(self) -> BagReader:
         return self
@@ -52,7 +56,7 @@ class BagReader:
     @property
     def topics(self) -> dict[str, str]:
         """Topic -> message type name (``pkg/msg/Type``)."""
-        return {topic: info.msgtype for topic, info in self._reader.topics.items()}
+        return {c.topic: c.msgtype for c in self._reader.connections}
 
     @property
     def start_ns(self) -> int:
@@ -66,7 +70,7 @@ class BagReader:
 
     def message_count(self, topic: str) -> int:
         """Number of messages the bag's index lists on ``topic``."""
-        return int(self._reader.topics[topic].msgcount)
+        return sum(c.msgcount for c in self._reader.connections if c.topic == topic)
 
     def require(self, topic: str, msgtypes: Sequence[str], role: str) -> str:
         """Check that ``topic`` exists with one of ``msgtypes``; return its type.
@@ -116,18 +120,38 @@ class BagReader:
         self, topics: Sequence[str], start_ns: int | None, stop_ns: int | None, deserialize: bool
     ) -> Iterator[tuple[str, int, Any]]:
         connections = [c for c in self._reader.connections if c.topic in set(topics)]
+        if not connections:
+            return
+        if deserialize:
+            for connection in connections:
+                self._typestore(connection)
         iterator = self._reader.messages(connections=connections, start=start_ns, stop=stop_ns)
         while True:
             try:
                 connection, log_ns, raw = next(iterator)
                 message = (
-                    self._reader.deserialize(raw, connection.msgtype) if deserialize else bytes(raw)
+                    self._stores[connection.id].deserialize_cdr(raw, connection.msgtype)
+                    if deserialize
+                    else bytes(raw)
                 )
             except StopIteration:
                 return
             except Exception as error:  # any failure of storage or deserialisation
                 raise BagError(f'bag {self.path} is corrupt or truncated: {error!r}') from error
             yield connection.topic, int(log_ns), message
+
+    def _typestore(self, connection: Connection) -> Typestore:
+        """The type store decoding ``connection``, parsed from the bag on first use."""
+        if connection.id not in self._stores:
+            try:
+                self._stores[connection.id] = connection_typestore(
+                    connection.msgtype, connection.msgdef, connection.digest
+                )
+            except DefinitionError as error:
+                raise BagError(
+                    f'topic {connection.topic!r} in bag {self.path} cannot be decoded: {error}'
+                ) from error
+        return self._stores[connection.id]
 
 
 class BagWriter:

@@ -69,7 +69,9 @@ class LiveReplayConfig:
     """What to play and record.
 
     Attributes:
-        topics: bag topics to play (``None``: all but ``/clock`` and the recorded topics).
+        topics: bag topics to play (``None``: all but ``/clock`` and the recorded topics, less
+            those whose message type is not available to rclpy here, skipped with a warning;
+            a topic named here whose type is not available is an error).
         remap: bag topic -> topic to publish it on.
         record: topic -> message type to record from the node.
         chunk_topic: where chunks go in the recording (and where the node publishes them).
@@ -169,13 +171,21 @@ class BagPlayerNode(Node):
             if topic not in bag_topics:
                 raise BagError(f'topic {topic!r} is not in bag {reader.path}')
         self.publishers_by_topic = {}
+        #: Topics of the bag left unplayed -> why (their type is not available to rclpy here).
+        self.skipped_topics: dict[str, str] = {}
         for topic in chosen:
             msgtype = bag_topics[topic]
+            try:
+                kind = message_class(msgtype)
+            except BagError as error:
+                if config.topics:  # asked for by name: it must be played
+                    raise
+                self.skipped_topics[topic] = str(error)
+                self.get_logger().warning(f'not playing {topic}: {error}')
+                continue
             qos = qos_profile_sensor_data if msgtype in SENSOR_TYPES else 10
             target = config.remap.get(topic, topic)
-            self.publishers_by_topic[topic] = self.create_publisher(
-                message_class(msgtype), target, qos
-            )
+            self.publishers_by_topic[topic] = self.create_publisher(kind, target, qos)
         self.clock = self.create_publisher(Clock, CLOCK_TOPIC, 10)
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         for topic, msgtype in config.record.items():
@@ -225,6 +235,7 @@ class LiveReplayResult:
     bag_span_s: float
     wall_s: float
     without_subscribers: list[str]
+    skipped_topics: dict[str, str]
 
 
 def play(
@@ -261,7 +272,9 @@ def play(
             node.destroy_node()
             if writer is not None:
                 writer.close()
-    return LiveReplayResult(published, dict(recorder.counts), span, wall, missing)
+    return LiveReplayResult(
+        published, dict(recorder.counts), span, wall, missing, node.skipped_topics
+    )
 
 
 def _play_messages(
