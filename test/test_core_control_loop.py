@@ -48,8 +48,9 @@ def test_one_query_in_flight_then_plan():
     assert first.query is not None and first.query.observation.prompt == 'pick'
     assert loop.poll(1.05).query is None  # one in flight
     outcome = loop.on_chunk(first.query, chunk_for(first.query), now=1.3)
-    assert outcome.discarded == '' and outcome.dropped_steps == 5
-    assert outcome.plan.times[0] == pytest.approx(1.0 + 5 * DT)
+    # rows before now + lead (1.35 s) are past: the hand-over row is the 7th (1.4 s)
+    assert outcome.discarded == '' and outcome.dropped_steps == 6
+    assert outcome.plan.times[0] == pytest.approx(1.0 + 6 * DT)
     np.testing.assert_allclose(loop.command_at(2.0)[:7], 0.1)
     assert loop.latency.last == pytest.approx(0.3)
     feed(cache, 1.3)
@@ -75,11 +76,15 @@ def test_stale_input_holds_once_and_discards_the_answer():
     result = loop.poll(1.7)  # inputs 0.7 s old
     assert result.refusal.reason.value == 'stale'
     held = loop.command_at(1.7)
-    np.testing.assert_allclose(result.hold.rows, [held])
+    np.testing.assert_allclose(result.hold.rows[0], held)
+    np.testing.assert_allclose(result.hold.velocities[-1], 0.0)
+    stop = loop.command_at(5.0)
     assert loop.poll(1.8).hold is None  # already holding
     outcome = loop.on_chunk(query, chunk_for(query, 0.9), 1.9)
     assert outcome.plan is None and 'input went bad' in outcome.discarded
-    np.testing.assert_allclose(loop.command_at(5.0), held)
+    np.testing.assert_allclose(loop.command_at(5.0), stop)
+    # the hold brakes what was still moving towards 0.2 and stops on the way there
+    assert np.all((held[:7] <= stop[:7] + 1e-12) & (stop[:7] <= 0.2 + 1e-12))
     assert loop.counters.holds == 1
 
 
@@ -132,7 +137,9 @@ def test_first_chunk_is_rate_limited_from_the_measured_joints():
     feed(cache, 1.0, joints=0.0)
     query = loop.poll(1.0).query
     outcome = loop.on_chunk(query, chunk_for(query, 1.0), 1.0)
-    np.testing.assert_allclose(outcome.plan.rows[:3, 0], [0.05, 0.10, 0.15])
+    # the plan starts at rest on the measured joints, then moves 0.05 per step
+    np.testing.assert_allclose(outcome.plan.rows[:3, 0], [0.0, 0.05, 0.10])
+    np.testing.assert_allclose(outcome.plan.velocities[0], 0.0)
     assert outcome.verdict.delta_clamps > 0
 
 
@@ -160,10 +167,10 @@ def test_measured_joint_outside_limits_never_jumps_to_the_limit(mode):
         assert outcome.discarded.startswith('safety refused chunk: joint 3 starts at +0.4000')
         assert loop.command_at(1.5) is None and loop.counters.chunks_outside_limits == 1
         return
-    rows = outcome.plan.rows
+    rows = outcome.plan.rows  # the first row is the hand-over point: the measured joints
     steps = np.abs(np.diff(np.vstack([[*measured, 0.5], rows]), axis=0))
     assert np.all(steps <= 0.1 + 1e-9)
-    np.testing.assert_allclose(rows[:5, 3], [0.30, 0.20, 0.10, 0.0, -0.0698], atol=1e-12)
+    np.testing.assert_allclose(rows[:6, 3], [0.40, 0.30, 0.20, 0.10, 0.0, -0.0698], atol=1e-12)
     assert loop.counters.chunks_outside_limits == 1
 
 
@@ -214,3 +221,27 @@ def test_latency_stats_percentiles_and_rate():
     assert stats.p95 == pytest.approx(0.485)
     assert stats.rate(4.0) == pytest.approx(1.0)
     assert stats.rate(7.0) == pytest.approx(0.5)
+
+
+def moving_chunk(query, offset=0.0, speed=0.9, horizon=24):
+    steps = query.observation.stamp + DT * np.arange(horizon)
+    actions = np.zeros((horizon, 8), np.float32)
+    actions[:, :7] = (offset + speed * (steps - 1.0))[:, None] * np.linspace(0.5, 1.0, 7)
+    actions[:, 7] = 0.5
+    return ActionChunk(actions, stamp=query.observation.stamp, step_duration=DT)
+
+
+def test_hand_over_is_continuous_in_position_and_velocity():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    old = loop.on_chunk(query, moving_chunk(query), 1.2).plan
+    feed(cache, 1.4, joints=0.3)
+    query = loop.poll(1.4).query
+    new = loop.on_chunk(query, moving_chunk(query, offset=0.2), 1.9).plan
+    handover = new.start_time
+    assert handover >= 1.9 + loop.config.motion.lead
+    np.testing.assert_allclose(new.rows[0], old.position_at(handover), atol=1e-12)
+    np.testing.assert_allclose(new.velocities[0, :7], old.velocity_at(handover)[:7], atol=1e-12)
+    assert np.abs(new.velocities[0, :7]).max() > 0.3  # it was moving at the hand-over
+    np.testing.assert_allclose(new.velocities[-1], 0.0)  # controllers need the end at rest

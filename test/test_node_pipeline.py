@@ -10,7 +10,7 @@ trajectory at 15 Hz and records what the node publishes.
 
 import socket
 
-from node_support import CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
+from node_support import ARM, CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
 import numpy as np
 import pytest
 
@@ -115,7 +115,7 @@ def _diagnostic(harness, since, predicate):
 def test_dry_run_publishes_previews_and_nothing_to_the_controller(system):
     harness, _, node = system
     previews = _wait_chunks(harness, node, 'preview', 2, 0.0)
-    assert previews[0].joint_names == JOINTS
+    assert previews[0].joint_names == ARM
     assert harness.messages('controller') == []
     assert harness.messages('step') == []
 
@@ -127,12 +127,13 @@ def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
     trajectories = _wait_chunks(harness, node, 'controller', 2, start)
     arrivals = {id(m): t for t, m in harness.received['controller']}
     latencies = {_seconds(m.header.stamp): m.inference_latency for m in harness.messages('chunk')}
-    lower = np.array(LIMITS['safety.joint_lower'])
-    upper = np.array(LIMITS['safety.joint_upper'])
-    max_delta = np.array(LIMITS['safety.max_step_delta'])
+    lower = np.array(LIMITS['safety.joint_lower'])[:7]
+    upper = np.array(LIMITS['safety.joint_upper'])[:7]
+    max_delta = np.array(LIMITS['safety.max_step_delta'])[:7]
+    lead = 0.05  # the hand-over point is at least this far ahead of the chunk's arrival
     published = np.array(stream.stamps)
     for msg in trajectories:
-        assert msg.joint_names == JOINTS
+        assert msg.joint_names == ARM  # the gripper has an output of its own
         stamp = _seconds(msg.header.stamp)
         # stamped with the time of an observation the harness published
         assert np.min(np.abs(published - stamp)) < 1e-6
@@ -142,18 +143,21 @@ def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
         assert np.all(np.diff(steps) > 0.5) and steps[0] >= 1
         # rows already in the past when the chunk reached the node were dropped, no more
         if stamp in latencies:
-            assert latencies[stamp] - 1e-3 <= offsets[0] < latencies[stamp] + STEP + 1e-3
+            assert latencies[stamp] + lead - 1e-3 <= offsets[0]
+            assert offsets[0] < latencies[stamp] + lead + STEP + 1e-3
         else:
             assert stamp + offsets[0] >= arrivals[id(msg)] - 0.5
         positions = np.array([p.positions for p in msg.points])
-        assert positions.shape == (len(msg.points), 8)
+        velocities = np.array([p.velocities for p in msg.points])
+        assert positions.shape == velocities.shape == (len(msg.points), 7)
+        np.testing.assert_allclose(velocities[-1], 0.0)  # JTC rejects a moving end
         assert np.all(positions >= lower - 1e-9) and np.all(positions <= upper + 1e-9)
         assert np.all(np.abs(np.diff(positions, axis=0)) <= max_delta + 1e-9)
     commands = harness.wait_for(
         lambda: harness.messages('step', start), TIMEOUT, 'per-step commands', node.log
     )
     values = np.array([m.data for m in commands])
-    assert values.shape[1] == 8 and np.all(values >= lower - 1e-9)
+    assert values.shape[1] == 7 and np.all(values >= lower - 1e-9)
     assert np.all(values <= upper + 1e-9)
 
 

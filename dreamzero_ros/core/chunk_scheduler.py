@@ -5,12 +5,13 @@
 
 A chunk answers an observation taken at ``stamp``; row ``k`` is the command for
 ``stamp + k * step_duration``. It arrives ``latency`` seconds later, while the previous plan is
-still executing. :func:`merge_chunk` drops the rows already in the past and cross-fades from the
-executing plan to the new rows over a window as long as the measured latency (clamped to
-``[blend_min_steps, blend_max_steps]`` steps): the older the observation behind a chunk, the
-further it may disagree with the plan in force, so the longer the hand-over. The first kept row
-therefore starts (almost) exactly where the executing plan is, and the blend weight rises
-linearly to 1 at the end of the window.
+still executing. :func:`merge_chunk` drops the rows already in the past (or too close to reach
+the controller in time) and cross-fades from the executing plan to the new rows over a window as
+long as the measured latency (clamped to ``[blend_min_steps, blend_max_steps]`` steps): the
+older the observation behind a chunk, the further it may disagree with the plan in force, so the
+longer the hand-over. The first kept row lies exactly on the executing plan, and the blend weight
+rises linearly to 1 at the end of the window; the knot velocities (core/trajectory.py) then make
+the hand-over continuous in velocity too.
 """
 
 from __future__ import annotations
@@ -20,11 +21,25 @@ import math
 
 import numpy as np
 
+from dreamzero_ros.core.trajectory import (
+    MotionConfig,
+    bound_velocities,
+    braking_stop,
+    sample_knots,
+    spline_velocities,
+)
+
 
 class ActionPlan:
-    """Command rows at absolute times, linearly interpolated, holding the ends."""
+    """Command rows at absolute times, holding the ends.
 
-    def __init__(self, times: np.ndarray, rows: np.ndarray) -> None:
+    With ``velocities`` (one per row and column) the rows are joined by cubic Hermite segments,
+    as joint_trajectory_controller joins points that carry velocities; without, linearly.
+    """
+
+    def __init__(
+        self, times: np.ndarray, rows: np.ndarray, velocities: np.ndarray | None = None
+    ) -> None:
         times = np.asarray(times, dtype=np.float64)
         rows = np.asarray(rows, dtype=np.float64)
         if times.ndim != 1 or rows.ndim != 2 or len(times) != len(rows) or len(times) == 0:
@@ -33,13 +48,19 @@ class ActionPlan:
             )
         if np.any(np.diff(times) <= 0):
             raise ValueError('plan times must be strictly increasing')
+        if velocities is not None:
+            velocities = np.asarray(velocities, dtype=np.float64)
+            if velocities.shape != rows.shape:
+                raise ValueError(f'velocities {velocities.shape} do not match rows {rows.shape}')
         self.times = times
         self.rows = rows
+        self.velocities = velocities
 
     @classmethod
     def hold(cls, position: np.ndarray, time: float) -> ActionPlan:
         """A plan that stays at ``position`` from ``time`` on."""
-        return cls(np.array([time]), np.asarray(position, dtype=np.float64)[None, :])
+        position = np.asarray(position, dtype=np.float64)[None, :]
+        return cls(np.array([time]), position, np.zeros_like(position))
 
     @property
     def start_time(self) -> float:
@@ -53,21 +74,15 @@ class ActionPlan:
 
     def position_at(self, time: float) -> np.ndarray:
         """Command at ``time``: interpolated between rows, the first/last row outside them."""
-        if time <= self.times[0]:
-            return self.rows[0].copy()
-        if time >= self.times[-1]:
-            return self.rows[-1].copy()
-        index = int(np.searchsorted(self.times, time, side='right'))
-        t0, t1 = self.times[index - 1], self.times[index]
-        weight = (time - t0) / (t1 - t0)
-        return (1.0 - weight) * self.rows[index - 1] + weight * self.rows[index]
+        return self.positions_at(np.array([time]))[0]
+
+    def velocity_at(self, time: float) -> np.ndarray:
+        """Commanded velocity at ``time`` (zero outside the rows)."""
+        return sample_knots(self.times, self.rows, self.velocities, np.array([time]))[1][0]
 
     def positions_at(self, times: np.ndarray) -> np.ndarray:
         """:meth:`position_at` for many times, ``(len(times), D)``."""
-        return np.stack(
-            [np.interp(times, self.times, self.rows[:, j]) for j in range(self.rows.shape[1])],
-            axis=1,
-        )
+        return sample_knots(self.times, self.rows, self.velocities, times)[0]
 
 
 @dataclass(frozen=True)
@@ -122,13 +137,20 @@ def merge_chunk(
     step_duration: float,
     now: float,
     blend: BlendConfig,
+    lead: float = 0.0,
 ) -> MergedChunk | None:
-    """Merge a chunk arriving at ``now`` into ``plan``; ``None`` if all its rows are past."""
+    """Merge a chunk arriving at ``now`` into ``plan``; ``None`` if fewer than 2 rows are ahead.
+
+    The kept rows start at the first row at or after ``now + lead`` (``lead``: time for the
+    trajectory to reach the controller, so that its first point is still ahead there). That row
+    is the hand-over: the blend weight is 0 on it (it lies on ``plan``) and rises linearly to 1
+    over the latency-driven window.
+    """
     actions = np.asarray(actions, dtype=np.float64)
     if step_duration <= 0:
         raise ValueError(f'step_duration must be > 0, got {step_duration}')
-    first = max(0, math.ceil((now - stamp) / step_duration - 1e-9))
-    if first >= len(actions):
+    first = max(0, math.ceil((now + lead - stamp) / step_duration - 1e-9))
+    if first + 2 > len(actions):
         return None
     times = stamp + step_duration * np.arange(first, len(actions))
     rows = actions[first:].copy()
@@ -136,6 +158,92 @@ def merge_chunk(
     if plan is not None:
         window = blend.window(now - stamp, step_duration)
         if window > 0:
-            weights = np.clip((times - now) / window, 0.0, 1.0)[:, None]
+            weights = np.clip((times - times[0]) / window, 0.0, 1.0)[:, None]
             rows = (1.0 - weights) * plan.positions_at(times) + weights * rows
     return MergedChunk(times, rows, first, window)
+
+
+@dataclass(frozen=True)
+class SmoothedPlan:
+    """Outcome of :func:`smooth_plan`: the plan, or why the rows cannot be followed safely.
+
+    Attributes:
+        plan: rows with knot times and velocities, or None.
+        velocity_changes: knot velocities moved off the spline to respect the limits.
+        stretch: factor by which the rows' timing was slowed down to respect ``max_velocity``.
+        reason: why there is no plan; empty when there is one.
+
+    """
+
+    plan: ActionPlan | None
+    velocity_changes: int = 0
+    stretch: float = 1.0
+    reason: str = ''
+
+
+def smooth_plan(
+    times: np.ndarray,
+    rows: np.ndarray,
+    start_velocity: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    motion: MotionConfig,
+) -> SmoothedPlan:
+    """Give safe rows (within ``[lower, upper]``) the knot velocities a controller should follow.
+
+    The arm columns get the velocities of the C2 spline that starts at ``start_velocity`` (the
+    plan in force at the first row) and ends at rest, bounded so that the interpolated curve stays
+    within the position limits and ``motion.max_velocity``; the other columns get zero velocity.
+    Rows that cannot be followed within ``max_velocity`` at their own timing are played slower
+    (their times stretched from the first row, at most ``motion.max_stretch`` times).
+    """
+    arm = motion.arm_joints
+    rows = np.asarray(rows, dtype=np.float64)
+    lower, upper = (
+        np.broadcast_to(np.asarray(v, dtype=np.float64), rows.shape[1:]) for v in (lower, upper)
+    )
+    times = np.asarray(times, dtype=np.float64)
+    stretch = 1.0
+    while True:
+        stretched = times[0] + stretch * (times - times[0])
+        spline = spline_velocities(stretched, rows[:, :arm], np.asarray(start_velocity)[:arm])
+        bounded = bound_velocities(
+            stretched, rows[:, :arm], spline, lower[:arm], upper[:arm], motion.max_velocity
+        )
+        if bounded.velocities is not None:
+            break
+        if stretch >= motion.max_stretch:
+            return SmoothedPlan(None, reason=f'{bounded.reason} at {stretch:.2f}x slower')
+        stretch = min(motion.max_stretch, stretch * max(1.1, bounded.excess))
+    velocities = np.zeros_like(rows)
+    velocities[:, :arm] = bounded.velocities
+    return SmoothedPlan(ActionPlan(stretched, rows, velocities), bounded.changed, stretch)
+
+
+def braking_hold(
+    plan: ActionPlan, now: float, lower: np.ndarray, upper: np.ndarray, motion: MotionConfig
+) -> ActionPlan:
+    """A plan that stops ``plan``'s motion at ``now`` with constant deceleration, then holds.
+
+    The arm brakes at ``motion.stop_deceleration`` (at least ``motion.hold_time`` long) to a stop
+    point inside the limits; the other columns hold their value at ``now``.
+    """
+    arm = motion.arm_joints
+    position, velocity = plan.position_at(now), plan.velocity_at(now)
+    lower, upper = (
+        np.broadcast_to(np.asarray(v, dtype=np.float64), position.shape) for v in (lower, upper)
+    )
+    velocity[arm:] = 0.0
+    duration, stop = braking_stop(
+        position[:arm],
+        velocity[:arm],
+        lower[:arm],
+        upper[:arm],
+        motion.stop_deceleration,
+        motion.hold_time,
+    )
+    end = position.copy()
+    end[:arm] = stop
+    return ActionPlan(
+        np.array([now, now + duration]), np.stack([position, end]), np.stack([velocity, 0 * end])
+    )

@@ -9,7 +9,8 @@ observation should go to the policy (one in flight at a time, at most every
 ``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
-limits and returns the new plan to command, or says why nothing is commanded.
+limits, gives the rows knot velocities (core/trajectory.py) and returns the new plan to command,
+or says why nothing is commanded. A hold brakes the motion in force to a stop.
 
 Plans are in policy units (radians, gripper in ``[0, 1]``). All times are passed in.
 """
@@ -22,10 +23,17 @@ import itertools
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, BlendConfig, merge_chunk
+from dreamzero_ros.core.chunk_scheduler import (
+    ActionPlan,
+    BlendConfig,
+    braking_hold,
+    merge_chunk,
+    smooth_plan,
+)
 from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
 from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
+from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation
 
 
@@ -34,13 +42,15 @@ class LoopConfig:
     """How often to query, how to hand over and limit the commands.
 
     ``step_duration`` > 0 replaces the chunks' own row spacing (slow-motion playback for
-    policies slower than their horizon); 0 keeps each chunk's.
+    policies slower than their horizon); 0 keeps each chunk's. ``motion`` turns the rows into a
+    trajectory (arm columns, speed limit, braking holds, hand-over lead).
     """
 
     limits: SafetyLimits
     blend: BlendConfig = field(default_factory=BlendConfig)
     min_replan_period: float = 0.0
     step_duration: float = 0.0
+    motion: MotionConfig = field(default_factory=MotionConfig)
 
     def __post_init__(self) -> None:
         if self.min_replan_period < 0 or self.step_duration < 0:
@@ -118,6 +128,8 @@ class LoopCounters:
     limit_clamps: int = 0
     delta_clamps: int = 0
     chunks_outside_limits: int = 0
+    velocity_changes: int = 0
+    chunks_slowed: int = 0
     holds: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
 
@@ -192,32 +204,45 @@ class ControlLoop:
         if discarded:
             self.counters.chunks_discarded += 1
             return ChunkOutcome(None, discarded, latency)
+        # Without a plan in force the robot rests at the measured joints: start from there.
+        base = self.plan if self.plan is not None else ActionPlan.hold(query.measured_command, now)
+        motion = self.config.motion
         merged = merge_chunk(
-            self.plan, chunk.actions, stamp, chunk.step_duration, now, self.config.blend
+            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, motion.lead
         )
         if merged is None:
             self.counters.chunks_late += 1
             self.counters.steps_dropped += chunk.horizon
             return ChunkOutcome(
                 None,
-                f'late: all {chunk.horizon} steps were in the past ({latency:.3f} s after the '
-                'observation)',
+                f'late: fewer than 2 of {chunk.horizon} steps still ahead ({latency:.3f} s after '
+                'the observation)',
                 latency,
                 dropped_steps=chunk.horizon,
             )
         self.counters.steps_dropped += merged.dropped_steps
-        previous = (
-            self.plan.position_at(merged.times[0] - chunk.step_duration)
-            if self.plan is not None
-            else query.measured_command
-        )
-        verdict = apply_limits(merged.rows, previous, self.config.limits)
+        limits = self.config.limits
+        # The first row is the hand-over point on the plan in force (or the measured joints, which
+        # may lie outside the limits: core/safety.py brings them in); the rest are limited after it.
+        start = merged.rows[0]
+        verdict = apply_limits(merged.rows[1:], start, limits)
         self.counters.limit_clamps += verdict.limit_clamps
         self.counters.delta_clamps += verdict.delta_clamps
         self.counters.chunks_outside_limits += bool(verdict.outside_joints)
-        if verdict.refused:
+        smoothed = None
+        if not verdict.refused:
+            smoothed = smooth_plan(
+                merged.times,
+                np.vstack([start, verdict.rows]),
+                base.velocity_at(merged.times[0]),
+                limits.lower,
+                limits.upper,
+                motion,
+            )
+        if smoothed is None or smoothed.plan is None:
             self.counters.chunks_refused += 1
-            self.last_error = f'safety refused chunk: {verdict.reason}'
+            reason = verdict.reason if smoothed is None else smoothed.reason
+            self.last_error = f'safety refused chunk: {reason}'
             hold = self._start_hold(now, self.last_error)
             return ChunkOutcome(
                 hold,
@@ -227,7 +252,9 @@ class ControlLoop:
                 merged.blend_window,
                 verdict,
             )
-        self.plan = ActionPlan(merged.times, verdict.rows)
+        self.counters.velocity_changes += smoothed.velocity_changes
+        self.counters.chunks_slowed += smoothed.stretch > 1.0
+        self.plan = smoothed.plan
         self.holding = ''
         self.counters.chunks_applied += 1
         return ChunkOutcome(
@@ -286,12 +313,13 @@ class ControlLoop:
         return ''
 
     def _start_hold(self, now: float, reason: str) -> ActionPlan | None:
-        """Replace a motion plan by a hold at its current command; None if already holding."""
+        """Brake a motion plan to a stop from ``now``; the braking plan, None if already holding."""
         if self.holding:
             return None
         self.holding = reason
         if self.plan is None:
             return None
         self.counters.holds += 1
-        self.plan = ActionPlan.hold(self.plan.position_at(now), now)
+        limits = self.config.limits
+        self.plan = braking_hold(self.plan, now, limits.lower, limits.upper, self.config.motion)
         return self.plan

@@ -69,6 +69,8 @@ def build_report(
         ('limit_clamps', str(counters.limit_clamps)),
         ('delta_clamps', str(counters.delta_clamps)),
         ('chunks_outside_limits', str(counters.chunks_outside_limits)),
+        ('velocity_changes', str(counters.velocity_changes)),
+        ('chunks_slowed', str(counters.chunks_slowed)),
         ('holds', str(counters.holds)),
         ('frames_received', str(cache.frames_received)),
         ('frames_dropped', str(cache.frames_out_of_order)),

@@ -44,28 +44,36 @@ def duration_seconds(duration: Duration) -> float:
 
 
 def trajectory_msg(
-    origin: float, times: np.ndarray, rows: np.ndarray, joint_names: Sequence[str]
+    origin: float,
+    times: np.ndarray,
+    rows: np.ndarray,
+    joint_names: Sequence[str],
+    velocities: np.ndarray | None = None,
 ) -> JointTrajectory:
     """A trajectory starting at ``origin`` (header stamp) with a point per row at ``times``.
 
-    ``time_from_start`` of each point is ``times[i] - origin``; rows are in joint units.
+    ``time_from_start`` of each point is ``times[i] - origin``; rows (and ``velocities``, when
+    given: the controller then interpolates with cubic splines) are in joint units.
     """
     msg = JointTrajectory()
     msg.header.stamp = to_time(origin)
     msg.joint_names = list(joint_names)
-    for time, row in zip(times, rows, strict=True):
+    for index, (time, row) in enumerate(zip(times, rows, strict=True)):
         point = JointTrajectoryPoint()
         point.positions = [float(v) for v in row]
+        if velocities is not None:
+            point.velocities = [float(v) for v in velocities[index]]
         point.time_from_start = to_duration(time - origin)
         msg.points.append(point)
     return msg
 
 
 def hold_msg(position: np.ndarray, joint_names: Sequence[str], settle: float) -> JointTrajectory:
-    """A trajectory that holds ``position``, starting on receipt (zero header stamp).
+    """A trajectory to ``position`` at rest, starting on receipt (zero header stamp).
 
-    A zero stamp makes joint_trajectory_controller start it on arrival; the single point is
-    reached ``settle`` seconds later (the robot is already there, so it stops).
+    A zero stamp makes joint_trajectory_controller start it on arrival, from the robot's state
+    then; the single point is reached ``settle`` seconds later. For a braking hold ``position``
+    is the stop point of a constant deceleration over ``settle``.
     """
     msg = JointTrajectory()
     msg.joint_names = list(joint_names)

@@ -409,13 +409,12 @@ class PolicyNode(LifecycleNode):
         step = self._outputs.get('step')
         command = self.loop.command_at(now)
         if step is not None and command is not None and self.commanding:
-            joint = self.settings.gripper_to_joint(command)
+            names = self.settings.cache.arm_joints
+            arm = command[: len(names)]
             if step.msg_type is Float64MultiArray:
-                step.publish(conversions.float_array_msg(joint))
+                step.publish(conversions.float_array_msg(arm))
             else:
-                step.publish(
-                    conversions.joint_state_msg(now, self.settings.command_joint_names, joint)
-                )
+                step.publish(conversions.joint_state_msg(now, names, arm))
 
     def _check_and_query(self, now: float) -> None:
         """Hold if the input went bad; otherwise hand the next observation to the worker."""
@@ -486,8 +485,10 @@ class PolicyNode(LifecycleNode):
             self._publish_hold(outcome.plan)
             return
         plan = outcome.plan
+        arm_names = settings.cache.arm_joints
+        arm = len(arm_names)
         msg = conversions.trajectory_msg(
-            stamp, plan.times, settings.gripper_to_joint(plan.rows), names
+            stamp, plan.times, plan.rows[:, :arm], arm_names, plan.velocities[:, :arm]
         )
         self._outputs['preview'].publish(msg)
         if self.commanding:
@@ -498,14 +499,12 @@ class PolicyNode(LifecycleNode):
         )
 
     def _publish_hold(self, plan: ActionPlan | None) -> None:
-        """Send a hold plan to the preview, and to the controller when commanding."""
+        """Send a (braking) hold plan to the preview, and to the controller when commanding."""
         if plan is None or self.lifecycle_state != 'active':
             return
-        msg = conversions.hold_msg(
-            self.settings.gripper_to_joint(plan.rows[0]),
-            self.settings.command_joint_names,
-            1.0 / self.settings.control_rate_hz,
-        )
+        arm_names = self.settings.cache.arm_joints
+        settle = max(plan.end_time - plan.start_time, 1.0 / self.settings.control_rate_hz)
+        msg = conversions.hold_msg(plan.rows[-1][: len(arm_names)], arm_names, settle)
         self._outputs['preview'].publish(msg)
         if self.commanding:
             self._outputs['trajectory'].publish(msg)
