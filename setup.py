@@ -36,6 +36,7 @@ setup(
             'dreamzero-live-replay = dreamzero_ros.replay.cli:live_main',
             'dreamzero-policy-node = dreamzero_ros.ros.policy_node_main:main',
             'dreamzero-demo-stream = dreamzero_ros.ros.demo_stream:main',
+            'dreamzero-sim-arm = dreamzero_ros.ros.sim_arm:main',
             'dreamzero-demo = dreamzero_ros.demo:main',
             'dreamzero-engine-worker = dreamzero_ros.engine.cfg_parallel:main',
         ],

@@ -46,7 +46,7 @@ class Observation:
         images: camera name -> RGB uint8 image ``(H, W, 3)``, or a short clip ``(T, H, W, 3)``
             of the most recent frames, oldest first.
         joint_position: arm joint positions, radians, shape ``(7,)``.
-        gripper_position: gripper opening in ``[0, 1]``, shape ``(1,)``.
+        gripper_position: gripper closure in ``[0, 1]`` (DROID: 0 = open, 1 = closed), ``(1,)``.
         prompt: natural-language task instruction.
         stamp: time of the observation in seconds (ROS time of the newest sensor message).
         session_id: episode identifier; per-session model state is keyed by it.

@@ -11,7 +11,7 @@ environment, the node with the config file plus the plan's overrides. Nobody run
 import socket
 import subprocess
 
-from node_support import CONFIG, JOINTS, Harness, NodeProcess, RobotStream, ros_env
+from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, ros_env
 from script_paths import installed_script
 
 from dreamzero_ros.core.launch_plan import plan_launch
@@ -69,7 +69,7 @@ def test_node_and_worker_rank_serve_chunks(tmp_path):
             node.log,
         )
         trajectory = next(m for m in harness.messages('controller') if m.header.stamp.sec)
-        assert trajectory.joint_names == JOINTS
+        assert trajectory.joint_names == ARM
         assert 'CFG parallel: rank 0 of 2' in node.log()
     finally:
         stream.close()

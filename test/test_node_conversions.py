@@ -33,6 +33,14 @@ def test_trajectory_points_are_timed_from_the_stamp():
     offsets = [conversions.duration_seconds(p.time_from_start) for p in msg.points]
     np.testing.assert_allclose(offsets, [0.4, 0.6, 0.8], atol=1e-9)
     np.testing.assert_array_equal([p.positions for p in msg.points], rows)
+    assert all(len(p.velocities) == 0 for p in msg.points)
+
+
+def test_trajectory_points_carry_velocities_when_given():
+    times = 100.0 + np.array([0.4, 0.6])
+    rows, velocities = np.ones((2, 7)), np.stack([np.full(7, 0.5), np.zeros(7)])
+    msg = conversions.trajectory_msg(100.0, times, rows, NAMES[:7], velocities)
+    np.testing.assert_array_equal([p.velocities for p in msg.points], velocities)
 
 
 def test_hold_starts_on_receipt_with_zero_velocity():

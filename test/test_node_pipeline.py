@@ -238,7 +238,7 @@ def test_reset_holds_and_restarts_the_session(system):
         'a hold after the reset',
         node.log,
     )
-    assert len(hold[0].points) == 1 and hold[0].joint_names == JOINTS
+    assert len(hold[0].points) == 1 and hold[0].joint_names == ARM
     if 'chunk' in harness.received:
         harness.wait_for(
             lambda: any(m.chunk_id == 0 for m in harness.messages('chunk', before)),

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from node_support import CONFIG, JOINTS, REPO, Harness, NodeProcess, RobotStream, ros_env
+from node_support import ARM, CONFIG, REPO, Harness, NodeProcess, RobotStream, ros_env
 import pytest
 
 TIMEOUT = 90.0
@@ -76,7 +76,7 @@ def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
             node.log,
         )
         chunks = _chunk_trajectories(harness)
-        assert all(m.joint_names == JOINTS for m in chunks)
+        assert all(m.joint_names == ARM for m in chunks)
         assert 'connecting to the OpenPI server' in node.log()
     finally:
         if stream is not None:

@@ -68,7 +68,9 @@ def test_reference_of_partial_joint_states_and_bad_messages(tmp_path):
 
 
 def test_droid_parameter_file_gives_four_frame_clips(tmp_path):
-    settings = node_settings(CONFIG / 'droid.yaml', {'max_age': 2.0})
+    # the demo bag's gripper joint is the normalised panda_gripper, not the Franka hand's finger
+    demo_gripper = {'gripper_joint_name': 'panda_gripper', 'gripper_range': [0.0, 1.0]}
+    settings = node_settings(CONFIG / 'droid.yaml', {'max_age': 2.0, **demo_gripper})
     assert settings.cache.max_age == 2.0 and len(settings.cache.clip_offsets) == 4
     topics = ReplayTopics.from_settings(settings, None, 'auto')
     bag = demo_bag(tmp_path, num_frames=30, image_format='jpeg')

@@ -1,0 +1,112 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The policy node drives the simulated arm over real DDS; the arm's joint states close the loop.
+
+Three processes: the policy node (tiny engine, commands enabled), ``dreamzero-sim-arm`` with a
+7-joint joint_trajectory_controller configuration, and this harness, which publishes the camera
+streams only (the joint states come from the simulated arm) and records both sides.
+"""
+
+import subprocess
+import sys
+
+from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, ros_env
+import numpy as np
+import pytest
+
+TIMEOUT = 120.0
+
+
+@pytest.fixture(scope='module')
+def loop(tmp_path_factory):
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    folder = tmp_path_factory.mktemp('closed_loop')
+    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
+    harness = Harness('closed_loop_harness')
+    harness.record('trajectory', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    harness.record('rejected', String, '/sim_arm/rejected')
+    harness.record('states', JointState, 'joint_states')
+    arm_log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
+    arm = subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'dreamzero_ros.ros.sim_arm',
+            '--ros-args',
+            '-p',
+            'gripper.interface:=float64',
+            '-p',
+            'gripper.name:=gripper/command',
+        ],
+        stdout=arm_log,
+        stderr=subprocess.STDOUT,
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
+    )
+    node = NodeProcess(
+        folder / 'node.log',
+        f'engine.checkpoint:={checkpoint}',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        'gripper_joint_name:=panda_finger_joint1',
+        'gripper_range:=[0.04, 0.0]',
+        # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
+        'scheduler.step_duration:=0.5',
+        'scheduler.min_replan_period:=1.5',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    stream = RobotStream(harness, demo_clips(30)[0])
+    stream.joints_on = False
+    yield harness, node, folder
+    stream.close()
+    node.stop()
+    arm.terminate()
+    arm.wait(10)
+    arm_log.close()
+    harness.close()
+
+
+def _seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
+    harness, node, folder = loop
+
+    def log():
+        return node.log() + '\n--- sim arm:\n' + (folder / 'sim_arm.log').read_text()
+
+    def motions():
+        return [(t, m) for t, m in harness.received.get('trajectory', []) if m.header.stamp.sec]
+
+    trajectories = harness.wait_for(
+        lambda: found if len(found := motions()) >= 4 else None, TIMEOUT, '4 trajectories', log
+    )
+    harness.wait_for(lambda: len(harness.messages('states')) > 50, 10, 'joint states', log)
+    assert harness.messages('rejected') == [], log()
+    states = harness.messages('states')
+    stamps = np.array([_seconds(s.header.stamp) for s in states])
+    positions = np.array([s.position[:7] for s in states])
+    assert list(states[-1].name[:7]) == ARM
+    reached = 0
+    arrivals = [t for t, _ in trajectories[1:]] + [np.inf]
+    for (_, msg), replaced in zip(trajectories, arrivals, strict=True):
+        start = _seconds(msg.header.stamp)
+        for point in msg.points:
+            at = start + _seconds(point.time_from_start)
+            if at >= min(replaced, stamps[-1]):
+                break
+            nearest = int(np.argmin(np.abs(stamps - at)))
+            if abs(stamps[nearest] - at) < 0.02:
+                np.testing.assert_allclose(positions[nearest], point.positions, atol=5e-3)
+                reached += 1
+    assert np.ptp(positions, axis=0).max() > 0.01, 'the arm never moved'
+    assert reached >= 4, f'only {reached} trajectory points were reached before being replaced'
+    # the loop is closed: the node's observations are the simulated arm's joint states
+    assert 'bad_joints' not in node.log() and 'missing' not in node.log()[-2000:]
