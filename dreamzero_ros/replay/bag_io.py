@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Read and write rosbag2 files (mcap and sqlite3) with rosbags, with clear errors on bad bags."""
+"""Read and write rosbag2 files (mcap and sqlite3), with clear errors on bad or damaged bags."""
 
 from __future__ import annotations
 
@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from rosbags.interfaces import Connection
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer, WriterError
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.typesys.store import Typestore
 
+from dreamzero_ros.replay.bag_sources import BagError, open_source
 from dreamzero_ros.replay.bag_types import DefinitionError, connection_typestore
+from dreamzero_ros.replay.integrity import DAMAGED_CHUNK, UNDECODABLE, DamagedPart, IntegrityReport
+from dreamzero_ros.replay.mcap_file import McapError, write_crcs
 from dreamzero_ros.replay.typestore import replay_typestore
+
+__all__ = ['STORAGES', 'BagError', 'BagReader', 'BagWriter']
 
 #: rosbag2 storage plugin names, as ``ros2 bag record -s`` spells them.
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
-
-
-class BagError(ValueError):
-    """A bag cannot be used: missing, corrupt, truncated, or without the topics asked for."""
 
 
 class BagReader:
@@ -30,18 +31,27 @@ class BagReader:
     Only the connections of the topics read are decoded: each with the bag's own definition of
     its type (the replay type store where the bag has none, see :mod:`.bag_types`), so a topic
     whose definition cannot be parsed is an error only when it is read.
+
+    Damage (an MCAP chunk, summary or data section whose CRC does not match, a file cut short,
+    a database that fails SQLite's check, a payload that does not decode) is an error, unless
+    ``allow_partial``: then the damaged parts are skipped and :meth:`verify` reports them with
+    the number of messages skipped on each topic.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, allow_partial: bool = False) -> None:
         self.path = Path(path)
+        self.allow_partial = allow_partial
         if not self.path.exists():
             raise BagError(f'bag {self.path} does not exist')
         try:
-            self._reader = Reader(self.path)
-            self._reader.open()
+            self._source = open_source(self.path)
         except Exception as error:  # storage backends (mcap, sqlite/apsw, yaml) raise many types
             raise BagError(f'cannot open bag {self.path}: {error}') from error
-        self._stores: dict[int, Typestore] = {}
+        self._stores: dict[int, Typestore | None] = {}
+        self._type_errors: dict[int, str] = {}
+        if self._source.damaged and not allow_partial:
+            self._source.close()
+            raise self._damage_error(self._source.damaged)
 
     def __enter__(self) -> BagReader:
         return self
@@ -51,26 +61,33 @@ class BagReader:
 
     def close(self) -> None:
         """Close the underlying storage."""
-        self._reader.close()
+        self._source.close()
+
+    def _damage_error(self, parts: Sequence[DamagedPart | str]) -> BagError:
+        listing = '; '.join(str(part) for part in parts)
+        return BagError(
+            f'bag {self.path} is corrupt or truncated: {listing} '
+            '(--allow-partial replays the intact parts)'
+        )
 
     @property
     def topics(self) -> dict[str, str]:
         """Topic -> message type name (``pkg/msg/Type``)."""
-        return {c.topic: c.msgtype for c in self._reader.connections}
+        return {c.topic: c.msgtype for c in self._source.connections}
 
     @property
     def start_ns(self) -> int:
         """Log time of the first message, ns."""
-        return int(self._reader.start_time)
+        return self._source.start_ns
 
     @property
     def end_ns(self) -> int:
         """Log time just past the last message, ns."""
-        return int(self._reader.end_time)
+        return self._source.end_ns
 
     def message_count(self, topic: str) -> int:
         """Number of messages the bag's index lists on ``topic``."""
-        return sum(c.msgcount for c in self._reader.connections if c.topic == topic)
+        return sum(c.msgcount for c in self._source.connections if c.topic == topic)
 
     def require(self, topic: str, msgtypes: Sequence[str], role: str) -> str:
         """Check that ``topic`` exists with one of ``msgtypes``; return its type.
@@ -101,56 +118,114 @@ class BagReader:
             return log_ns
         raise BagError(f'topic {topic!r} in bag {self.path} has no messages')
 
+    def verify(self, topics: Sequence[str]) -> IntegrityReport:
+        """Check the whole bag and decode every message of ``topics``; report what is damaged.
+
+        Every CRC of an MCAP file is checked (chunks, data section, summary), an SQLite file
+        gets ``quick_check``; the messages of ``topics`` that replay would skip are counted by
+        topic and reason.
+
+        Raises:
+            BagError: where anything is damaged, unless ``allow_partial``.
+
+        """
+        report = IntegrityReport(unverified_chunks=self._source.unverified_chunks)
+        try:
+            report.damaged = self._source.verify()
+        except Exception as error:  # a storage backend failing on a damaged file
+            report.damaged = [DamagedPart(self.path.name, 'bag', f'unreadable: {error}', None)]
+        wanted = set(topics)
+        for part in report.damaged:
+            for topic, count in (part.messages or {}).items():
+                if topic in wanted and part.part.startswith('chunk'):
+                    report.skip(topic, DAMAGED_CHUNK, count)
+        for topic, _, message in self._iterate(topics, None, None, False, tolerant=True):
+            if message is None:
+                report.skip(topic, UNDECODABLE)
+        if not report.complete and not self.allow_partial:
+            raise self._damage_error([report.describe().replace('\n', '; ')])
+        return report
+
     def messages(
         self, topics: Sequence[str], start_ns: int | None = None, stop_ns: int | None = None
     ) -> Iterator[tuple[str, int, Any]]:
         """Yield ``(topic, log_time_ns, message)`` in log-time order, deserialised.
 
         Raises:
-            BagError: where a message cannot be read or deserialised (corrupt or truncated bag).
+            BagError: where a message cannot be read or deserialised (corrupt or truncated
+                bag), unless ``allow_partial``: then such messages are skipped.
 
         """
-        return self._iterate(topics, start_ns, stop_ns, deserialize=True)
+        return self._iterate(topics, start_ns, stop_ns, True)
 
     def raw_messages(self, topics: Sequence[str]) -> Iterator[tuple[str, int, bytes]]:
-        """Yield ``(topic, log_time_ns, serialised CDR bytes)`` in log-time order."""
-        return self._iterate(topics, None, None, deserialize=False)
+        """Yield ``(topic, log_time_ns, serialised CDR bytes)`` in log-time order.
+
+        Payloads are checked by decoding them where the bag's definition of their type parses
+        (damaged ones raise :class:`BagError`, or are skipped with ``allow_partial``).
+        """
+        return self._iterate(topics, None, None, False)
 
     def _iterate(
-        self, topics: Sequence[str], start_ns: int | None, stop_ns: int | None, deserialize: bool
+        self,
+        topics: Sequence[str],
+        start_ns: int | None,
+        stop_ns: int | None,
+        deserialize: bool,
+        tolerant: bool = False,
     ) -> Iterator[tuple[str, int, Any]]:
-        connections = [c for c in self._reader.connections if c.topic in set(topics)]
+        """Messages of ``topics``; damaged ones skipped or raised (``tolerant``: given as None)."""
+        connections = [c for c in self._source.connections if c.topic in set(topics)]
         if not connections:
             return
-        if deserialize:
-            for connection in connections:
-                self._typestore(connection)
-        iterator = self._reader.messages(connections=connections, start=start_ns, stop=stop_ns)
+        stores = {c.id: self._typestore(c, required=deserialize) for c in connections}
+        on_damage = (lambda part: None) if self.allow_partial or tolerant else None
+        iterator = self._source.messages(connections, start_ns, stop_ns, on_damage)
         while True:
             try:
                 connection, log_ns, raw = next(iterator)
-                message = (
-                    self._stores[connection.id].deserialize_cdr(raw, connection.msgtype)
-                    if deserialize
-                    else bytes(raw)
-                )
             except StopIteration:
                 return
-            except Exception as error:  # any failure of storage or deserialisation
-                raise BagError(f'bag {self.path} is corrupt or truncated: {error!r}') from error
+            except (BagError, McapError) as error:
+                raise self._damage_error([str(error)]) from error
+            store = stores[connection.id]
+            message: Any = None
+            try:
+                if store is not None:
+                    message = store.deserialize_cdr(raw, connection.msgtype)
+                if not deserialize:
+                    message = bytes(raw)
+            except Exception as error:  # the CDR decoder raises many types on damaged payloads
+                if tolerant:
+                    message = None
+                elif self.allow_partial:
+                    continue
+                else:
+                    problem = f'a message on {connection.topic} at {log_ns} ns does not decode'
+                    raise self._damage_error([f'{problem}: {error}']) from error
             yield connection.topic, int(log_ns), message
 
-    def _typestore(self, connection: Connection) -> Typestore:
-        """The type store decoding ``connection``, parsed from the bag on first use."""
+    def _typestore(self, connection: Connection, required: bool) -> Typestore | None:
+        """The type store decoding ``connection``, parsed from the bag on first use.
+
+        Where the type cannot be decoded, None unless ``required`` (then :class:`BagError`).
+        """
         if connection.id not in self._stores:
             try:
+                encoding = connection.ext.serialization_format
+                if encoding != 'cdr':
+                    raise DefinitionError(f'its messages are {encoding!r}, not CDR')
                 self._stores[connection.id] = connection_typestore(
                     connection.msgtype, connection.msgdef, connection.digest
                 )
             except DefinitionError as error:
-                raise BagError(
-                    f'topic {connection.topic!r} in bag {self.path} cannot be decoded: {error}'
-                ) from error
+                self._stores[connection.id] = None
+                self._type_errors[connection.id] = str(error)
+        if self._stores[connection.id] is None and required:
+            raise BagError(
+                f'topic {connection.topic!r} in bag {self.path} cannot be decoded: '
+                f'{self._type_errors[connection.id]}'
+            )
         return self._stores[connection.id]
 
 
@@ -165,6 +240,7 @@ class BagWriter:
             raise BagError(f'{self.path} exists; rosbag2 writes a new folder')
         self._store = replay_typestore()
         self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+        self._storage = storage
         self._connections: dict[str, Any] = {}
         try:
             self._writer.open()
@@ -178,8 +254,11 @@ class BagWriter:
         self.close()
 
     def close(self) -> None:
-        """Finish the bag: write its index and metadata.yaml."""
+        """Finish the bag: write its index and metadata.yaml, and the CRCs of an MCAP file."""
         self._writer.close()
+        if self._storage == 'mcap':  # rosbags writes none: fill them in as ros2 bag record does
+            for path in self.path.glob('*.mcap'):
+                write_crcs(path)
 
     def add_topic(self, topic: str, msgtype: str) -> None:
         """Declare ``topic`` with type ``msgtype`` (a type of the replay type store)."""

@@ -54,6 +54,16 @@ def add_node_arguments(parser: argparse.ArgumentParser, command_topic: bool = Tr
     )
 
 
+def add_allow_partial(parser: argparse.ArgumentParser) -> None:
+    """``--allow-partial``: use the intact parts of a damaged bag instead of refusing it."""
+    parser.add_argument(
+        '--allow-partial',
+        action='store_true',
+        help='replay the intact parts of a damaged bag (CRC mismatch, truncated file, '
+        'undecodable messages) and count what is skipped, instead of exiting with an error',
+    )
+
+
 def settings_from_args(args: argparse.Namespace) -> NodeSettings:
     """Node settings from ``--params`` and ``--param``."""
     return node_settings(args.params, dict(args.param))
@@ -89,6 +99,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-chunks', type=int, default=None, help='stop after N chunks')
     parser.add_argument('--video', action='store_true', help='write predicted-vs-real video')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
+    add_allow_partial(parser)
     parser.add_argument(
         '--image-transport',
         choices=('auto', 'raw', 'compressed'),
@@ -131,12 +142,13 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             duration_s=args.duration,
             max_chunks=args.max_chunks,
             request_video=args.video,
+            allow_partial=args.allow_partial,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
     out = args.out or Path(f'replay_{args.bag.resolve().name}')
     try:
-        check_bag(args.bag, config)  # before the (slow) policy load
+        integrity = check_bag(args.bag, config)  # before the (slow) policy load
     except BagError as error:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
@@ -150,10 +162,15 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             config,
             progress=progress,
             on_chunk=video.add_chunk if video else None,
+            integrity=integrity,
         )
         if progress is not None:
             progress.close()
-        video_path = video.write(args.bag, topics, out / 'prediction.mp4') if video else None
+        video_path = (
+            video.write(args.bag, topics, out / 'prediction.mp4', args.allow_partial)
+            if video
+            else None
+        )
     except BagError as error:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
@@ -178,6 +195,8 @@ def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
         summary['hold_baseline_arm_mae_rad'] = metrics['hold_baseline_errors']['arm']['mae']
         summary['latency_p50_s'] = metrics['latency_s']['p50']
         summary['latency_p95_s'] = metrics['latency_s']['p95']
+    if not metrics['integrity']['complete']:
+        summary['skipped_messages'] = metrics['integrity']['skipped_messages']
     summary['outputs'] = {name: str(path) for name, path in written.items()}
     return summary
 
@@ -261,6 +280,7 @@ def build_live_parser() -> argparse.ArgumentParser:
         '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
     )
     parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    add_allow_partial(parser)
     add_node_arguments(parser, command_topic=False)
     return parser
 
@@ -294,6 +314,7 @@ def live_main(argv: Sequence[str] | None = None) -> int:
             wait_for_subscribers_s=args.wait,
             linger_s=args.linger,
             until_chunks=args.until_chunks,
+            allow_partial=args.allow_partial,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))

@@ -19,6 +19,7 @@ from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
 from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
 from dreamzero_ros.replay import metrics
 from dreamzero_ros.replay.bag_io import BagReader
+from dreamzero_ros.replay.integrity import IntegrityReport
 from dreamzero_ros.replay.messages import NS_PER_S
 from dreamzero_ros.replay.observations import check_topics, observations, query_times
 from dreamzero_ros.replay.reference import Trajectory, read_trajectory
@@ -40,6 +41,8 @@ class EvaluationConfig:
         session_id: policy session used for the whole bag.
         request_video: ask the policy for its predicted future frames (where its ``infer``
             takes ``return_video``, as the local engine's does).
+        allow_partial: evaluate the intact parts of a damaged bag (what was skipped is in the
+            metrics' ``integrity``) instead of refusing it.
 
     """
 
@@ -52,6 +55,7 @@ class EvaluationConfig:
     max_chunks: int | None = None
     session_id: str = 'replay'
     request_video: bool = False
+    allow_partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Evaluation:
     refusals: list[tuple[float, str]] = field(default_factory=list)
     policy_errors: list[tuple[float, str]] = field(default_factory=list)
     span_s: tuple[float, float] = (0.0, 0.0)
+    integrity: IntegrityReport = field(default_factory=IntegrityReport)
 
     def metrics(self) -> dict[str, object]:
         """The metrics JSON: horizon errors (policy and hold-position baseline), latency, timing."""
@@ -94,6 +99,7 @@ class Evaluation:
             'chunks': len(self.records),
             'refusals': _count_reasons(self.refusals),
             'policy_errors': [f'{t:.3f}: {message}' for t, message in self.policy_errors],
+            'integrity': self.integrity.to_json(),
         }
         if not self.records:
             return result
@@ -141,13 +147,19 @@ ProgressCallback = Callable[[float, float], None]
 ChunkCallback = Callable[[ChunkRecord, ActionChunk], None]
 
 
-def check_bag(path: str | Path, config: EvaluationConfig) -> None:
-    """Raise :class:`BagError` unless the bag has every topic ``config`` needs, of its type."""
-    with BagReader(path) as reader:
-        check_topics(reader, config.topics)
-        reader.require(
-            config.topics.command or config.topics.joint_states, COMMAND_TYPES, 'reference'
-        )
+def check_bag(path: str | Path, config: EvaluationConfig) -> IntegrityReport:
+    """Check that the bag has every topic ``config`` needs, of its type, and is intact.
+
+    Raises:
+        BagError: a topic is missing or of another type; the bag is damaged (unless
+            ``config.allow_partial``: then the report says what is damaged).
+
+    """
+    with BagReader(path, config.allow_partial) as reader:
+        cameras = check_topics(reader, config.topics)
+        reference = config.topics.command or config.topics.joint_states
+        reader.require(reference, COMMAND_TYPES, 'reference')
+        return reader.verify(sorted({*cameras.values(), config.topics.joint_states, reference}))
 
 
 def evaluate_bag(
@@ -156,6 +168,7 @@ def evaluate_bag(
     config: EvaluationConfig,
     progress: ProgressCallback | None = None,
     on_chunk: ChunkCallback | None = None,
+    integrity: IntegrityReport | None = None,
 ) -> Evaluation:
     """Query ``policy`` along the bag at ``config.query_period_s`` and score every chunk.
 
@@ -163,13 +176,17 @@ def evaluate_bag(
     reference is the command topic where given, else the recorded joint states; a chunk's row
     ``k`` is compared with the reference at ``stamp + k * step_duration`` (NaN past the end).
     A refused observation or a :class:`PolicyError` is recorded and the replay goes on.
+    The bag is checked first (:func:`check_bag`) unless ``integrity`` is its report already.
 
     Raises:
-        BagError: bag unreadable, topics missing or of the wrong type.
+        BagError: bag unreadable or damaged (unless ``config.allow_partial``), topics missing
+            or of the wrong type.
 
     """
     topics = config.topics
-    with BagReader(path) as reader:
+    if integrity is None:
+        integrity = check_bag(path, config)
+    with BagReader(path, config.allow_partial) as reader:
         cameras = check_topics(reader, topics)
         reference_topic = topics.command or topics.joint_states
         reference = read_trajectory(
@@ -181,7 +198,9 @@ def evaluate_bag(
         stop = (reader.end_ns - 1) / NS_PER_S
         if config.duration_s is not None:
             stop = min(stop, start + config.duration_s)
-        evaluation = Evaluation(str(path), config, reference_topic, reference, span_s=(start, stop))
+        evaluation = Evaluation(
+            str(path), config, reference_topic, reference, span_s=(start, stop), integrity=integrity
+        )
         times = query_times(start, stop, config.query_period_s)
         policy.reset(config.session_id)
         infer = policy.infer

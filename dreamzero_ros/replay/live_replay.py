@@ -83,6 +83,8 @@ class LiveReplayConfig:
         linger_s: after the last message, keep the clock running and recording this long
             (simulated seconds, at ``rate``), so that chunks still being computed arrive.
         until_chunks: end the linger early once this many chunks have been recorded.
+        allow_partial: play the intact parts of a damaged bag (skipping damaged chunks and
+            undecodable messages, counted in the result) instead of refusing it.
 
     """
 
@@ -96,6 +98,7 @@ class LiveReplayConfig:
     wait_for_subscribers_s: float = 10.0
     linger_s: float = 2.0
     until_chunks: int | None = None
+    allow_partial: bool = False
 
     def __post_init__(self) -> None:
         if self.rate <= 0 or self.clock_period_s <= 0:
@@ -236,6 +239,7 @@ class LiveReplayResult:
     wall_s: float
     without_subscribers: list[str]
     skipped_topics: dict[str, str]
+    integrity: dict[str, object]
 
 
 def play(
@@ -250,10 +254,16 @@ def play(
     rclpy must be initialised. ``stop`` ends the playback early when set.
     """
     stop = stop or threading.Event()
-    with BagReader(bag) as reader:
-        writer = BagWriter(record_to, storage) if record_to is not None else None
-        recorder = _Recorder(writer, config)
+    with BagReader(bag, config.allow_partial) as reader:
+        recorder = _Recorder(None, config)
         node = BagPlayerNode(reader, config, recorder)
+        try:
+            integrity = reader.verify(list(node.publishers_by_topic))
+        except BagError:
+            node.destroy_node()
+            raise
+        writer = BagWriter(record_to, storage) if record_to is not None else None
+        recorder.writer = writer
         if writer is not None:
             for topic, msgtype in config.record.items():
                 writer.add_topic(topic, msgtype)
@@ -273,7 +283,13 @@ def play(
             if writer is not None:
                 writer.close()
     return LiveReplayResult(
-        published, dict(recorder.counts), span, wall, missing, node.skipped_topics
+        published,
+        dict(recorder.counts),
+        span,
+        wall,
+        missing,
+        node.skipped_topics,
+        integrity.to_json(),
     )
 
 

@@ -76,11 +76,17 @@ class VideoComparison:
         """Predicted frames collected so far."""
         return len(self._frames)
 
-    def write(self, bag: str | Path, topics: ReplayTopics, path: str | Path) -> Path | None:
-        """Write the side-by-side mp4 (H.264); None where no chunk carried a video."""
+    def write(
+        self, bag: str | Path, topics: ReplayTopics, path: str | Path, allow_partial: bool = False
+    ) -> Path | None:
+        """Write the side-by-side mp4 (H.264); None where no chunk carried a video.
+
+        ``allow_partial``: read the intact parts of a damaged bag (see ``BagReader``).
+        """
         if not self._frames:
             return None
-        recorded = _recorded_frames(bag, topics, sorted({f.time for f in self._frames}))
+        times = sorted({f.time for f in self._frames})
+        recorded = _recorded_frames(bag, topics, times, allow_partial)
         import av
 
         path = Path(path)
@@ -112,7 +118,7 @@ class VideoComparison:
 
 
 def _recorded_frames(
-    bag: str | Path, topics: ReplayTopics, times: list[float]
+    bag: str | Path, topics: ReplayTopics, times: list[float], allow_partial: bool
 ) -> dict[float, dict[str, object]]:
     """For each of ``times`` (ascending), the newest image message per camera stamped by then.
 
@@ -121,7 +127,7 @@ def _recorded_frames(
     picked: dict[str, dict[float, object]] = {camera: {} for camera in topics.cameras}
     cursor = dict.fromkeys(topics.cameras, 0)
     previous: dict[str, object] = {}
-    with BagReader(bag) as reader:
+    with BagReader(bag, allow_partial) as reader:
         camera_of = {topic: camera for camera, topic in camera_topics(reader, topics).items()}
         for topic, _, message in reader.messages(list(camera_of)):
             camera = camera_of[topic]
