@@ -209,6 +209,24 @@ def test_openpi_bridge_serves_the_same_engine(system, bridge_port):
     assert chunk.actions.shape == (24, 8) and np.all(np.isfinite(chunk.actions))
 
 
+def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):
+    from std_msgs.msg import String
+
+    harness, _, node = system
+    publisher = harness.node.create_publisher(String, f'{NODE}/prompt', 10)  # ros2 topic pub's QoS
+    harness.wait_for(
+        lambda: publisher.get_subscription_count() > 0, 10, 'the prompt subscriber', node.log
+    )
+    publisher.publish(String(data='open the drawer'))
+    harness.wait_for(
+        lambda: harness.get_parameters(NODE, ['prompt'])['prompt'] == 'open the drawer',
+        30,
+        'prompt parameter to follow a volatile publisher',
+        node.log,
+    )
+    harness.node.destroy_publisher(publisher)
+
+
 def test_prompt_topic_is_latched_and_sets_the_parameter(system):
     from std_msgs.msg import String
 

@@ -21,7 +21,7 @@ TIMEOUT = 120.0
 @pytest.fixture(scope='module')
 def loop(tmp_path_factory):
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
+    from std_msgs.msg import Float64, String
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
@@ -33,6 +33,7 @@ def loop(tmp_path_factory):
     harness.record('trajectory', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
     harness.record('rejected', String, '/sim_arm/rejected')
     harness.record('states', JointState, 'joint_states')
+    harness.record('gripper', Float64, 'gripper/command')
     arm_log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
     arm = subprocess.Popen(
         [
@@ -56,6 +57,8 @@ def loop(tmp_path_factory):
         'engine.num_threads:=1',
         'gripper_joint_name:=panda_finger_joint1',
         'gripper_range:=[0.04, 0.0]',
+        'gripper.interface:=float64',
+        'gripper.command_name:=gripper/command',
         # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
         'scheduler.step_duration:=0.5',
         'scheduler.min_replan_period:=1.5',
@@ -108,5 +111,43 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
                 reached += 1
     assert np.ptp(positions, axis=0).max() > 0.01, 'the arm never moved'
     assert reached >= 4, f'only {reached} trajectory points were reached before being replaced'
-    # the loop is closed: the node's observations are the simulated arm's joint states
-    assert 'bad_joints' not in node.log() and 'missing' not in node.log()[-2000:]
+    # the loop is closed: the harness publishes no joint states, so every observation behind
+    # these trajectories paired the cameras with the simulated arm's joint states
+    assert 'bad_joints' not in node.log()
+
+
+def test_gripper_commands_follow_the_policy_with_droid_sign(loop):
+    harness, node, folder = loop
+    commands = harness.wait_for(
+        lambda: harness.messages('gripper'), TIMEOUT, 'a gripper command', node.log
+    )
+    # binary gripper on a Franka hand: 0.04 (open, policy 0) or 0.0 (closed, policy 1)
+    assert {round(m.data, 6) for m in commands} <= {0.04, 0.0}
+    # the simulated gripper joint moves to the commanded position
+    target = commands[-1].data
+    harness.wait_for(
+        lambda: abs(harness.messages('states')[-1].position[7] - target) < 1e-3,
+        10,
+        'the gripper joint to reach its command',
+        node.log,
+    )
+
+
+def test_gripper_action_without_control_msgs_fails_configure(tmp_path):
+    pytest.importorskip('rclpy')
+    try:
+        import control_msgs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip('control_msgs is installed here')
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'engine.checkpoint:=/nonexistent',
+        'engine.warmup:=false',
+        'gripper.interface:=action',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    assert node.wait_exit(60) != 0
+    node.stop()
+    assert 'gripper.interface action needs control_msgs' in node.log()

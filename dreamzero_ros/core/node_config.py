@@ -22,9 +22,15 @@ import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
+from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.observation_cache import CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.safety import DELTA_MODES, SafetyLimits
+from dreamzero_ros.core.trajectory import (
+    PANDA_MAX_VELOCITY,
+    PANDA_STOP_DECELERATION,
+    MotionConfig,
+)
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: Default node name (the launch file and the console script use it).
@@ -77,6 +83,76 @@ class SafetySettings:
         'clamp',
         'clamp: rate-limit steps beyond max_step_delta; refuse: drop the chunk and hold.',
         choices=DELTA_MODES,
+    )
+    max_velocity: tuple[float, ...] = parameter(
+        PANDA_MAX_VELOCITY,
+        'Largest speed of each arm joint anywhere on the trajectory the controller '
+        'interpolates, rad/s, one value per arm joint (Panda datasheet). Rows too fast for it '
+        'are played slower (trajectory.max_stretch).',
+        range=(0.001, 100.0),
+    )
+    stop_deceleration: tuple[float, ...] = parameter(
+        PANDA_STOP_DECELERATION,
+        'Deceleration of each arm joint when a hold brakes a motion, rad/s^2, one value per '
+        'arm joint (half the Panda limits).',
+        range=(0.001, 1000.0),
+    )
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """How merged rows become the arm trajectory (``trajectory.*``)."""
+
+    handover_lead: float = parameter(
+        0.05,
+        "Seconds from a chunk's arrival to its hand-over point (the trajectory's first point, "
+        'on the motion in force): time for the message to reach the controller.',
+        range=(0.0, 10.0),
+    )
+    max_stretch: float = parameter(
+        4.0,
+        "How much slower than the policy's timing rows may be played to respect "
+        'safety.max_velocity; a chunk that needs more is refused with a hold.',
+        range=(1.0, 100.0),
+    )
+
+
+@dataclass(frozen=True)
+class GripperSettings:
+    """The gripper command output (``gripper.*``); positions from ``gripper_range``."""
+
+    interface: str = parameter(
+        'none',
+        'action: control_msgs/action/GripperCommand goals (franka_gripper gripper_action, '
+        'GripperActionController; needs control_msgs); float64: std_msgs/Float64 positions; '
+        'joint_trajectory: a one-point trajectory_msgs/JointTrajectory for a gripper '
+        'controller; none: no gripper command. Sent only while commands reach the controller.',
+        choices=('none', 'action', 'float64', 'joint_trajectory'),
+    )
+    command_name: str = parameter(
+        'gripper_action', 'Action name (action) or topic (float64, joint_trajectory).'
+    )
+    binary: bool = parameter(
+        True,
+        'Binary gripper: close when the policy value rises above close_above, open when it '
+        'falls below open_below; false sends the mapped position when it moves by min_change.',
+    )
+    close_above: float = parameter(
+        0.6, 'Policy value above which a binary gripper closes.', range=(0.0, 1.0)
+    )
+    open_below: float = parameter(
+        0.4, 'Policy value below which a binary gripper opens.', range=(0.0, 1.0)
+    )
+    min_change: float = parameter(
+        0.05,
+        'Least change of the policy value that sends a continuous gripper again.',
+        range=(0.001, 1.0),
+    )
+    max_effort: float = parameter(
+        20.0, 'max_effort of GripperCommand goals, N (0: no limit).', range=(0.0, 1000.0)
+    )
+    move_time: float = parameter(
+        0.5, 'time_from_start of the joint_trajectory command point, s.', range=(0.001, 60.0)
     )
 
 
@@ -237,7 +313,9 @@ class NodeSettings:
     )
     gripper_range: tuple[float, ...] = parameter(
         (0.0, 1.0),
-        "Gripper joint positions [a, b] mapped onto the policy's [0, 1] (and back for commands).",
+        "Gripper joint positions [open, closed] at the policy's 0 (open) and 1 (closed), "
+        "DROID's convention; read from joint_states and sent by the gripper output "
+        '(Franka hand finger: [0.04, 0.0]).',
         range=_POSITIONS,
     )
     max_age: float = parameter(
@@ -273,7 +351,9 @@ class NodeSettings:
     )
     step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
     # --- safety, scheduling, engine, bridge
+    gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)
+    trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
@@ -291,9 +371,17 @@ class NodeSettings:
             )
         if len(self.gripper_range) != 2:
             raise ValueError(f'gripper_range needs 2 values, got {list(self.gripper_range)}')
+        arm = len(self.arm_joint_names)
+        for name in ('max_velocity', 'stop_deceleration'):
+            if len(getattr(self.safety, name)) != arm:
+                raise ValueError(
+                    f'safety.{name} needs one value per arm joint ({arm}), got '
+                    f'{list(getattr(self.safety, name))}'
+                )
         try:
             limits = self.loop.limits
             self.cache  # noqa: B018 - builds (and so checks) the cache configuration
+            self.gripper_config  # noqa: B018 - checks the gripper settings
         except ValueError as error:
             raise ValueError(f'invalid parameters: {error}') from error
         if limits.lower.shape != (len(self.arm_joint_names) + 1,):
@@ -329,6 +417,26 @@ class NodeSettings:
             blend=BlendConfig(scheduler.blend_min_steps, scheduler.blend_max_steps),
             min_replan_period=scheduler.min_replan_period,
             step_duration=scheduler.step_duration,
+            motion=MotionConfig(
+                max_velocity=np.array(safety.max_velocity, dtype=np.float64),
+                stop_deceleration=np.array(safety.stop_deceleration, dtype=np.float64),
+                lead=self.trajectory.handover_lead,
+                hold_time=1.0 / self.control_rate_hz,
+                max_stretch=self.trajectory.max_stretch,
+            ),
+        )
+
+    @functools.cached_property
+    def gripper_config(self) -> GripperConfig:
+        """The gripper command's position range and switching rule."""
+        gripper = self.gripper
+        return GripperConfig(
+            open_position=self.gripper_range[0],
+            closed_position=self.gripper_range[1],
+            binary=gripper.binary,
+            close_above=gripper.close_above,
+            open_below=gripper.open_below,
+            min_change=gripper.min_change,
         )
 
     @property

@@ -49,6 +49,7 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
+from dreamzero_ros.core.gripper import GripperCommander
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
@@ -57,6 +58,7 @@ from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
+from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 
 LATCHED = QoSProfile(
@@ -106,12 +108,17 @@ class PolicyNode(LifecycleNode):
         self._outputs: dict[str, Any] = {}
         self._timers: list[Any] = []
         self._last_refusal = ''
+        self._gripper: GripperOutput | None = None
+        self._gripper_commander: GripperCommander | None = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
             self.create_publisher(PolicyStatusMsg, '~/status', 10) if PolicyStatusMsg else None
         )
         self._results_ready = self.create_guard_condition(self._drain_results)
+        # ros2 topic pub publishes volatile, which a transient-local reader never matches; a
+        # latched prompt (transient local) is read by the second subscription.
+        self.create_subscription(String, '~/prompt', self._on_prompt, 10)
         self.create_subscription(String, '~/prompt', self._on_prompt, LATCHED)
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
@@ -142,6 +149,19 @@ class PolicyNode(LifecycleNode):
             prompt=settings.prompt,
             session_id=settings.session_id,
         )
+        try:
+            self._gripper = GripperOutput(
+                self,
+                settings.gripper.interface,
+                settings.gripper.command_name,
+                settings.gripper_joint_name,
+                settings.gripper.max_effort,
+                settings.gripper.move_time,
+            )
+        except RuntimeError as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
+        self._gripper_commander = GripperCommander(settings.gripper_config)
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
@@ -208,6 +228,9 @@ class PolicyNode(LifecycleNode):
 
     def _release(self) -> None:
         self._destroy_timers()
+        if self._gripper is not None:
+            self._gripper.destroy()
+            self._gripper = None
         for handle in self._inputs:
             self.destroy_subscription(handle)
         self._inputs = []
@@ -415,6 +438,18 @@ class PolicyNode(LifecycleNode):
                 step.publish(conversions.float_array_msg(arm))
             else:
                 step.publish(conversions.joint_state_msg(now, names, arm))
+        self._command_gripper(command)
+
+    def _command_gripper(self, command: np.ndarray | None) -> None:
+        """Send the gripper its command when due; only while commands reach the controller."""
+        if self._gripper is None or self._gripper.interface == 'none':
+            return
+        if not self.commanding or command is None:
+            self._gripper_commander.reset()  # the first command after enabling is always sent
+            return
+        position = self._gripper_commander.update(command[len(self.settings.arm_joint_names)])
+        if position is not None and not self._gripper.send(position):
+            self._gripper_commander.reset()  # no action server yet: try again next tick
 
     def _check_and_query(self, now: float) -> None:
         """Hold if the input went bad; otherwise hand the next observation to the worker."""
