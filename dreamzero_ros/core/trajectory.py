@@ -73,8 +73,8 @@ def sample_knots(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions and velocities ``(len(at), D)`` of a knot sequence, holding its ends.
 
-    Between knots: cubic Hermite with ``velocities``, linear without (as JTC). Before the first
-    knot and after the last the end positions hold with zero velocity.
+    Between knots (ends included): cubic Hermite with ``velocities``, linear without (as JTC).
+    Before the first knot and after the last the end positions hold with zero velocity.
     """
     times = np.asarray(times, dtype=np.float64)
     positions = np.asarray(positions, dtype=np.float64)
@@ -82,7 +82,8 @@ def sample_knots(
     out_p = np.empty((len(at), positions.shape[1]))
     out_v = np.zeros_like(out_p)
     index = np.clip(np.searchsorted(times, at, side='right') - 1, 0, max(len(times) - 2, 0))
-    before, after = at <= times[0], at >= times[-1]
+    before = at < times[0]
+    after = at >= times[-1] if len(times) == 1 else at > times[-1]
     out_p[before] = positions[0]
     out_p[after] = positions[-1]
     inside = ~(before | after)

@@ -143,6 +143,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             max_chunks=args.max_chunks,
             request_video=args.video,
             allow_partial=args.allow_partial,
+            loop=settings.loop,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))

@@ -15,10 +15,12 @@ import time
 
 import numpy as np
 
+from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
 from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
 from dreamzero_ros.replay import metrics
 from dreamzero_ros.replay.bag_io import BagReader
+from dreamzero_ros.replay.handover import handover_quality
 from dreamzero_ros.replay.integrity import IntegrityReport
 from dreamzero_ros.replay.messages import NS_PER_S
 from dreamzero_ros.replay.observations import check_topics, observations, query_times
@@ -43,6 +45,8 @@ class EvaluationConfig:
             takes ``return_video``, as the local engine's does).
         allow_partial: evaluate the intact parts of a damaged bag (what was skipped is in the
             metrics' ``integrity``) instead of refusing it.
+        loop: the node's hand-over, limits and trajectory settings, for the hand-over quality
+            of the command it would have sent (``None``: the node's defaults).
 
     """
 
@@ -56,6 +60,7 @@ class EvaluationConfig:
     session_id: str = 'replay'
     request_video: bool = False
     allow_partial: bool = False
+    loop: LoopConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,9 @@ class Evaluation:
                     )
                     for stage in stage_names
                 },
+                'hand_over': handover_quality(
+                    self.records, self.reference.at, self.config.loop or _default_loop()
+                ),
                 'timing': metrics.chunk_timing(
                     np.array([r.stamp for r in self.records]),
                     latencies,
@@ -133,6 +141,12 @@ class Evaluation:
             }
         )
         return result
+
+
+def _default_loop() -> LoopConfig:
+    from dreamzero_ros.core.node_config import build_settings
+
+    return build_settings({}).loop
 
 
 def _count_reasons(refusals: list[tuple[float, str]]) -> dict[str, int]:

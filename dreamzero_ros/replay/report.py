@@ -59,6 +59,21 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
             ('query period', _duration(timing['query_period_s'])),
             ('fraction of chunks arriving after their last step', _fmt(timing['late_fraction'])),
         ]
+        hand_over = metrics.get('hand_over')
+        if hand_over:
+            command, recorded = hand_over['command'], hand_over['recorded']
+            rows += [
+                (
+                    f'hand-over steps over {hand_over["hand_overs"]} hand-overs: max |dv| (rad/s), '
+                    'command / recorded motion',
+                    f'{_fmt(command["velocity_step_max"])} / {_fmt(recorded["velocity_step_max"])}',
+                ),
+                (
+                    'hand-over steps: max |da| (rad/s^2), command / recorded motion',
+                    f'{_fmt(command["acceleration_step_max"])} / '
+                    f'{_fmt(recorded["acceleration_step_max"])}',
+                ),
+            ]
     return rows
 
 

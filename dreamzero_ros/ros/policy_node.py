@@ -10,10 +10,12 @@ current command. With ``autostart`` (the default) it configures and activates it
 Topics (names relative to the node's namespace; ``~`` is the node's private namespace):
 
 - in: ``<camera_topics>`` (sensor_msgs/Image, or CompressedImage on ``<topic>/compressed``),
-  ``joint_states`` (sensor_msgs/JointState), ``~/prompt`` (std_msgs/String, latched),
+  ``joint_states`` (sensor_msgs/JointState), ``~/prompt`` (std_msgs/String, volatile or latched),
   ``~/estop`` (std_msgs/Bool: true disables commands at once);
 - out: ``trajectory_topic`` (trajectory_msgs/JointTrajectory for joint_trajectory_controller;
-  only while active, enabled and not dry_run), ``preview_topic`` (every merged trajectory),
+  only while active, enabled and not dry_run; arm joints only), the gripper command
+  (``gripper.interface``: GripperCommand action, Float64 or JointTrajectory on
+  ``gripper.command_name``, same conditions), ``preview_topic`` (every merged trajectory),
   ``chunk_topic`` (dreamzero_ros_interfaces/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
   ``/diagnostics``.
