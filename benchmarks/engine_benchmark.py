@@ -82,7 +82,7 @@ import torch.nn.functional as F  # noqa: N812
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.dit import DiTConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
-from dreamzero_ros.engine.testing import random_observation
+from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 

@@ -22,14 +22,11 @@ import numpy as np
 
 
 def _direct_inference(checkpoint: Path, calls: int, threads: int) -> list[float]:
-    import torch
-
     from dreamzero_ros.droid_clips import demo_clips, demo_joint_trajectory
-    from dreamzero_ros.engine import DreamZeroEngine
+    from dreamzero_ros.engine.loader import load_engine
     from dreamzero_ros.policy_types import Observation
 
-    torch.set_num_threads(threads)
-    engine = DreamZeroEngine.from_pretrained(checkpoint, dtype='float32')
+    engine = load_engine(checkpoint, device='cpu', dtype='float32', num_threads=threads)
     clips, _ = demo_clips(calls)
     joints, gripper = demo_joint_trajectory(np.arange(calls) / 15.0)
     seconds = []

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import os
 from pathlib import Path
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dreamzero_ros.droid_clips import CLIPS_ENV, find_clips_dir
+from dreamzero_ros.engine.loader import cached_random_checkpoint
 
 DEFAULT_CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'dreamzero_ros'
 
@@ -45,19 +45,7 @@ def config_file(name: str) -> Path:
 
 def demo_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     """The random-weight checkpoint of ``preset`` in ``cache_dir``, written on first use."""
-    folder = cache_dir / f'random-{preset}'
-    if (folder / 'config.json').is_file():
-        return folder, False
-    from dreamzero_ros.engine.testing import write_random_checkpoint
-
-    partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
-    write_random_checkpoint(partial, preset=preset)
-    try:
-        partial.rename(folder)
-    except OSError:  # another process wrote it first
-        shutil.rmtree(partial)
-        return folder, False
-    return folder, True
+    return cached_random_checkpoint(cache_dir, preset)
 
 
 def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:

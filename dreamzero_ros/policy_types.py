@@ -16,6 +16,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+# The errors of the Policy contract (defined with every other error in dreamzero_ros.errors).
+from dreamzero_ros.errors import ObservationError as ObservationError
+from dreamzero_ros.errors import PolicyError as PolicyError
+
 #: DROID camera names, in the order DreamZero stitches them (wrist first).
 DROID_CAMERAS: tuple[str, ...] = (
     'wrist_image_left',
@@ -28,14 +32,6 @@ DROID_ARM_DOF = 7
 DROID_ACTION_DIM = DROID_ARM_DOF + 1
 #: DROID control rate, Hz; one action row per control step.
 DROID_CONTROL_HZ = 15.0
-
-
-class PolicyError(RuntimeError):
-    """Base class of every error a policy raises for input or state it cannot serve."""
-
-
-class ObservationError(PolicyError, ValueError):
-    """An observation is malformed: missing camera, wrong shape or dtype, NaN state."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dreamzero_ros.engine.embodiment import (
     load_embodiment_file,
 )
 from dreamzero_ros.engine.experiment_cfg import KNOWN_PROMPT_TEMPLATES
-from dreamzero_ros.engine.testing import droid_metadata
+from dreamzero_ros.engine.synthetic_droid import droid_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
 DROID_FILE = ROOT / 'config' / 'embodiments' / 'oxe_droid.yaml'

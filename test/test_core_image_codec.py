@@ -10,13 +10,13 @@ import pytest
 
 from dreamzero_ros.core.image_codec import (
     SUPPORTED_ENCODINGS,
-    ImageDecodeError,
     decode_compressed,
     decode_raw,
     encode_compressed,
     encode_raw,
     msg_to_rgb,
 )
+from dreamzero_ros.errors import ImageDecodeError
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig
 from dreamzero_ros.engine.fast_blocks import AccelerationConfig, FastBlockRunner, fuse_qkv_
 from dreamzero_ros.engine.fp8 import fp8_linear, quantize, quantize_weight
-from dreamzero_ros.engine.testing import random_observation
+from dreamzero_ros.engine.synthetic_droid import random_observation
 
 H, W = 4, 6
 T = (H // 2) * (W // 2)
@@ -187,24 +187,3 @@ def test_engine_with_speed_options_predicts_like_the_reference():
         b = fast.infer(observation).actions
         assert a.shape == b.shape == (24, 8)
         assert np.abs(a - b).max() < 0.05
-
-
-def test_openpi_server_cli_passes_the_speed_settings():
-    from dreamzero_ros.openpi.cli import build_parser, load_policy
-
-    args = build_parser().parse_args(
-        ['--preset', 'tiny', '--fp8-linear', 'rowwise', '--attention-backend', 'math']
-    )
-    assert (args.compile, args.step_cache) == (False, None)
-    engine = load_policy(
-        None,
-        args.preset,
-        'cpu',
-        'bfloat16',
-        fp8_linear=args.fp8_linear,
-        attention_backend=args.attention_backend,
-        step_cache='dynamic',
-    )
-    assert engine.config.acceleration == AccelerationConfig(False, 'rowwise', 'math')
-    assert engine.config.step_cache.mode == 'dynamic'
-    assert engine.denoiser.runner is not None

@@ -23,7 +23,8 @@ import torch
 
 from dreamzero_ros.engine import cfg_parallel
 from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.testing import random_observation, write_random_checkpoint
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.synthetic_droid import random_observation
 
 TIMEOUT_S = 240
 

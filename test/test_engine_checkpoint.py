@@ -25,7 +25,8 @@ from dreamzero_ros.engine.checkpoint import (
     read_weight_map,
 )
 from dreamzero_ros.engine.pipeline import build_modules
-from dreamzero_ros.engine.testing import random_observation, write_random_checkpoint
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.synthetic_droid import random_observation
 
 
 @pytest.fixture(scope='module')

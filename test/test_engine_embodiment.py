@@ -20,7 +20,7 @@ from dreamzero_ros.engine.embodiment import (
 )
 from dreamzero_ros.engine.normalization import Quantiles
 from dreamzero_ros.engine.stitching import stitch
-from dreamzero_ros.engine.testing import droid_metadata
+from dreamzero_ros.engine.synthetic_droid import droid_metadata
 
 
 def test_droid_file_describes_todays_droid_inputs():

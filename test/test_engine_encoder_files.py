@@ -6,16 +6,18 @@
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint import CheckpointError, checkpoint_state
+from dreamzero_ros.engine.checkpoint import checkpoint_state
 from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.encoder_files import EncoderFile, resolve_encoder_file
 from dreamzero_ros.engine.pipeline import build_modules
+from dreamzero_ros.engine.upstream_config import config_to_json
+from dreamzero_ros.errors import CheckpointError
 
 T5 = 'models_t5_umt5-xxl-enc-bf16.pth'
 
 
 def _config(recorded: str | None) -> dict:
-    config = EngineConfig.tiny().to_json_dict()
+    config = config_to_json(EngineConfig.tiny())
     config['action_head_cfg']['config']['text_encoder_cfg']['text_encoder_pretrained_path'] = (
         recorded
     )

@@ -10,13 +10,13 @@ from embodiment_support import DROID_FILE, droid_embodiment, ur_embodiment, yam_
 import pytest
 import yaml
 
-from dreamzero_ros.engine.embodiment import EmbodimentError
 from dreamzero_ros.engine.experiment_cfg import (
     KNOWN_PROMPT_TEMPLATES,
     embodiment_from_checkpoint,
     write_experiment_cfg,
 )
-from dreamzero_ros.engine.testing import droid_metadata
+from dreamzero_ros.engine.synthetic_droid import droid_metadata
+from dreamzero_ros.errors import EmbodimentError
 
 # The oxe_droid parts of a DROID training run's conf.yaml as OmegaConf.save(resolve=True) writes
 # them: the base data config's anchors merged, interpolations resolved, run overrides applied.

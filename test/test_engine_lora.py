@@ -17,7 +17,6 @@ from lora_support import (
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint import CheckpointError
 from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.lora import (
     CheckpointTensors,
@@ -26,7 +25,8 @@ from dreamzero_ros.engine.lora import (
     canonical_name,
     merged_weights,
 )
-from dreamzero_ros.engine.testing import write_random_checkpoint
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.errors import CheckpointError
 
 SETTINGS = LoraSettings(rank=2, alpha=4.0)
 

@@ -8,13 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from dreamzero_ros.engine.normalization import (
-    MetadataError,
-    Quantiles,
-    StateActionNormalizer,
-    load_metadata,
-)
-from dreamzero_ros.policy_types import ObservationError
+from dreamzero_ros.engine.normalization import Quantiles, StateActionNormalizer, load_metadata
+from dreamzero_ros.errors import MetadataError, ObservationError
 
 
 def _metadata():

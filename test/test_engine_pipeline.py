@@ -11,7 +11,7 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
-from dreamzero_ros.engine.testing import droid_metadata, random_observation
+from dreamzero_ros.engine.synthetic_droid import droid_metadata, random_observation
 from dreamzero_ros.policy_types import Policy, PolicyError
 
 CONFIG = EngineConfig.tiny(dtype='float32')

@@ -10,7 +10,7 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.session import SessionStore
-from dreamzero_ros.engine.testing import random_observation
+from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.policy_types import ObservationError
 
 CONFIG = EngineConfig.tiny(dtype='float32', max_sessions=3)

@@ -24,8 +24,9 @@ from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
 from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig
 from dreamzero_ros.engine.fast_blocks import AccelerationConfig, FastBlockRunner
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.step_cache import StepCacheConfig, StepSchedule
-from dreamzero_ros.engine.testing import random_observation, write_random_checkpoint
+from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.engine.vae import VAEConfig, WanVAE
 
 H, W = 4, 6

@@ -34,7 +34,7 @@ from dreamzero_ros.engine.droid_inputs import (
     to_model_video,
 )
 from dreamzero_ros.engine.fast_blocks import AccelerationConfig, FastBlockRunner, _linear_gelu
-from dreamzero_ros.engine.testing import random_observation
+from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.engine.vae import FusedNormConv, VAEConfig, WanVAE
 from dreamzero_ros.policy_types import DROID_CAMERAS
 

@@ -30,7 +30,7 @@ def test_node_and_worker_rank_serve_chunks(tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.testing import write_random_checkpoint
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     port = _free_port()

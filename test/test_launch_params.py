@@ -116,7 +116,7 @@ sys.exit(service.run())
 def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path):
     """The real launch file, run as ``ros2 launch`` runs it; parameters read back from the node."""
     _require_launch_ros()
-    from dreamzero_ros.engine.testing import write_random_checkpoint
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below

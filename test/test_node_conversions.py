@@ -88,7 +88,7 @@ def test_image_message_decodes_back(encoding):
 def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
     from sensor_msgs.msg import Image
 
-    from dreamzero_ros.core.image_codec import ImageDecodeError
+    from dreamzero_ros.errors import ImageDecodeError
     from dreamzero_ros.ros import image_decoding
 
     rgb = np.full((2, 3, 3), 7, dtype=np.uint8)

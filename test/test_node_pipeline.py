@@ -45,7 +45,7 @@ def clips():
 
 @pytest.fixture(scope='module')
 def tiny_checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.testing import write_random_checkpoint
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 
@@ -200,7 +200,7 @@ def test_status_and_diagnostics_report_the_running_node(system):
 
 
 def test_openpi_bridge_serves_the_same_engine(system, bridge_port):
-    from dreamzero_ros.engine.testing import random_observation
+    from dreamzero_ros.engine.synthetic_droid import random_observation
     from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
     with RemoteOpenPIPolicy(f'ws://127.0.0.1:{bridge_port}') as remote:

@@ -41,7 +41,7 @@ def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.testing import write_random_checkpoint
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     port = _free_port()

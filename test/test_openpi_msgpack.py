@@ -12,8 +12,8 @@ import numpy as np
 from openpi_support import openpi_python
 import pytest
 
+from dreamzero_ros.errors import MsgpackNumpyError
 from dreamzero_ros.openpi import msgpack_numpy
-from dreamzero_ros.openpi.msgpack_numpy import MsgpackNumpyError
 
 # Executed in both interpreters (ours: numpy 2; the reference client's: numpy 1.x).
 RECIPE = """

@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
 
 from dreamzero_ros.engine import DreamZeroEngine
-from dreamzero_ros.engine.testing import write_random_checkpoint
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
 

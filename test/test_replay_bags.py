@@ -13,8 +13,9 @@ from rosbags.highlevel import AnyReader
 
 from dreamzero_ros import droid_clips
 from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
-from dreamzero_ros.replay.bag_io import BagError, BagReader, BagWriter
+from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.bag_maker import BagSpec, make_bag
 from dreamzero_ros.replay.messages import action_chunk_msg, joint_trajectory_msg, to_ns
 from dreamzero_ros.replay.topics import ReplayTopics

@@ -18,7 +18,8 @@ from replay_support import ScriptedPolicy, demo_bag, rewrite_bag
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from dreamzero_ros.replay.bag_io import BagError, BagReader
+from dreamzero_ros.errors import BagError
+from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.cli import replay_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.settings import node_settings

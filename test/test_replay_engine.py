@@ -11,7 +11,7 @@ import pytest
 from replay_support import STEP, demo_bag, demo_state
 
 from dreamzero_ros.engine import DreamZeroEngine
-from dreamzero_ros.engine.testing import write_random_checkpoint
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.replay.cli import replay_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.report import write_outputs

@@ -8,8 +8,9 @@ import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag, demo_state
 
 from dreamzero_ros import droid_clips
+from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import ObservationError
-from dreamzero_ros.replay.bag_io import BagError, BagWriter
+from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.messages import image_msg, joint_state_msg, to_ns
 from dreamzero_ros.replay.observations import query_times

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag
 
-from dreamzero_ros.replay.bag_io import BagError, BagReader, BagWriter
+from dreamzero_ros.errors import BagError
+from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.cli import make_bag_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.messages import joint_state_msg, joint_trajectory_msg, to_ns

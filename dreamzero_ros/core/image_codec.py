@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.errors import ImageDecodeError
+
 #: Raw encoding -> (channels, channel order to RGB; None for mono).
 _RAW_LAYOUTS: dict[str, tuple[int, tuple[int, int, int] | None]] = {
     'rgb8': (3, (0, 1, 2)),
@@ -38,10 +40,6 @@ SUPPORTED_FORMATS: tuple[str, ...] = ('jpeg', 'png')
 
 _MAGIC = {b'\xff\xd8\xff': 'jpeg', b'\x89PNG': 'png'}
 _AV_CODECS = {'jpeg': 'mjpeg', 'png': 'png'}
-
-
-class ImageDecodeError(ValueError):
-    """An image message cannot be turned into an RGB array; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.image_codec import ImageDecodeError, msg_to_rgb
+from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.errors import ImageDecodeError
 from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS, Observation
 
 

@@ -44,10 +44,9 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
         raise ValueError('engine.checkpoint is required with engine.backend local')
     import torch
 
-    from dreamzero_ros.engine import DreamZeroEngine
+    from dreamzero_ros.engine.fast_blocks import AccelerationConfig
+    from dreamzero_ros.engine.loader import load_engine
 
-    if options.num_threads > 0:
-        torch.set_num_threads(options.num_threads)
     folder = options.checkpoint
     device = options.device
     world_size = options.cfg_parallel
@@ -71,15 +70,18 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
     log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
     start = time.monotonic()
     try:
-        engine = DreamZeroEngine.from_pretrained(
+        engine = load_engine(
             folder,
             device=device,
             dtype=options.dtype,
-            layout=driver,
             step_cache=options.step_cache,
-            compile=options.compile,
-            fp8_linear=options.fp8_linear,
-            attention_backend=options.attention_backend,
+            acceleration=AccelerationConfig(
+                compile=options.compile,
+                fp8_linear=options.fp8_linear,
+                attention_backend=options.attention_backend,
+            ),
+            num_threads=options.num_threads,
+            layout=driver,
         )
     except BaseException:
         if on_close is not None:

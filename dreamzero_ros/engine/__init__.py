@@ -4,14 +4,31 @@
 """ROS-free DreamZero inference engine (PyTorch).
 
 ``DreamZeroEngine.from_pretrained(folder, device=...)`` loads a checkpoint in the published
-GEAR-Dreams/DreamZero-DROID layout; ``DreamZeroEngine.from_config(EngineConfig.tiny())`` builds a
-random-weight model for tests.  ``dreamzero_ros.engine.testing.write_random_checkpoint`` writes
-small checkpoints in the real layout.
+GEAR-Dreams/DreamZero-DROID layout; :func:`.loader.load_engine` adds the defaults and options
+every entry point shares (random weights of a preset included).
+``DreamZeroEngine.from_config(EngineConfig.tiny())`` builds a random-weight model in memory;
+:func:`.random_checkpoint.write_random_checkpoint` writes one in the real layout.
 """
 
-from .checkpoint import CheckpointError
-from .config import ConfigError, EngineConfig
-from .normalization import MetadataError
-from .pipeline import DreamZeroEngine
+from typing import TYPE_CHECKING
+
+from dreamzero_ros.errors import CheckpointError, ConfigError, MetadataError
+
+if TYPE_CHECKING:
+    from .config import EngineConfig
+    from .pipeline import DreamZeroEngine
 
 __all__ = ['CheckpointError', 'ConfigError', 'DreamZeroEngine', 'EngineConfig', 'MetadataError']
+
+
+def __getattr__(name: str) -> object:
+    """``DreamZeroEngine`` and ``EngineConfig`` on first use: they import torch."""
+    if name == 'DreamZeroEngine':
+        from .pipeline import DreamZeroEngine
+
+        return DreamZeroEngine
+    if name == 'EngineConfig':
+        from .config import EngineConfig
+
+        return EngineConfig
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -34,6 +34,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F  # noqa: N812
 
+from .option_names import ATTENTION_BACKENDS
+
 __all__ = [
     'ATTENTION_KERNELS',
     'SelfAttentionBackend',
@@ -44,13 +46,15 @@ __all__ = [
 
 #: Kernel names of :func:`attention_kernel`: ``auto`` (torch decides) or the preferred kernel
 #: (for ``fa3``: torch's kernel for the calls FlashAttention-3 does not take).
-ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
-    'auto': None,
+_PREFERRED = {
     'cudnn': SDPBackend.CUDNN_ATTENTION,
     'flash': SDPBackend.FLASH_ATTENTION,
     'efficient': SDPBackend.EFFICIENT_ATTENTION,
     'math': SDPBackend.MATH,
     'fa3': SDPBackend.CUDNN_ATTENTION,
+}
+ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
+    name: _PREFERRED.get(name) for name in ATTENTION_BACKENDS
 }
 #: The FlashAttention-3 forward op while ``attention_kernel('fa3')`` is active, else None.
 _FA3_FORWARD: ContextVar[Callable | None] = ContextVar('fa3_forward', default=None)

@@ -61,12 +61,13 @@ import sys
 import torch
 import torch.distributed as dist
 
+from dreamzero_ros.errors import CfgParallelError
+
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
 from .tensor_parallel import shard_dit_
 
 __all__ = [
-    'CfgParallelError',
     'CfgParallelLayout',
     'ParallelDriver',
     'ParallelMesh',
@@ -83,10 +84,6 @@ __all__ = [
 _FLAG_FIELDS = ('new_window', 'need_video')
 _TENSOR_FIELDS = tuple(f.name for f in fields(ChunkInputs) if f.name not in _FLAG_FIELDS)
 _PROMPT_FIELDS = ('prompt_embeds', 'negative_prompt_embeds')
-
-
-class CfgParallelError(RuntimeError):
-    """The CFG-parallel group cannot work (a worker failed or was configured differently)."""
 
 
 class _Command(enum.IntEnum):
@@ -429,10 +426,11 @@ def load_worker_dit(
     """
     from .checkpoint import load_weights, randomize_, skip_init
     from .config import EngineConfig
-    from .pipeline import build_modules
+    from .modules import build_modules
+    from .upstream_config import read_config
 
     if checkpoint is not None:
-        config = EngineConfig.from_pretrained(checkpoint, device=str(device), dtype=dtype)
+        config = read_config(checkpoint, device=str(device), dtype=dtype)
     else:
         config = EngineConfig.preset(preset, device=str(device), dtype=dtype)
     with skip_init(device, config.torch_dtype):

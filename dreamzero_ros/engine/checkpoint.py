@@ -42,6 +42,8 @@ from safetensors import SafetensorError, safe_open
 import torch
 from torch import nn
 
+from dreamzero_ros.errors import CheckpointError
+
 from .json_files import read_json
 
 __all__ = [
@@ -51,7 +53,6 @@ __all__ = [
     'INDEX_FILE',
     'METADATA_FILE',
     'SINGLE_FILE',
-    'CheckpointError',
     'checkpoint_state',
     'load_weights',
     'randomize_',
@@ -74,10 +75,6 @@ COMPONENT_PREFIXES: dict[str, str] = {
 
 #: Checkpoint tensors that inference does not use (see the module docstring).
 IGNORED_PREFIXES: tuple[str, ...] = ('action_head.image_encoder.model.textual.', 'backbone.')
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint folder is incomplete, corrupt, or does not match the model."""
 
 
 def read_weight_map(folder: str | Path) -> dict[str, str]:

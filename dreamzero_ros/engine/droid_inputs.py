@@ -33,7 +33,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
+from dreamzero_ros.errors import ObservationError
+from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
 __all__ = [
     'FRAMES_AFTER_FIRST_CALL',

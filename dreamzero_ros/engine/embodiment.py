@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dreamzero_ros.errors import EmbodimentError
+
 __all__ = [
     'INSTRUCTION',
     'LAYOUTS',
     'NORMALIZATIONS',
     'Camera',
     'Embodiment',
-    'EmbodimentError',
     'KeyStatistics',
     'ModalityKey',
     'load_embodiment_file',
@@ -63,10 +64,6 @@ NORMALIZATIONS: dict[str, tuple[str, ...]] = {
     'binary': (),
     'none': (),
 }
-
-
-class EmbodimentError(ValueError):
-    """An embodiment is missing, malformed, or does not fit the checkpoint; names the field."""
 
 
 @dataclass(frozen=True, eq=False)

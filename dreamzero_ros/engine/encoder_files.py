@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .checkpoint import CheckpointError
+from dreamzero_ros.errors import CheckpointError
 
 __all__ = ['ENCODERS', 'EncoderFile', 'resolve_encoder_file']
 

@@ -37,13 +37,10 @@ from typing import Any
 
 import yaml
 
-from .embodiment import (
-    INSTRUCTION,
-    Embodiment,
-    EmbodimentError,
-    read_yaml,
-)
-from .normalization import MetadataError, load_metadata
+from dreamzero_ros.errors import EmbodimentError, MetadataError
+
+from .embodiment import INSTRUCTION, Embodiment, read_yaml
+from .normalization import load_metadata
 
 __all__ = [
     'CONF_FILE',

@@ -46,6 +46,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 
+from dreamzero_ros.errors import ConfigError
+
 from . import qk_rope_kernel
 from .attention import ATTENTION_KERNELS, SelfAttentionBackend, flash_attention_3, sdpa
 from .fp8 import FP8_MODES, fp8_linear, quantize_weight
@@ -87,11 +89,11 @@ class AccelerationConfig:
         if isinstance(fp8, bool):
             object.__setattr__(self, 'fp8_linear', 'rowwise' if fp8 else 'off')
         elif fp8 not in FP8_MODES:
-            raise ValueError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
+            raise ConfigError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
         if not isinstance(self.compile, bool | str) and self.compile is not None:
-            raise ValueError('compile must be a bool or a torch.compile backend name')
+            raise ConfigError('compile must be a bool or a torch.compile backend name')
         if self.attention_backend not in ATTENTION_KERNELS:
-            raise ValueError(
+            raise ConfigError(
                 f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
                 f'got {self.attention_backend!r}'
             )
@@ -99,7 +101,7 @@ class AccelerationConfig:
             try:  # refused here, not at the first chunk, where it is missing
                 flash_attention_3()
             except RuntimeError as error:
-                raise ValueError(str(error)) from error
+                raise ConfigError(str(error)) from error
 
     @property
     def compile_backend(self) -> str | None:

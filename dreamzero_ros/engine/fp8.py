@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import torch
 
+from .option_names import FP8_MODES
+
 __all__ = ['FP8_MODES', 'Fp8Weight', 'fp8_linear', 'quantize', 'quantize_weight']
 
-#: ``fp8_linear`` settings: ``off`` (model dtype) or the scaling granularity.
-FP8_MODES = ('off', 'rowwise', 'tensorwise')
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
 _MIN_AMAX = 1e-12

@@ -33,7 +33,9 @@ from typing import Any
 from safetensors import SafetensorError, safe_open
 import torch
 
-from .checkpoint import CheckpointError, read_weight_map
+from dreamzero_ros.errors import CheckpointError
+
+from .checkpoint import read_weight_map
 
 __all__ = ['CheckpointTensors', 'LoraSettings', 'MergedWeights', 'canonical_name', 'merged_weights']
 

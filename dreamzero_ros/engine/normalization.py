@@ -21,22 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.policy_types import ObservationError
+from dreamzero_ros.errors import MetadataError, ObservationError
 
 from .json_files import read_json
 
 __all__ = [
     'EMBODIMENT_LAYOUTS',
     'EmbodimentLayout',
-    'MetadataError',
     'Quantiles',
     'StateActionNormalizer',
     'load_metadata',
 ]
-
-
-class MetadataError(ValueError):
-    """``metadata.json`` is missing, malformed, or lacks the statistics an embodiment needs."""
 
 
 @dataclass(frozen=True)

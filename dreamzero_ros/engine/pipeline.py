@@ -32,7 +32,6 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 import contextlib
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 import tempfile
 import threading
@@ -41,71 +40,26 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-from dreamzero_ros.policy_types import (
-    DROID_CAMERAS,
-    ActionChunk,
-    Observation,
-    PolicyError,
-)
+from dreamzero_ros.errors import CheckpointError, MetadataError, PolicyError
+from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
-from .checkpoint import METADATA_FILE, CheckpointError, load_weights, randomize_, skip_init
+from .checkpoint import METADATA_FILE, load_weights
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
-from .dit import CausalWanDiT
 from .droid_inputs import ViewGeometry, prepare_views, to_model_video, validate_observation
 from .droid_inputs import droid_prompt as apply_prompt_template
-from .image_encoder import CLIPImageEncoder
-from .normalization import MetadataError, StateActionNormalizer, load_metadata
+from .modules import EngineModules, build_modules
+from .normalization import StateActionNormalizer, load_metadata
 from .session import Session, SessionStore
-from .text_encoder import UMT5Encoder
+from .synthetic_droid import droid_metadata
 from .tokenizer import TOKENIZER_FILE, UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
-from .vae import WanVAE
+from .upstream_config import read_config
 
-__all__ = ['DreamZeroEngine', 'EngineModules', 'build_modules']
+__all__ = ['DreamZeroEngine']
 
 #: Mask channels in front of the VAE latents of the I2V conditioning ``y``.
 _MASK_CHANNELS = 4
-
-
-@dataclass
-class EngineModules:
-    """The four networks of the engine."""
-
-    dit: CausalWanDiT
-    text_encoder: UMT5Encoder
-    image_encoder: CLIPImageEncoder
-    vae: WanVAE
-
-    def as_dict(self) -> dict[str, nn.Module]:
-        """Name -> module, with the names of :data:`.checkpoint.COMPONENT_PREFIXES`."""
-        return {
-            'dit': self.dit,
-            'text_encoder': self.text_encoder,
-            'image_encoder': self.image_encoder,
-            'vae': self.vae,
-        }
-
-
-def build_modules(config: EngineConfig, seed: int | None = None) -> EngineModules:
-    """Construct the networks on ``config.device`` in ``config.dtype``, in inference mode.
-
-    Parameters are allocated once, in the final dtype, without running initialisers; with
-    ``seed`` they are filled with seeded random values, otherwise they await a checkpoint.
-    """
-    with skip_init(config.device, config.torch_dtype):
-        modules = EngineModules(
-            dit=CausalWanDiT(config.dit),
-            text_encoder=UMT5Encoder(config.text_encoder),
-            image_encoder=CLIPImageEncoder(config.image_encoder),
-            vae=WanVAE(config.vae),
-        )
-    for offset, module in enumerate(modules.as_dict().values()):
-        module.eval().requires_grad_(False)
-        if seed is not None:
-            randomize_(module, seed + offset)
-    return modules
 
 
 def _sync(device: torch.device) -> None:
@@ -203,7 +157,7 @@ class DreamZeroEngine:
         settings = {'device': str(device), **settings}
         if dtype is not None:
             settings['dtype'] = dtype
-        config = EngineConfig.from_pretrained(folder, **settings)
+        config = read_config(folder, **settings)
         config = config.replace(view=_view_from_metadata(config, metadata))
         normalizer = StateActionNormalizer.from_metadata(
             metadata, config.embodiment, config.max_state_dim, config.max_action_dim
@@ -223,10 +177,8 @@ class DreamZeroEngine:
     ) -> DreamZeroEngine:
         """An engine with seeded random weights, a tiny trained tokenizer and ``metadata``.
 
-        ``metadata`` defaults to :func:`.testing.droid_metadata` (plausible DROID statistics).
+        ``metadata`` defaults to :func:`.synthetic_droid.droid_metadata` (plausible statistics).
         """
-        from .testing import droid_metadata
-
         metadata = droid_metadata() if metadata is None else metadata
         normalizer = StateActionNormalizer.from_metadata(
             metadata, config.embodiment, config.max_state_dim, config.max_action_dim

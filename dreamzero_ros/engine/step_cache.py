@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .option_names import STEP_CACHE_MODES
+
 __all__ = ['STATIC_DIT_STEP_MASKS', 'StepCacheConfig', 'StepSchedule']
 
 _T, _F = True, False
@@ -38,8 +40,6 @@ STATIC_DIT_STEP_MASKS: dict[int, tuple[bool, ...]] = {
     8: (_T, _T, _T, _F, _F, _F, _T, _F, _F, _F, _T, _F, _F, _T, _T, _T),
 }
 
-MODES = ('full', 'static', 'dynamic')
-
 
 @dataclass(frozen=True)
 class StepCacheConfig:
@@ -51,8 +51,10 @@ class StepCacheConfig:
     countdowns: tuple[int, ...] = (4, 2)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f'step cache mode must be one of {MODES}, got {self.mode!r}')
+        if self.mode not in STEP_CACHE_MODES:
+            raise ValueError(
+                f'step cache mode must be one of {STEP_CACHE_MODES}, got {self.mode!r}'
+            )
         if self.mode == 'static' and self.dit_steps not in STATIC_DIT_STEP_MASKS:
             raise ValueError(
                 f'static step cache supports {sorted(STATIC_DIT_STEP_MASKS)} DiT steps, '

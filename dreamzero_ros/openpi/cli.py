@@ -15,14 +15,16 @@ from collections.abc import Sequence
 import logging
 import os
 from pathlib import Path
-import tempfile
 
+from dreamzero_ros.engine.loader import (
+    RANDOM_PRESETS,
+    add_engine_arguments,
+    engine_arguments,
+    load_engine,
+)
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
-from dreamzero_ros.policy_types import Policy
 
 API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
-PRESETS = ('tiny', 'small')
-DTYPES = ('bfloat16', 'float16', 'float32')
 
 
 def _aspect(text: str) -> float:
@@ -45,41 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument('checkpoint', nargs='?', type=Path, help='checkpoint folder to load')
     model.add_argument(
-        '--preset', choices=PRESETS, help='serve random weights of a small architecture instead'
+        '--preset',
+        choices=RANDOM_PRESETS,
+        help='serve random weights of a small architecture instead',
     )
-    parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
-    parser.add_argument(
-        '--dtype',
-        choices=DTYPES,
-        default=None,
-        help='weights and compute dtype (default: bfloat16 on CUDA, float32 on the CPU)',
-    )
-    parser.add_argument(
-        '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
-    )
-    speed = parser.add_argument_group('engine speed (docs/performance.md)')
-    speed.add_argument(
-        '--step-cache',
-        choices=('full', 'static', 'dynamic'),
-        default=None,
-        help='DiT steps: static (upstream: 8 of 16, default), dynamic or full',
-    )
-    speed.add_argument(
-        '--compile', action='store_true', help='torch.compile the DiT blocks (slow first call)'
-    )
-    speed.add_argument(
-        '--fp8-linear',
-        choices=('off', 'rowwise', 'tensorwise'),
-        default='off',
-        help='DiT block linears in FP8 e4m3 (Hopper or newer; default off)',
-    )
-    speed.add_argument(
-        '--attention-backend',
-        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
-        default='auto',
-        help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
-        'needs the flash_attn_3 package)',
-    )
+    add_engine_arguments(parser)
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
     parser.add_argument(
@@ -127,40 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(
-    checkpoint: Path | None,
-    preset: str | None,
-    device: str | None,
-    dtype: str | None = None,
-    **settings: object,
-) -> Policy:
-    """The DreamZero engine from a checkpoint folder, or with random weights of a preset.
-
-    Args:
-        checkpoint: checkpoint folder, or None to use ``preset``.
-        preset: ``tiny`` or ``small`` random weights.
-        device: torch device; None picks CUDA where present.
-        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU (where
-            bfloat16 kernels are slow).
-        settings: other ``EngineConfig`` fields (``step_cache``, ``compile``, ``fp8_linear``,
-            ``attention_backend``, ...).
-
-    """
-    import torch
-
-    from dreamzero_ros.engine import DreamZeroEngine
-
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
-    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
-    if checkpoint is not None:
-        return DreamZeroEngine.from_pretrained(checkpoint, device=device, dtype=dtype, **settings)
-    from dreamzero_ros.engine.testing import write_random_checkpoint
-
-    with tempfile.TemporaryDirectory(prefix=f'dreamzero-{preset}-') as folder:
-        write_random_checkpoint(folder, preset=preset)
-        return DreamZeroEngine.from_pretrained(folder, device=device, dtype=dtype, **settings)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-openpi-server``."""
     args = build_parser().parse_args(argv)
@@ -179,18 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         camera_aspect=args.camera_aspect,
         fill_missing_exterior=args.fill_missing_exterior,
     )
-    if args.num_threads > 0:
-        import torch
-
-        torch.set_num_threads(args.num_threads)
-    settings = {
-        'compile': args.compile,
-        'fp8_linear': args.fp8_linear,
-        'attention_backend': args.attention_backend,
-    }
-    if args.step_cache is not None:
-        settings['step_cache'] = args.step_cache
-    policy = load_policy(args.checkpoint, args.preset, args.device, args.dtype, **settings)
+    policy = load_engine(args.checkpoint, preset=args.preset, **engine_arguments(args))
     server = OpenPIServer(policy, config)
     logging.getLogger(__name__).info('serving metadata %s', server.metadata)
     server.serve_forever()

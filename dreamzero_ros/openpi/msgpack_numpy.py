@@ -16,15 +16,13 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from dreamzero_ros.errors import MsgpackNumpyError
+
 #: dtype kinds that may cross the wire: bool, signed/unsigned int, float, bytes, unicode.
 ALLOWED_KINDS = frozenset('biufSU')
 
 _NDARRAY = b'__ndarray__'
 _NPGENERIC = b'__npgeneric__'
-
-
-class MsgpackNumpyError(ValueError):
-    """A payload cannot be encoded or decoded as msgpack-numpy."""
 
 
 def _check_dtype(dtype: np.dtype) -> None:

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect
 
+from dreamzero_ros.errors import MsgpackNumpyError
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
 from dreamzero_ros.policy_types import (
     DROID_ACTION_DIM,
@@ -162,7 +163,7 @@ class RemoteOpenPIPolicy:
             raise PolicyError(f'cannot connect to OpenPI server {self._uri}: {error}') from error
         try:
             metadata = msgpack_numpy.unpackb(ws.recv(timeout=self._connect_timeout_s))
-        except (ConnectionClosed, TimeoutError, msgpack_numpy.MsgpackNumpyError) as error:
+        except (ConnectionClosed, TimeoutError, MsgpackNumpyError) as error:
             ws.close()
             raise PolicyError(f'OpenPI server {self._uri} sent no metadata: {error}') from error
         if not isinstance(metadata, dict):
@@ -193,7 +194,7 @@ def _decoded(uri: str, reply: bytes | str) -> Any:
         raise error_type(f'OpenPI server {uri}: {kind}: {message}')
     try:
         return msgpack_numpy.unpackb(reply)
-    except msgpack_numpy.MsgpackNumpyError as error:
+    except MsgpackNumpyError as error:
         raise PolicyError(f'OpenPI server {uri} sent a malformed reply: {error}') from error
 
 

@@ -30,8 +30,9 @@ from websockets.asyncio.server import Request, Response, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
+from dreamzero_ros.errors import MsgpackNumpyError, PolicyError, ProtocolError
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
-from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Policy, PolicyError
+from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Policy
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +89,6 @@ class ServerConfig:
             )
         if self.max_payload_bytes < 1024 or self.max_connections < 1:
             raise ValueError('max_payload_bytes must be >= 1024 and max_connections >= 1')
-
-
-class ProtocolError(PolicyError):
-    """A request that breaks the protocol (not binary, not a map, undecodable)."""
 
 
 @dataclasses.dataclass
@@ -282,7 +279,7 @@ class OpenPIServer:
             raise ProtocolError('requests must be binary msgpack frames, got a text frame')
         try:
             request = msgpack_numpy.unpackb(message)
-        except msgpack_numpy.MsgpackNumpyError as error:
+        except MsgpackNumpyError as error:
             raise ProtocolError(str(error)) from error
         if not isinstance(request, dict):
             raise ProtocolError(f'a request must be a map, got {type(request).__name__}')

@@ -13,13 +13,14 @@ from rosbags.interfaces import Connection
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.typesys.store import Typestore
 
-from dreamzero_ros.replay.bag_sources import BagError, open_source
-from dreamzero_ros.replay.bag_types import DefinitionError, connection_typestore
+from dreamzero_ros.errors import BagError, DefinitionError, McapError
+from dreamzero_ros.replay.bag_sources import open_source
+from dreamzero_ros.replay.bag_types import connection_typestore
 from dreamzero_ros.replay.integrity import DAMAGED_CHUNK, UNDECODABLE, DamagedPart, IntegrityReport
-from dreamzero_ros.replay.mcap_file import McapError, write_crcs
+from dreamzero_ros.replay.mcap_file import write_crcs
 from dreamzero_ros.replay.typestore import replay_typestore
 
-__all__ = ['STORAGES', 'BagError', 'BagReader', 'BagWriter']
+__all__ = ['STORAGES', 'BagReader', 'BagWriter']
 
 #: rosbag2 storage plugin names, as ``ros2 bag record -s`` spells them.
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.replay.bag_io import BagError, BagWriter
+from dreamzero_ros.errors import BagError
+from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.messages import (
     compressed_image_msg,
     image_msg,

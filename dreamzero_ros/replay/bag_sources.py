@@ -25,23 +25,20 @@ from rosbags.interfaces import (
 from rosbags.rosbag2 import Reader
 import yaml
 
+from dreamzero_ros.errors import BagError, McapError
 from dreamzero_ros.replay.integrity import DamagedPart
-from dreamzero_ros.replay.mcap_file import Damage, McapError, McapFile
+from dreamzero_ros.replay.mcap_file import Damage, McapFile
 
 if sys.version_info >= (3, 14):
     from compression import zstd
 else:
     from backports import zstd
 
-__all__ = ['BagError', 'McapSource', 'RosbagsSource', 'open_source']
+__all__ = ['McapSource', 'RosbagsSource', 'open_source']
 
 _SCHEMA_FORMATS = {'ros2msg': MessageDefinitionFormat.MSG, 'ros2idl': MessageDefinitionFormat.IDL}
 
 OnDamage = Callable[[DamagedPart], None]
-
-
-class BagError(ValueError):
-    """A bag cannot be used: missing, corrupt, truncated, or without the topics asked for."""
 
 
 class McapSource:

@@ -16,16 +16,13 @@ from rosbags.interfaces import MessageDefinition, MessageDefinitionFormat
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from dreamzero_ros.errors import DefinitionError
 from dreamzero_ros.replay.typestore import replay_typestore
 
-__all__ = ['DefinitionError', 'connection_typestore']
+__all__ = ['connection_typestore']
 
 #: rosbag2 joins the IDL files of a type and its dependencies with this line and an IDL header.
 _IDL_SEPARATOR = '=' * 80 + '\n'
-
-
-class DefinitionError(ValueError):
-    """A type of a bag cannot be decoded here: its definition is absent, unparsable or wrong."""
 
 
 def _parse(msgtype: str, definition: MessageDefinition) -> dict:

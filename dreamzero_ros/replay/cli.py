@@ -12,8 +12,10 @@ from pathlib import Path
 import sys
 
 from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
+from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import Policy
-from dreamzero_ros.replay.bag_io import STORAGES, BagError
+from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
 from dreamzero_ros.replay.settings import node_settings, parse_override
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -81,7 +83,6 @@ def build_replay_parser() -> argparse.ArgumentParser:
     model.add_argument('--checkpoint', type=Path, help='DreamZero checkpoint folder')
     model.add_argument('--preset', help='random weights of a preset architecture (e.g. tiny)')
     model.add_argument('--server', help='remote OpenPI server, ws://HOST:PORT')
-    parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
     parser.add_argument('--api-key', default=None, help='API key of the remote server')
     parser.add_argument(
         '--out', type=Path, default=None, help='output folder (default replay_<bag>)'
@@ -106,6 +107,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         default='auto',
         help='camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
     )
+    add_engine_arguments(parser)
     add_node_arguments(parser)
     return parser
 
@@ -116,9 +118,7 @@ def load_policy(args: argparse.Namespace) -> Policy:
         from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
         return RemoteOpenPIPolicy(args.server, args.api_key)
-    from dreamzero_ros.openpi.cli import load_policy as load_engine
-
-    return load_engine(args.checkpoint, args.preset, args.device)
+    return load_engine(args.checkpoint, preset=args.preset, **engine_arguments(args))
 
 
 def replay_main(argv: Sequence[str] | None = None) -> int:

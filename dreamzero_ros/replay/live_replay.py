@@ -30,8 +30,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
+from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import ActionChunk
-from dreamzero_ros.replay.bag_io import BagError, BagReader, BagWriter
+from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.messages import NS_PER_S, action_chunk_msg, stamp_to_ns
 from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, TRAJECTORY_TYPE
 from dreamzero_ros.replay.typestore import ACTION_CHUNK_TYPE, replay_typestore

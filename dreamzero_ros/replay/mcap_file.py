@@ -29,12 +29,14 @@ import zlib
 
 from lz4.frame import decompress as lz4_decompress
 
+from dreamzero_ros.errors import McapError
+
 if sys.version_info >= (3, 14):
     from compression import zstd
 else:
     from backports import zstd
 
-__all__ = ['Channel', 'Damage', 'McapError', 'McapFile', 'write_crcs']
+__all__ = ['Channel', 'Damage', 'McapFile', 'write_crcs']
 
 MAGIC = b'\x89MCAP0\r\n'
 _HEADER, _FOOTER, _SCHEMA, _CHANNEL, _MESSAGE, _CHUNK, _MESSAGE_INDEX = 1, 2, 3, 4, 5, 6, 7
@@ -47,10 +49,6 @@ _DECOMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     'zstd': zstd.decompress,
     'lz4': lz4_decompress,
 }
-
-
-class McapError(ValueError):
-    """The file is not an MCAP file, or nothing in it can be read."""
 
 
 class _MalformedError(Exception):

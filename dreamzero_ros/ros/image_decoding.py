@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.image_codec import ImageDecodeError, msg_to_rgb
+from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.errors import ImageDecodeError
 
 try:
     from cv_bridge import CvBridge, CvBridgeError

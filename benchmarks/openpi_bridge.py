@@ -8,7 +8,7 @@ round trip on loopback, unpacking, undoing ``resize_with_pad``, resizing to 180x
 worker-thread hand-off and the reply. Printed per client image size, with the direct call as
 the baseline; ``--engine-preset tiny`` adds a row with the real tiny engine behind the bridge.
 
-    python scripts/benchmark_openpi_bridge.py --requests 50
+    python benchmarks/openpi_bridge.py --requests 50
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 from websockets.sync.client import connect
 
 from dreamzero_ros.droid_clips import synthetic_clips
+from dreamzero_ros.engine.loader import load_engine
 from dreamzero_ros.openpi import OpenPIServer, ServerConfig, images, msgpack_numpy
-from dreamzero_ros.openpi.cli import load_policy
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
 
@@ -111,7 +111,7 @@ def main() -> int:
         handle.stop()
 
     if args.engine_preset:
-        engine = load_policy(None, args.engine_preset, 'cpu')
+        engine = load_engine(preset=args.engine_preset, device='cpu')
         count = max(3, args.requests // 10)
         direct = _direct_ms(engine, small, count)
         engine_baseline = statistics.median(direct)

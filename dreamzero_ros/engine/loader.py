@@ -1,0 +1,172 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Loading the engine: the one path of the policy node, the OpenPI server, replay and the demo.
+
+:func:`load_engine` loads a checkpoint folder, or random weights of a preset written in the real
+layout (:func:`.random_checkpoint.write_random_checkpoint`) and read back through the same
+loader, with the device, dtype and speed options a user chooses.  Command-line tools add those
+options with :func:`add_engine_arguments` and pass :func:`engine_arguments` of the parsed
+namespace; :func:`cached_random_checkpoint` keeps a preset's random checkpoint for reuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from .option_names import ATTENTION_BACKENDS, DTYPE_NAMES, FP8_MODES, STEP_CACHE_MODES
+
+if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
+    from .denoise import BranchLayout
+    from .fast_blocks import AccelerationConfig
+    from .pipeline import DreamZeroEngine
+
+__all__ = [
+    'RANDOM_PRESETS',
+    'add_engine_arguments',
+    'cached_random_checkpoint',
+    'engine_arguments',
+    'load_engine',
+]
+
+#: Presets that can be served with random weights (the 14B one would take minutes to write).
+RANDOM_PRESETS = ('tiny', 'small')
+
+
+def load_engine(
+    checkpoint: str | Path | None = None,
+    *,
+    preset: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    step_cache: str | None = None,
+    acceleration: AccelerationConfig | None = None,
+    num_threads: int = 0,
+    layout: BranchLayout | None = None,
+) -> DreamZeroEngine:
+    """The DreamZero engine of a checkpoint folder, or of random weights of ``preset``.
+
+    Args:
+        checkpoint: checkpoint folder (the published layout); None to use ``preset``.
+        preset: ``tiny`` or ``small``: random weights, written to a temporary folder in the real
+            layout and loaded from it.
+        device: torch device; None picks CUDA where present.
+        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU (where bfloat16
+            kernels are slow).
+        step_cache: ``full``, ``static`` or ``dynamic``; None keeps the default (``static``).
+        acceleration: compilation, FP8 linears and attention kernel; None: the reference path.
+        num_threads: torch CPU threads; 0 lets torch decide.
+        layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one).
+
+    """
+    import torch
+
+    from .pipeline import DreamZeroEngine
+    from .random_checkpoint import write_random_checkpoint
+
+    if (checkpoint is None) == (preset is None):
+        raise ValueError('give either a checkpoint folder or a preset')
+    if num_threads > 0:
+        torch.set_num_threads(num_threads)
+    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
+    settings: dict[str, Any] = {}
+    if step_cache is not None:
+        settings['step_cache'] = step_cache
+    if acceleration is not None:
+        settings.update(
+            compile=acceleration.compile,
+            fp8_linear=acceleration.fp8_linear,
+            attention_backend=acceleration.attention_backend,
+        )
+    if checkpoint is not None:
+        return DreamZeroEngine.from_pretrained(
+            checkpoint, device=device, dtype=dtype, layout=layout, **settings
+        )
+    if preset not in RANDOM_PRESETS:
+        raise ValueError(f'random weights come in presets {RANDOM_PRESETS}, not {preset!r}')
+    with tempfile.TemporaryDirectory(prefix=f'dreamzero-{preset}-') as folder:
+        write_random_checkpoint(folder, preset=preset)
+        return DreamZeroEngine.from_pretrained(
+            folder, device=device, dtype=dtype, layout=layout, **settings
+        )
+
+
+def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
+    """The random-weight checkpoint of ``preset`` in ``cache_dir``, written on first use.
+
+    Returns the folder and whether this call wrote it.  Concurrent first uses are safe: each
+    writes a private folder and renames it into place; a loser of the race discards its copy.
+    """
+    from .random_checkpoint import write_random_checkpoint
+
+    folder = cache_dir / f'random-{preset}'
+    if (folder / 'config.json').is_file():
+        return folder, False
+    partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
+    write_random_checkpoint(partial, preset=preset)
+    try:
+        partial.rename(folder)
+    except OSError:  # another process wrote it first
+        shutil.rmtree(partial)
+        return folder, False
+    return folder, True
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the device, dtype, thread and speed options :func:`engine_arguments` reads."""
+    parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
+    parser.add_argument(
+        '--dtype',
+        choices=DTYPE_NAMES,
+        default=None,
+        help='weights and compute dtype (default: bfloat16 on CUDA, float32 on the CPU)',
+    )
+    parser.add_argument(
+        '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
+    )
+    speed = parser.add_argument_group('engine speed (docs/performance.md)')
+    speed.add_argument(
+        '--step-cache',
+        choices=STEP_CACHE_MODES,
+        default=None,
+        help='DiT steps: static (upstream: 8 of 16, default), dynamic or full',
+    )
+    speed.add_argument(
+        '--compile', action='store_true', help='torch.compile the DiT blocks (slow first call)'
+    )
+    speed.add_argument(
+        '--fp8-linear',
+        choices=FP8_MODES,
+        default='off',
+        help='DiT block linears in FP8 e4m3 (Hopper or newer; default off)',
+    )
+    speed.add_argument(
+        '--attention-backend',
+        choices=ATTENTION_BACKENDS,
+        default='auto',
+        help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
+        'needs the flash_attn_3 package)',
+    )
+
+
+def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
+    from .fast_blocks import AccelerationConfig
+
+    return {
+        'device': args.device,
+        'dtype': args.dtype,
+        'num_threads': args.num_threads,
+        'step_cache': args.step_cache,
+        'acceleration': AccelerationConfig(
+            compile=args.compile,
+            fp8_linear=args.fp8_linear,
+            attention_backend=args.attention_backend,
+        ),
+    }

@@ -1,0 +1,59 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The one engine loader: the OpenPI server's and replay's options reach the engine alike."""
+
+import pytest
+
+from dreamzero_ros.engine.fast_blocks import AccelerationConfig
+from dreamzero_ros.engine.loader import cached_random_checkpoint, engine_arguments, load_engine
+from dreamzero_ros.openpi.cli import build_parser
+from dreamzero_ros.replay.cli import build_replay_parser
+
+SPEED = ['--fp8-linear', 'rowwise', '--attention-backend', 'math', '--step-cache', 'dynamic']
+
+
+@pytest.mark.parametrize(
+    'argv',
+    [
+        ['--preset', 'tiny', '--device', 'cpu', '--dtype', 'bfloat16', *SPEED],
+        ['bag', '--preset', 'tiny', '--device', 'cpu', '--dtype', 'bfloat16', *SPEED],
+    ],
+    ids=['openpi-server', 'replay'],
+)
+def test_command_line_speed_options_reach_the_engine(argv):
+    parser = build_parser() if argv[0] != 'bag' else build_replay_parser()
+    args = parser.parse_args(argv)
+    engine = load_engine(None, preset=args.preset, **engine_arguments(args))
+    try:
+        config = engine.config
+        assert config.acceleration == AccelerationConfig(False, 'rowwise', 'math')
+        assert config.step_cache.mode == 'dynamic'
+        assert (config.device, config.dtype) == ('cpu', 'bfloat16')
+        assert engine.denoiser.runner is not None
+    finally:
+        engine.close()
+
+
+def test_defaults_are_the_reference_path_in_float32_on_the_cpu():
+    args = build_replay_parser().parse_args(['bag', '--preset', 'tiny', '--device', 'cpu'])
+    engine = load_engine(None, preset=args.preset, **engine_arguments(args))
+    assert engine.config.acceleration == AccelerationConfig()
+    assert engine.config.dtype == 'float32' and engine.config.step_cache.mode == 'static'
+    assert engine.denoiser.runner is None
+
+
+def test_a_checkpoint_or_a_preset_is_required(tmp_path):
+    with pytest.raises(ValueError, match='either a checkpoint folder or a preset'):
+        load_engine()
+    with pytest.raises(ValueError, match='either a checkpoint folder or a preset'):
+        load_engine(tmp_path, preset='tiny')
+    with pytest.raises(ValueError, match='presets'):
+        load_engine(preset='droid_14b')
+
+
+def test_cached_random_checkpoint_loads_through_the_same_loader(tmp_path):
+    folder, written = cached_random_checkpoint(tmp_path, 'tiny')
+    assert written and not cached_random_checkpoint(tmp_path, 'tiny')[1]
+    engine = load_engine(folder, device='cpu')
+    assert engine.config.dit.dim == 32 and engine.config.dtype == 'float32'
