@@ -1,28 +1,88 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""One DiT call as the engine makes it, shared by the speed-option tests."""
+"""A tiny DiT, one call's inputs and the call as the engine makes it, for the speed tests."""
+
+import dataclasses
 
 import torch
 
+from dreamzero_ros.engine.checkpoint import randomize_
+from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.fast_blocks import FastBlockProcessor, FastStages
+
+H, W = 4, 6
+#: Tokens per latent frame of the tiny DiT's (H, W) latents.
+T = (H // 2) * (W // 2)
+
+
+def make_dit(dtype=torch.float32, seed=0):
+    """The tiny DiT with (H, W) latents, seeded random weights."""
+    config = dataclasses.replace(DiTConfig.tiny(), frame_seqlen=T)
+    return randomize_(CausalWanDiT(config).to(dtype), seed).eval()
+
+
+def call_inputs(dit, timesteps='uniform', seed=1):
+    """A new window's prefill and one denoising call's inputs (batch 2, as batched CFG).
+
+    ``timesteps``: ``uniform`` (one per row and kind, ``(2, 1)``, as the denoiser gives them),
+    ``per_token`` (the same values, one per frame and per action) or ``mixed`` (differing).
+    """
+    c = dit.config
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(dit.dtype)
+
+    actions = c.num_action_per_block
+    timestep, timestep_action = {
+        'uniform': (torch.full((2, 1), 733), torch.full((2, 1), 600)),
+        'per_token': (torch.full((2, 2), 733), torch.full((2, actions), 600)),
+        'mixed': (torch.tensor([[733, 500]] * 2), torch.arange(actions).repeat(2, 1) * 30),
+    }[timesteps]
+    return {
+        'context': dit.prepare_context(r(2, c.text_len, c.text_dim), r(2, 257, c.clip_dim)),
+        'clean': (r(2, 16, 1, H, W), r(2, 20, 1, H, W)),
+        'noisy': (r(2, 16, 2, H, W), r(2, 20, 2, H, W)),
+        'timestep': timestep,
+        'action': r(2, actions, c.action_dim),
+        'timestep_action': timestep_action,
+        'state': r(2, 1, c.max_state_dim),
+    }
+
+
+def fast_processors(dit, compile_backend=None, fp8='off'):
+    """Fast block processors of ``dit`` (eager stages unless ``compile_backend``)."""
+    stages = FastStages(compile_backend, dit.device)
+    return [FastBlockProcessor(block, stages, fp8) for block in dit.blocks]
+
 
 @torch.no_grad()
-def run_call(dit, x, runner=None):
+def run_call(dit, x, processors=None):
     """Prefill ``x['clean']`` into a fresh 2-row cache, then one denoising call on ``x['noisy']``.
 
+    The blocks compute through ``processors`` (the reference when None), restored afterwards.
     Returns the call's output and the cache.
     """
-    cache = dit.new_cache(2)
-    dit.prefill(*x['clean'], x['context'], cache, 0, runner)
-    out = dit(
-        *x['noisy'],
-        x['timestep'],
-        x['context'],
-        cache,
-        1,
-        x['action'],
-        x['timestep_action'],
-        x['state'],
-        runner,
-    )
+    dit.set_block_processor(REFERENCE_PROCESSOR if processors is None else processors)
+    try:
+        cache = dit.new_cache(2)
+        dit.prefill(*x['clean'], x['context'], cache, 0)
+        out = dit(
+            *x['noisy'],
+            x['timestep'],
+            x['context'],
+            cache,
+            1,
+            x['action'],
+            x['timestep_action'],
+            x['state'],
+        )
+    finally:
+        dit.set_block_processor(REFERENCE_PROCESSOR)
     return out, cache
+
+
+def rel(a, b):
+    """Relative difference ``|a - b| / |b|`` (Frobenius norms, float32)."""
+    return float((a.float() - b.float()).norm() / b.float().norm())

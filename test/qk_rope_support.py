@@ -3,7 +3,7 @@
 
 """Runs the Triton QK kernel under Triton's CPU interpreter; prints its checks as JSON.
 
-Started by ``test_engine_speed_round4.py`` with ``TRITON_INTERPRET=1`` (Triton reads it when the
+Started by ``test_engine_qk_rope_kernel.py`` with ``TRITON_INTERPRET=1`` (Triton reads it when the
 kernel is defined, so it must be set before the engine is imported).
 """
 
@@ -14,14 +14,9 @@ import torch
 
 sys.path.insert(0, __file__.rsplit('/', 1)[0])
 
-from dit_support import run_call  # noqa: E402
-from test_engine_acceleration import call_inputs, make_dit, rel  # noqa: E402
+from dit_support import call_inputs, fast_processors, make_dit, rel, run_call  # noqa: E402
 
-from dreamzero_ros.engine.fast_blocks import (  # noqa: E402
-    AccelerationConfig,
-    FastBlockRunner,
-    qk_norm_rope,
-)
+from dreamzero_ros.engine.fast_blocks import qk_norm_rope  # noqa: E402
 from dreamzero_ros.engine.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
 
 EPS = 1e-6
@@ -54,16 +49,15 @@ def kernel_against_torch(dtype: torch.dtype) -> dict:
 
 
 def runner_against_reference() -> dict:
-    """One prefill + denoising call of the tiny DiT: the runner with the kernel vs the reference."""
+    """One prefill + denoising call of the tiny DiT: the fast processors (kernel) vs reference."""
     dit = make_dit()
     x = call_inputs(dit)
     reference, ref_cache = run_call(dit, x)
-    runner = FastBlockRunner(dit, AccelerationConfig())
-    fast, cache = run_call(dit, x, runner)
+    processors = fast_processors(dit)
+    fast, cache = run_call(dit, x, processors)
     end = cache.length
     return {
-        'uses_kernel': runner.qk_kernel,
-        'off_uses_kernel': FastBlockRunner(dit, AccelerationConfig(triton_qk_rope=False)).qk_kernel,
+        'uses_kernel': all(p.qk_kernel for p in processors),
         'video_rel': rel(fast.video, reference.video),
         'action_rel': rel(fast.action, reference.action),
         'cache_k_max_abs': float((cache.k[:, :, :end] - ref_cache.k[:, :, :end]).abs().max()),

@@ -128,8 +128,8 @@ def test_engine_speed_parameters_reach_the_engine(tmp_path):
     try:
         config = policy.policy.config
         assert config.step_cache.mode == 'full'
-        assert config.attention_backend == 'math'
-        assert config.fp8_linear == 'off' and not config.compile
+        assert config.acceleration.attention_backend == 'math'
+        assert config.acceleration.fp8_linear == 'off' and not config.acceleration.compile
     finally:
         policy.close()
 

@@ -18,7 +18,7 @@ import torch
 
 from dreamzero_ros.engine.attention import sdpa
 from dreamzero_ros.engine.checkpoint import randomize_
-from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig, sinusoidal_embedding
+from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig, Modulation, sinusoidal_embedding
 from dreamzero_ros.engine.rope import RopeTables, Rotary, apply_rotary, rope_angles
 
 H, W = 4, 6  # latent grid -> 2 x 3 = 6 tokens per frame
@@ -97,7 +97,8 @@ def full_sequence(model, x, t_video=700, t_action=650, window_frames=None):
     mask[T : 3 * T, : 3 * T] = True  # frames 1-2: frames 0-2
     first = 0 if window_frames is None else (5 - window_frames) * T
     mask[3 * T :, first:] = True  # noisy video + registers: everything in the window
-    out = model.run_blocks(tokens, e0, 5, rotary, ctx, MaskedFullAttention(mask))
+    modulation = Modulation(e0, 5, uniform=False)
+    out = model.run_blocks(tokens, modulation, rotary, ctx, MaskedFullAttention(mask))
     video_out = model.head(out[:, 3 * T : 5 * T], e[:, 3:5], 2)
     action_out = model.action_decoder(out[:, 5 * T : 5 * T + na])
     return model.unpatchify(video_out, (2, H // 2, W // 2)), action_out
@@ -245,3 +246,16 @@ def test_bad_shapes_are_clear_errors():
             torch.zeros(1, 24),
             x['state'],
         )
+
+
+def test_row_view_of_the_cache():
+    cache = make_model().new_cache(2)
+    view = cache.rows(1)
+    assert view.k.data_ptr() == cache.k.data_ptr() and view.batch == 1
+    with pytest.raises(RuntimeError, match='cannot commit'):
+        view.commit()
+    with pytest.raises(ValueError, match='rows'):
+        cache.rows(3)
+    view.length = cache.max_video_tokens
+    with pytest.raises(RuntimeError, match='drop cached tokens'):
+        view.begin(T, 0)

@@ -5,7 +5,9 @@
 
 import pytest
 
-from dreamzero_ros.engine.fast_blocks import AccelerationConfig
+from dreamzero_ros.engine.acceleration import AccelerationConfig
+from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
+from dreamzero_ros.engine.fast_blocks import FastBlockProcessor
 from dreamzero_ros.engine.loader import cached_random_checkpoint, engine_arguments, load_engine
 from dreamzero_ros.openpi.cli import build_parser
 from dreamzero_ros.replay.cli import build_replay_parser
@@ -30,7 +32,7 @@ def test_command_line_speed_options_reach_the_engine(argv):
         assert config.acceleration == AccelerationConfig(False, 'rowwise', 'math')
         assert config.step_cache.mode == 'dynamic'
         assert (config.device, config.dtype) == ('cpu', 'bfloat16')
-        assert engine.denoiser.runner is not None
+        assert all(isinstance(p, FastBlockProcessor) for p in engine.denoiser.block_processors)
     finally:
         engine.close()
 
@@ -40,7 +42,7 @@ def test_defaults_are_the_reference_path_in_float32_on_the_cpu():
     engine = load_engine(None, preset=args.preset, **engine_arguments(args))
     assert engine.config.acceleration == AccelerationConfig()
     assert engine.config.dtype == 'float32' and engine.config.step_cache.mode == 'static'
-    assert engine.denoiser.runner is None
+    assert engine.denoiser.block_processors == [REFERENCE_PROCESSOR] * 2
 
 
 def test_a_checkpoint_or_a_preset_is_required(tmp_path):

@@ -44,7 +44,7 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
         raise ValueError('engine.checkpoint is required with engine.backend local')
     import torch
 
-    from dreamzero_ros.engine.fast_blocks import AccelerationConfig
+    from dreamzero_ros.engine.acceleration import AccelerationConfig
     from dreamzero_ros.engine.loader import load_engine
 
     folder = options.checkpoint

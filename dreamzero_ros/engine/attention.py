@@ -148,3 +148,7 @@ class SelfAttentionBackend(Protocol):
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Attention output ``(B, L, H, D)`` for the call's rotated ``q, k`` and ``v``."""
         ...
+
+    def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Keep the call's rotated ``k`` and ``v`` without attending (a prefill's last block)."""
+        ...

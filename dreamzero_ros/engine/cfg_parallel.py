@@ -1,7 +1,9 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Multi-process engine: CFG parallel (and tensor parallel) over torch.distributed.
+"""Multi-process engine: the driver rank, the worker ranks and their rendezvous.
+
+Which rank computes what is :mod:`.parallel_layout`; this module runs the processes.
 
 CFG parallel: with 2 CFG ranks, rank 0 runs the conditional branch (prompt) and the other the
 unconditional one (negative prompt); each keeps its own K/V caches and cross-attention context per
@@ -16,10 +18,8 @@ Results equal the one-process batched run (:class:`~dreamzero_ros.engine.denoise
 to float tolerance.
 
 Tensor parallel: ``tp_size`` ranks per branch each hold ``heads / tp_size`` attention heads and
-``ffn_dim / tp_size`` FFN columns (:mod:`dreamzero_ros.engine.tensor_parallel`).  The world is a
-``cfg x tp`` grid, global rank ``= cfg_rank * tp_size + tp_rank`` (1 or 2 CFG branches): 2 ranks
-= CFG parallel, or TP 2 with batched CFG; 4 ranks = CFG 2 x TP 2.  The CFG exchange runs between
-the two ranks holding the same TP shard.
+``ffn_dim / tp_size`` FFN columns (:mod:`dreamzero_ros.engine.tensor_parallel`) in a ``cfg x tp``
+grid; the CFG exchange runs between the two ranks holding the same TP shard.
 
 Driver/worker arrangement
     Rank 0 lives in the caller's process (the ROS node or the OpenPI bridge): its denoiser, or the
@@ -49,7 +49,7 @@ Backends: ``gloo`` (CPU tensors; used by the tests) or ``nccl`` (one GPU per ran
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, fields
+from dataclasses import fields
 import datetime
 import enum
 import os
@@ -65,18 +65,15 @@ from dreamzero_ros.errors import CfgParallelError
 
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
-from .tensor_parallel import shard_dit_
+from .parallel_layout import mesh_problem, setup_rank
 
 __all__ = [
-    'CfgParallelLayout',
     'ParallelDriver',
-    'ParallelMesh',
     'connect_driver',
     'free_port',
     'init_process_group',
     'load_worker_dit',
     'main',
-    'make_mesh',
     'run_worker',
     'spawn_worker',
 ]
@@ -90,85 +87,6 @@ class _Command(enum.IntEnum):
     INFER = 1
     CLOSE = 2
     SHUTDOWN = 3
-
-
-class CfgParallelLayout(BranchLayout):
-    """One CFG branch per rank of a 2-rank group; velocities all-gathered every DiT step."""
-
-    def __init__(
-        self, group: dist.ProcessGroup | None = None, comm_device: torch.device | None = None
-    ) -> None:
-        super().__init__(use_cfg=True)
-        if dist.get_world_size(group) != 2:
-            raise CfgParallelError(f'CFG parallel needs 2 ranks, got {dist.get_world_size(group)}')
-        self.group = group
-        self.rank = dist.get_rank(group)
-        self.comm_device = comm_device or torch.device('cpu')
-
-    @property
-    def local_branches(self) -> tuple[str, ...]:
-        """Rank 0 of the group: the conditional branch; rank 1: the unconditional one."""
-        return (self.branches[self.rank],)
-
-    def combine(
-        self, video: torch.Tensor, action: torch.Tensor, batch: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """All-gather this rank's velocities; return (video_cond, video_uncond, action_cond)."""
-        packed = torch.cat([video.flatten(), action.flatten()]).to(self.comm_device)
-        gathered = [torch.empty_like(packed) for _ in range(2)]
-        dist.all_gather(gathered, packed, group=self.group)
-        cond, uncond = (g.to(video.device) for g in gathered)
-        n = video.numel()
-        return cond[:n].view_as(video), uncond[:n].view_as(video), cond[n:].view_as(action)
-
-
-@dataclass(frozen=True)
-class ParallelMesh:
-    """A rank's place in the ``cfg x tp`` grid of the default group (rank = cfg * tp + t)."""
-
-    cfg_size: int
-    tp_size: int
-    cfg_rank: int
-    tp_rank: int
-    cfg_group: dist.ProcessGroup | None  # this shard's two branch ranks (None: the world)
-    tp_group: dist.ProcessGroup | None  # this branch's tensor-parallel ranks
-
-
-def _mesh_problem(tp_size: int, use_cfg: bool) -> str:
-    """Why the default group cannot form ``cfg x tp`` ranks ('' if it can)."""
-    world = dist.get_world_size()
-    if tp_size < 1 or world % tp_size or world // tp_size not in (1, 2):
-        return f'{world} ranks do not form (1 or 2 CFG branches) x {tp_size} tensor-parallel ranks'
-    if world // tp_size == 2 and not use_cfg:
-        return 'CFG parallel needs cfg_scale != 1'
-    return ''
-
-
-def make_mesh(tp_size: int) -> ParallelMesh:
-    """Create the process groups; collective: every rank calls it with the same ``tp_size``."""
-    world, rank = dist.get_world_size(), dist.get_rank()
-    cfg_size = world // tp_size
-    cfg_rank, tp_rank = divmod(rank, tp_size)
-    cfg_group = tp_group = None
-    if tp_size > 1:
-        for c in range(cfg_size):
-            group = dist.new_group([c * tp_size + t for t in range(tp_size)])
-            tp_group = group if c == cfg_rank else tp_group
-        if cfg_size > 1:
-            for t in range(tp_size):
-                group = dist.new_group([t, tp_size + t])
-                cfg_group = group if t == tp_rank else cfg_group
-    return ParallelMesh(cfg_size, tp_size, cfg_rank, tp_rank, cfg_group, tp_group)
-
-
-def _setup_rank(dit: CausalWanDiT, tp_size: int, use_cfg: bool, comm: torch.device):
-    """Build the mesh, shard the DiT for tensor parallel, and return this rank's layout."""
-    mesh = make_mesh(tp_size)
-    if tp_size > 1:
-        shard_dit_(dit, mesh.tp_group)
-    if mesh.cfg_size == 2:
-        return CfgParallelLayout(mesh.cfg_group, comm)
-    return BranchLayout(use_cfg)
 
 
 def _comm_device(dit: CausalWanDiT) -> torch.device:
@@ -247,11 +165,11 @@ class ParallelDriver(BranchLayout):
         header = {'config': denoiser.config, 'dit_config': denoiser.dit.config}
         self._channel.send({**header, 'tp_size': self.tp_size}, {})
         try:
-            self._channel.agree(_mesh_problem(self.tp_size, denoiser.config.use_cfg))
+            self._channel.agree(mesh_problem(self.tp_size, denoiser.config.use_cfg))
         except CfgParallelError:
             self._closed = True
             raise
-        self._inner = _setup_rank(denoiser.dit, self.tp_size, denoiser.config.use_cfg, comm)
+        self._inner = setup_rank(denoiser.dit, self.tp_size, denoiser.config.use_cfg, comm)
         self.branches = self._inner.branches
 
     def before_chunk(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
@@ -299,11 +217,11 @@ def run_worker(dit: CausalWanDiT) -> int:
     channel = _Channel(comm)
     header, _ = channel.receive()
     config, tp_size = header['config'], header['tp_size']
-    problem = _mesh_problem(tp_size, config.use_cfg)
+    problem = mesh_problem(tp_size, config.use_cfg)
     if header['dit_config'] != dit.config:
         problem = f'DiT config {dit.config} != rank 0 {header["dit_config"]}'
     channel.agree(problem)
-    denoiser = ChunkDenoiser(dit, config, _setup_rank(dit, tp_size, config.use_cfg, comm))
+    denoiser = ChunkDenoiser(dit, config, setup_rank(dit, tp_size, config.use_cfg, comm))
     sessions: dict[int, DenoiseSession] = {}
     prompts: dict[int, dict[str, torch.Tensor]] = {}
     chunks = 0

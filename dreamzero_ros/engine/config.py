@@ -27,15 +27,15 @@ import torch
 
 from dreamzero_ros.errors import ConfigError
 
+from .acceleration import AccelerationConfig
 from .dit import DiTConfig
 from .droid_inputs import NEGATIVE_PROMPT, ViewGeometry
-from .fast_blocks import AccelerationConfig
 from .image_encoder import CLIPConfig
 from .normalization import EMBODIMENT_LAYOUTS
 from .option_names import DTYPE_NAMES
 from .step_cache import StepCacheConfig
 from .text_encoder import T5Config
-from .vae import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
+from .vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
 
 __all__ = ['DTYPES', 'EngineConfig', 'PRESETS']
 
@@ -70,37 +70,9 @@ class EngineConfig:
         max_sessions: sessions kept at once (least recently used ones are dropped).
         max_cached_prompts: prompt encodings kept at once.
         control_hz: control rate the actions are meant for (one row per step).
-        compile: ``torch.compile`` the DiT blocks: ``False`` (reference), ``True`` (inductor) or
-            a backend name; on CUDA it also lets cuDNN pick its fastest convolutions and
-            compiles the VAE encoder's norms (``vae_compile``).
-        fp8_linear: DiT block linears in FP8 e4m3: ``off`` (reference), ``rowwise`` or
-            ``tensorwise`` scaling (``True`` means ``rowwise``); needs ``bfloat16``.
-        attention_backend: preferred attention kernel: ``auto`` (torch's choice, reference),
-            ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3 (Hopper;
-            the ``flash_attn_3`` package, refused when it is not installed) for the unmasked
-            bf16/fp16 CUDA calls, cuDNN for the rest.
-        skip_final_uncond: when the predicted video is not requested, the last DiT call of a
-            chunk runs the conditional CFG branch only (same actions; default on).
-        uniform_modulation: the fast block runner broadcasts one AdaLN vector per token kind
-            when a call's timesteps are uniform (same values; default on).
-        fused_kv_write: the fast block runner writes keys/values into the K/V cache from
-            inside its compiled stage (same values; default on).
-        gelu_epilogue: on CUDA, the fast block runner's bf16/fp16 FFN input projection applies
-            its tanh GELU in the matrix product's epilogue (cuBLASLt; same function, default on).
-        triton_qk_rope: on CUDA with Triton, the fast block runner's QK RMSNorm, rotary
-            embedding and K/V cache write run as one Triton kernel (same function; default on;
-            needs ``fused_kv_write``).
-        vae_frames_per_pass: frames the VAE encoder takes per pass: a multiple of 4 (upstream
-            and default: 4), or 0 for all frames of a call in one pass (on the 14B preset on an
-            H200: 3-4 ms faster per chunk, 5 GiB more peak memory, 10 GiB uncompiled).
-        vae_channels_last: VAE encoder activations in ``channels_last_3d`` memory format; None:
-            on with ``compile`` on CUDA, off otherwise.
-        vae_compile: compile the VAE encoder's RMS norm, SiLU and causal time padding into one
-            kernel per layer: ``True`` (with the ``compile`` backend, else inductor), a backend
-            name, ``False``; None: on with ``compile`` and ``channels_last_3d``.
-        inputs_on_device: crop, resize and stitch the camera views on the engine's device (the
-            host only uploads the uint8 frames); None: on when the device is a GPU.  The same
-            operations either way; a GPU may round a resized pixel to the neighbouring uint8 value.
+        acceleration: the speed options (``compile``, ``fp8_linear``, ``attention_backend``;
+            see :class:`~.acceleration.AccelerationConfig`); the default is the reference path.
+            FP8 linears need ``bfloat16``.
 
     """
 
@@ -125,18 +97,7 @@ class EngineConfig:
     max_sessions: int = 4
     max_cached_prompts: int = 16
     control_hz: float = 15.0
-    compile: bool | str = False
-    fp8_linear: str | bool = 'off'
-    attention_backend: str = 'auto'
-    skip_final_uncond: bool = True
-    uniform_modulation: bool = True
-    fused_kv_write: bool = True
-    gelu_epilogue: bool = True
-    triton_qk_rope: bool = True
-    vae_frames_per_pass: int = TEMPORAL_FACTOR
-    vae_channels_last: bool | None = None
-    vae_compile: bool | str | None = None
-    inputs_on_device: bool | None = None
+    acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
 
     def __post_init__(self) -> None:
         if isinstance(self.step_cache, str):
@@ -144,12 +105,9 @@ class EngineConfig:
                 object.__setattr__(self, 'step_cache', StepCacheConfig(mode=self.step_cache))
             except ValueError as error:
                 raise ConfigError(str(error)) from error
-        try:
-            acceleration = self.acceleration
-        except ValueError as error:
-            raise ConfigError(str(error)) from error
-        object.__setattr__(self, 'fp8_linear', acceleration.fp8_linear)
-        if acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
+        if not isinstance(self.acceleration, AccelerationConfig):
+            raise ConfigError('acceleration must be an AccelerationConfig')
+        if self.acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
             raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
         dit = self.dit
         checks = [
@@ -206,55 +164,12 @@ class EngineConfig:
             (self.max_sessions >= 1, 'max_sessions must be >= 1'),
             (self.max_cached_prompts >= 1, 'max_cached_prompts must be >= 1'),
             (self.control_hz > 0, 'control_hz must be > 0'),
-            (
-                self.vae_frames_per_pass >= 0 and self.vae_frames_per_pass % TEMPORAL_FACTOR == 0,
-                f'vae_frames_per_pass must be 0 or a positive multiple of {TEMPORAL_FACTOR}, '
-                f'got {self.vae_frames_per_pass}',
-            ),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
         if self.step_cache.mode == 'static' and self.num_inference_steps != 16:
             raise ConfigError('the static step cache is defined for 16 inference steps')
-
-    @property
-    def acceleration(self) -> AccelerationConfig:
-        """The DiT speed switches (``compile``, ``fp8_linear``, ``attention_backend``, ...)."""
-        return AccelerationConfig(
-            self.compile,
-            self.fp8_linear,
-            self.attention_backend,
-            self.uniform_modulation,
-            self.fused_kv_write,
-            self.gelu_epilogue,
-            self.triton_qk_rope,
-        )
-
-    @property
-    def vae_encode_options(self) -> tuple[int, bool, str | None]:
-        """``(frames_per_pass, channels_last, compile_backend)`` of the VAE encoder, resolved.
-
-        ``frames_per_pass`` 0 means all frames of a call in one pass; ``compile_backend`` is
-        None when the encoder's norm/SiLU/padding stay uncompiled.
-        """
-        backend = self.acceleration.compile_backend
-        channels_last = self.vae_channels_last
-        if channels_last is None:
-            channels_last = backend is not None and torch.device(self.device).type == 'cuda'
-        fused = self.vae_compile
-        if fused is None:
-            fused = backend is not None and channels_last
-        if isinstance(fused, str):
-            return self.vae_frames_per_pass, channels_last, fused
-        return self.vae_frames_per_pass, channels_last, (backend or 'inductor') if fused else None
-
-    @property
-    def prepares_inputs_on_device(self) -> bool:
-        """Whether the views are cropped, resized and stitched on :attr:`device`."""
-        if self.inputs_on_device is None:
-            return torch.device(self.device).type == 'cuda'
-        return self.inputs_on_device
 
     @property
     def torch_dtype(self) -> torch.dtype:

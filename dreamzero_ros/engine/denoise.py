@@ -66,9 +66,9 @@ import time
 
 import torch
 
+from .acceleration import AccelerationConfig, block_processors
 from .attention import attention_kernel
-from .dit import CausalWanDiT, CrossAttentionContext
-from .fast_blocks import AccelerationConfig, FastBlockRunner
+from .dit import CausalWanDiT, CrossAttentionContext, DiTOutput
 from .kv_cache import KVCache
 from .scheduler import FlowUniPCScheduler, sample_noise
 from .step_cache import StepCacheConfig, StepSchedule
@@ -85,11 +85,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DenoiseConfig:
-    """Sampling settings of a chunk (upstream defaults) and the DiT's speed switches.
-
-    ``skip_final_uncond``: when a chunk's video is not asked for (``ChunkInputs.need_video``
-    False), its last DiT call runs the conditional branch only (the actions are the same).
-    """
+    """Sampling settings of a chunk (upstream defaults) and the DiT's speed options."""
 
     num_inference_steps: int = 16
     cfg_scale: float = 5.0
@@ -98,7 +94,6 @@ class DenoiseConfig:
     num_train_timesteps: int = 1000
     step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
     acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
-    skip_final_uncond: bool = True
 
     def __post_init__(self) -> None:
         if self.num_inference_steps < 1:
@@ -126,9 +121,10 @@ class ChunkInputs:
         clip_tokens: CLIP tokens of the conditioning frame ``(B, 257, clip_dim)``; new window only.
         y: I2V conditioning latents of the window ``(B, 20, F_window, h, w)``; new window only.
         need_video: whether the caller wants the predicted video latents.  Without them the
-            last DiT call may skip the unconditional branch (see :class:`DenoiseConfig`): CFG
-            changes the video velocity only, the actions follow the conditional one, and nothing
-            later reads the predicted video (the next chunk's context comes from observed frames).
+            last DiT call, where the step cache knows it in advance, runs the conditional branch
+            only: CFG changes the video velocity only, the actions follow the conditional one,
+            and nothing later reads the predicted video (the next chunk's context comes from
+            observed frames).
 
     """
 
@@ -293,9 +289,8 @@ class ChunkDenoiser:
             FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
             for _ in range(2)
         ]
-        acceleration = self.config.acceleration
-        #: Replacement of the DiT's ``run_blocks`` (None: the reference blocks).
-        self.runner = FastBlockRunner(dit, acceleration) if acceleration.fast_blocks else None
+        #: How the DiT's blocks compute for this denoiser (installed before every chunk).
+        self.block_processors = block_processors(dit, self.config.acceleration)
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""
@@ -371,64 +366,99 @@ class ChunkDenoiser:
         self.validate(session, inputs)
         self.layout.before_chunk(session, inputs)
         try:
+            self.dit.set_block_processor(self.block_processors)
             with attention_kernel(self.config.acceleration.attention_backend):
                 return self._run(session, inputs)
         except BaseException:
             session.start_frame = 0  # the cache may be half-updated: the next call needs a window
             raise
 
+    def _rows(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` on the DiT's device and dtype, repeated for each local CFG branch."""
+        tensor = tensor.to(device=self.dit.device, dtype=self.dit.dtype)
+        reps = len(self.layout.local_branches)
+        return tensor if reps == 1 else torch.cat([tensor] * reps, dim=0)
+
+    def _open(self, session: DenoiseSession, inputs: ChunkInputs) -> None:
+        """Start a new window if asked; (re)project the cross-attention context if needed."""
+        if inputs.new_window:
+            device, dtype = self.dit.device, self.dit.dtype
+            session.start_frame = 0
+            session.y = inputs.y.to(device=device, dtype=dtype)
+            session.clip_tokens = inputs.clip_tokens.to(device=device, dtype=dtype)
+            rows = inputs.context_latents.shape[0] * len(self.layout.local_branches)
+            if session.cache is None or session.cache.batch != rows:
+                session.cache = self.dit.new_cache(rows)
+            session.cache.reset()
+        self._context(session, inputs)
+
+    def _prefill(self, session: DenoiseSession, latents: torch.Tensor) -> None:
+        """Commit the clean frames' keys/values: the conditioning frame, or the newest ones."""
+        nf = self.dit.config.num_frame_per_block
+        if session.start_frame == 0:
+            clean, frame, y = latents[:, :, :1], 0, session.y[:, :, :1]
+        else:  # the frames just before the ones to predict
+            frame = session.start_frame - nf
+            clean, y = latents[:, :, -nf:], _window_frames(session.y, frame, nf)
+        self.dit.prefill(self._rows(clean), self._rows(y), session.context, session.cache, frame)
+        if session.start_frame == 0:
+            session.start_frame = 1
+
+    def _dit_call(
+        self,
+        session: DenoiseSession,
+        video: torch.Tensor,
+        action: torch.Tensor,
+        y: torch.Tensor,
+        state: torch.Tensor,
+        t_video: torch.Tensor,
+        t_action: torch.Tensor,
+        conditional_only: bool = False,
+    ) -> DiTOutput:
+        """One denoising DiT call on the noisy ``video`` and ``action`` (one row per sample).
+
+        It runs every local CFG branch (``y`` and ``state`` hold their rows), or with
+        ``conditional_only`` the conditional rows alone (they come first).  Each row has one
+        timestep per token kind: a uniform call (:class:`~.dit.Modulation`).
+        """
+        batch = video.shape[0]
+        if conditional_only:
+            context, cache = session.context.rows(batch), session.cache.rows(batch)
+            y, state = y[:batch], state[:batch]
+        else:
+            context, cache = session.context, session.cache
+            video, action = self._rows(video), self._rows(action)
+        rows = video.shape[0]
+        return self.dit(
+            video,
+            y,
+            t_video.expand(rows, 1),
+            context,
+            cache,
+            session.start_frame,
+            action,
+            t_action.expand(rows, 1),
+            state,
+        )
+
     def _run(self, session: DenoiseSession, inputs: ChunkInputs) -> ChunkOutput:
         dit, c, cfg = self.dit, self.dit.config, self.config
         device, dtype = dit.device, dit.dtype
         nf = c.num_frame_per_block
         batch = inputs.context_latents.shape[0]
-        reps = len(self.layout.local_branches)
-        rows = batch * reps
-
-        def rep(t: torch.Tensor) -> torch.Tensor:
-            t = t.to(device=device, dtype=dtype)
-            return t if reps == 1 else torch.cat([t] * reps, dim=0)
-
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        if inputs.new_window:
-            session.start_frame = 0
-            session.y = inputs.y.to(device=device, dtype=dtype)
-            session.clip_tokens = inputs.clip_tokens.to(device=device, dtype=dtype)
-            if session.cache is None or session.cache.batch != rows:
-                session.cache = dit.new_cache(rows)
-            session.cache.reset()
-        self._context(session, inputs)
+        self._open(session, inputs)
         _sync(device)
         timings['context'] = (time.perf_counter() - start) * 1e3
 
         start = time.perf_counter()
-        latents = inputs.context_latents
-        if session.start_frame == 0:
-            dit.prefill(
-                rep(latents[:, :, :1]),
-                rep(session.y[:, :, :1]),
-                session.context,
-                session.cache,
-                0,
-                self.runner,
-            )
-            session.start_frame = 1
-        else:
-            frame = session.start_frame - nf
-            dit.prefill(
-                rep(latents[:, :, -nf:]),
-                rep(_window_frames(session.y, frame, nf)),
-                session.context,
-                session.cache,
-                frame,
-                self.runner,
-            )
+        self._prefill(session, inputs.context_latents)
         _sync(device)
         timings['prefill'] = (time.perf_counter() - start) * 1e3
 
         start = time.perf_counter()
-        h, w = latents.shape[3:]
+        h, w = inputs.context_latents.shape[3:]
         video = sample_noise(
             (batch, c.out_dim, nf, h, w), torch.Generator(device).manual_seed(cfg.seed), dtype
         )
@@ -437,55 +467,32 @@ class ChunkDenoiser:
             torch.Generator(device).manual_seed(cfg.seed),
             dtype,
         )
-        state = inputs.state if inputs.state.ndim == 3 else inputs.state[:, None]
-        state_rows = rep(state)
-        y_rows = rep(_window_frames(session.y, session.start_frame, nf))
+        state = self._rows(inputs.state if inputs.state.ndim == 3 else inputs.state[:, None])
+        y = self._rows(_window_frames(session.y, session.start_frame, nf))
         video_sched, action_sched = self._schedulers
         for scheduler in self._schedulers:
             if scheduler.timesteps.device != device or not len(scheduler.timesteps):
                 scheduler.set_timesteps(cfg.num_inference_steps, device)
             scheduler.reset()
         schedule = StepSchedule(cfg.step_cache, cfg.num_inference_steps)
-        skip_uncond = cfg.skip_final_uncond and cfg.use_cfg and not inputs.need_video
-        dit_calls = conditional_only = 0
+        skip_uncond = cfg.use_cfg and not inputs.need_video
+        dit_calls = conditional_calls = 0
         flow = action_flow = None
         video_done = False
         for i in range(cfg.num_inference_steps):
             t_video = video_sched.timesteps[i]
             t_action = action_sched.timesteps[i]
             run = schedule.should_run(i)
+            noisy = (session, video, action, y, state, t_video, t_action)
             if run and skip_uncond and schedule.is_last_dit_step(i):
                 # Only the video would use the unconditional prediction: stop the video here.
                 video_done = True
-                if 'cond' in self.layout.local_branches:  # cond rows come first
-                    out = dit(
-                        video,
-                        y_rows[:batch],
-                        t_video.expand(batch, nf),
-                        session.context.rows(batch),
-                        session.cache.rows(batch),
-                        session.start_frame,
-                        action,
-                        t_action.expand(batch, c.num_action_per_block),
-                        state_rows[:batch],
-                        self.runner,
-                    )
+                if 'cond' in self.layout.local_branches:
+                    action_flow = self._dit_call(*noisy, conditional_only=True).action
                     dit_calls += 1
-                    conditional_only += 1
-                    action_flow = out.action
+                    conditional_calls += 1
             elif run:
-                out = dit(
-                    rep(video),
-                    y_rows,
-                    t_video.expand(rows, nf),
-                    session.context,
-                    session.cache,
-                    session.start_frame,
-                    rep(action),
-                    t_action.expand(rows, c.num_action_per_block),
-                    state_rows,
-                    self.runner,
-                )
+                out = self._dit_call(*noisy)
                 dit_calls += 1
                 v_cond, v_uncond, action_flow = self.layout.combine(out.video, out.action, batch)
                 flow = (
@@ -501,5 +508,5 @@ class ChunkDenoiser:
         session.start_frame += nf
         video_out = video if inputs.need_video else None
         return ChunkOutput(
-            video_out, action, first, dit_calls, timings, schedule.similarities, conditional_only
+            video_out, action, first, dit_calls, timings, schedule.similarities, conditional_calls
         )

@@ -28,7 +28,13 @@ action decoder maps the action tokens' outputs to the action velocity ``(B, A, a
 
 Cross-attention keys and values depend only on the prompt and the CLIP tokens, so they are
 projected once per context window by :meth:`CausalWanDiT.prepare_context` (upstream recomputes
-them every call; the result is the same).
+them every call; the result is the same).  A prefill needs only the keys and values of its clean
+frames, so its last block stops once they are cached.
+
+This is the reference model.  Speed is applied from outside, as diffusers does for Wan: each
+block computes through its :attr:`DiTBlock.processor` (here :class:`ReferenceBlockProcessor`),
+which :mod:`.acceleration` replaces by an equal, faster one; attention runs in
+:func:`.attention.sdpa`, the one function that owns the attention kernel.
 
 Numerics follow upstream: RMSNorm in float32, sinusoidal time features in float64 cast to the
 model dtype, rotary embeddings in float32 (upstream: float64) cast back to the model dtype.
@@ -36,9 +42,10 @@ model dtype, rotary embeddings in float32 (upstream: float64) cast back to the m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import math
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -48,11 +55,18 @@ from .attention import SelfAttentionBackend, sdpa
 from .kv_cache import KVCache
 from .rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
 
-__all__ = ['BlockRunner', 'CausalWanDiT', 'CrossAttentionContext', 'DiTConfig', 'DiTOutput']
+__all__ = [
+    'BlockProcessor',
+    'CausalWanDiT',
+    'CrossAttentionContext',
+    'DiTConfig',
+    'DiTOutput',
+    'Modulation',
+    'ReferenceBlockProcessor',
+]
 
-#: What runs the blocks of a call: :meth:`CausalWanDiT.run_blocks` or a drop-in replacement,
-#: called as ``runner(x, e0, frames, rotary, context, backend, last_output=..., uniform=...)``.
-BlockRunner = Callable[..., torch.Tensor | None]
+#: Keys and values of a block's cross-attention: ``(k_text, v_text, k_image, v_image)``.
+CrossKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -223,13 +237,49 @@ def _segmentwise(
     return torch.cat([video, rest], dim=1)
 
 
-def _constant_along_tokens(timesteps: torch.Tensor) -> bool:
-    """Whether ``timesteps (B, S)`` is the same along ``S`` by construction (no device read).
+@dataclass(frozen=True)
+class Modulation:
+    """The AdaLN input of one DiT call's tokens.
 
-    True for one column or an expanded tensor (stride 0), as the denoiser passes them; a
-    materialised tensor counts as mixed even if its values happen to agree.
+    Tokens are ``frames`` equal frames of video tokens, then the register tokens (action and
+    state).  ``e0 (B, frames + R, 6, C)`` holds the time projection of each frame, then of each
+    register token.  ``uniform`` records that the caller gave one timestep for every frame and
+    one for every register token (``(B, 1)`` timesteps, as the denoiser does), so ``e0[:, 0]``
+    and ``e0[:, frames]`` stand for all video and all register tokens.
     """
-    return timesteps.shape[1] == 1 or timesteps.stride(1) == 0
+
+    e0: torch.Tensor
+    frames: int
+    uniform: bool
+
+
+class BlockProcessor(Protocol):
+    """How a :class:`DiTBlock` computes: the reference, or an equal function that is faster."""
+
+    def __call__(
+        self,
+        block: DiTBlock,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        cross_kv: CrossKV,
+        backend: SelfAttentionBackend,
+        layer: int,
+    ) -> torch.Tensor:
+        """The block's output for tokens ``x (B, L, C)``."""
+        ...
+
+    def cache_keys_values(
+        self,
+        block: DiTBlock,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        backend: SelfAttentionBackend,
+        layer: int,
+    ) -> None:
+        """Only the self-attention keys and values of ``x``, stored in ``backend``."""
+        ...
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -309,15 +359,21 @@ class SelfAttention(nn.Module):
         self.norm_q = RMSNorm(dim, eps) if qk_norm else nn.Identity()
         self.norm_k = RMSNorm(dim, eps) if qk_norm else nn.Identity()
 
-    def forward(
-        self, x: torch.Tensor, rotary: Rotary, backend: SelfAttentionBackend, layer: int
-    ) -> torch.Tensor:
+    def project(
+        self, x: torch.Tensor, rotary: Rotary
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rotated queries and keys and the values of ``x``, ``(B, L, heads, head_dim)`` each."""
         b, s, _ = x.shape
         q = self.norm_q(self.q(x)).view(b, s, self.num_heads, -1)
         k = self.norm_k(self.k(x)).view(b, s, self.num_heads, -1)
         v = self.v(x).view(b, s, self.num_heads, -1)
-        out = backend.attend(layer, apply_rotary(q, rotary), apply_rotary(k, rotary), v)
-        return self.o(out.flatten(2))
+        return apply_rotary(q, rotary), apply_rotary(k, rotary), v
+
+    def forward(
+        self, x: torch.Tensor, rotary: Rotary, backend: SelfAttentionBackend, layer: int
+    ) -> torch.Tensor:
+        q, k, v = self.project(x, rotary)
+        return self.o(backend.attend(layer, q, k, v).flatten(2))
 
 
 class I2VCrossAttention(nn.Module):
@@ -348,11 +404,7 @@ class I2VCrossAttention(nn.Module):
             self.v_img(image).unflatten(-1, (h, -1)),
         )
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        kv: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, kv: CrossKV) -> torch.Tensor:
         b, s, _ = x.shape
         k_text, v_text, k_img, v_img = kv
         q = self.norm_q(self.q(x)).view(b, s, self.num_heads, -1)
@@ -360,8 +412,55 @@ class I2VCrossAttention(nn.Module):
         return self.o(out)
 
 
+class ReferenceBlockProcessor:
+    """The reference computation of a :class:`DiTBlock` (upstream's, module by module)."""
+
+    def __call__(
+        self,
+        block: DiTBlock,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        cross_kv: CrossKV,
+        backend: SelfAttentionBackend,
+        layer: int,
+    ) -> torch.Tensor:
+        """``x (B, L, C)`` through the block, modulated per segment (see :class:`Modulation`)."""
+        frames = modulation.frames
+        mod = (block.modulation.unsqueeze(0) + modulation.e0).unbind(2)
+        shift1, scale1, gate1, shift2, scale2, gate2 = mod
+        h = _segmentwise(_modulate, frames, (block.norm1(x),), (shift1, scale1))
+        y = block.self_attn(h, rotary, backend, layer)
+        x = _segmentwise(_gated_residual, frames, (x, y), (gate1,))
+        x = x + block.cross_attn(block.norm3(x), cross_kv)
+        h = _segmentwise(_modulate, frames, (block.norm2(x),), (shift2, scale2))
+        return _segmentwise(_gated_residual, frames, (x, block.ffn(h)), (gate2,))
+
+    def cache_keys_values(
+        self,
+        block: DiTBlock,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        backend: SelfAttentionBackend,
+        layer: int,
+    ) -> None:
+        """The self-attention keys and values of ``x``, stored in ``backend``."""
+        shift1, scale1 = (block.modulation[:, :2].unsqueeze(0) + modulation.e0[:, :, :2]).unbind(2)
+        h = _segmentwise(_modulate, modulation.frames, (block.norm1(x),), (shift1, scale1))
+        _, k, v = block.self_attn.project(h, rotary)
+        backend.store(layer, k, v)
+
+
+#: The processor every block starts with.
+REFERENCE_PROCESSOR = ReferenceBlockProcessor()
+
+
 class DiTBlock(nn.Module):
-    """Self-attention, cross-attention and FFN with per-token AdaLN modulation."""
+    """Self-attention, cross-attention and FFN with per-token AdaLN modulation.
+
+    :attr:`processor` computes it (:class:`ReferenceBlockProcessor` unless replaced).
+    """
 
     def __init__(self, config: DiTConfig) -> None:
         super().__init__()
@@ -382,26 +481,30 @@ class DiTBlock(nn.Module):
         )
         self.modulation = nn.Parameter(torch.empty(1, 6, dim))
         nn.init.normal_(self.modulation, std=dim**-0.5)
+        self.processor: BlockProcessor = REFERENCE_PROCESSOR
 
     def forward(
         self,
         x: torch.Tensor,
-        e0: torch.Tensor,
-        frames: int,
+        modulation: Modulation,
         rotary: Rotary,
-        cross_kv: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+        cross_kv: CrossKV,
         backend: SelfAttentionBackend,
         layer: int,
     ) -> torch.Tensor:
-        """``x (B, L, C)``; ``e0 (B, frames + registers, 6, C)`` time projections per segment."""
-        mod = (self.modulation.unsqueeze(0) + e0).unbind(2)
-        shift1, scale1, gate1, shift2, scale2, gate2 = mod
-        h = _segmentwise(_modulate, frames, (self.norm1(x),), (shift1, scale1))
-        y = self.self_attn(h, rotary, backend, layer)
-        x = _segmentwise(_gated_residual, frames, (x, y), (gate1,))
-        x = x + self.cross_attn(self.norm3(x), cross_kv)
-        h = _segmentwise(_modulate, frames, (self.norm2(x),), (shift2, scale2))
-        return _segmentwise(_gated_residual, frames, (x, self.ffn(h)), (gate2,))
+        """``x (B, L, C)`` through the block (see :class:`BlockProcessor`)."""
+        return self.processor(self, x, modulation, rotary, cross_kv, backend, layer)
+
+    def cache_keys_values(
+        self,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        backend: SelfAttentionBackend,
+        layer: int,
+    ) -> None:
+        """Only the self-attention keys and values of ``x``, into ``backend`` (a prefill)."""
+        self.processor.cache_keys_values(self, x, modulation, rotary, backend, layer)
 
 
 class Head(nn.Module):
@@ -447,6 +550,8 @@ class CausalWanDiT(nn.Module):
         dit.prefill(clean_latents, y_clean, ctx, cache, start_frame)  # commits clean K/V
         out = dit(noisy_latents, y, t_video, ctx, cache, start_frame,
                   action=noisy_actions, timestep_action=t_action, state=state)
+
+    :meth:`set_block_processor` replaces how the blocks compute (see :mod:`.acceleration`).
     """
 
     def __init__(self, config: DiTConfig) -> None:
@@ -478,6 +583,19 @@ class CausalWanDiT(nn.Module):
     def device(self) -> torch.device:
         """Device of the parameters."""
         return self.patch_embedding.weight.device
+
+    def set_block_processor(self, processor: BlockProcessor | Sequence[BlockProcessor]) -> None:
+        """Let every block compute through ``processor``, or block ``i`` through ``processor[i]``.
+
+        Processors change how the blocks compute, never what (see :mod:`.acceleration`).
+        """
+        processors = (
+            list(processor) if isinstance(processor, Sequence) else [processor] * len(self.blocks)
+        )
+        if len(processors) != len(self.blocks):
+            raise ValueError(f'{len(processors)} processors for {len(self.blocks)} blocks')
+        for block, block_processor in zip(self.blocks, processors, strict=True):
+            block.processor = block_processor
 
     @property
     def dtype(self) -> torch.dtype:
@@ -580,24 +698,14 @@ class CausalWanDiT(nn.Module):
     def run_blocks(
         self,
         x: torch.Tensor,
-        e0: torch.Tensor,
-        frames: int,
+        modulation: Modulation,
         rotary: Rotary,
         context: CrossAttentionContext,
         backend: SelfAttentionBackend,
-        last_output: bool = True,
-        uniform: bool = False,
     ) -> torch.Tensor:
-        """All blocks on tokens ``x`` laid out as ``frames`` video frames then register tokens.
-
-        ``last_output=False`` says that only the keys/values reach the caller (a prefill); this
-        reference implementation computes the output anyway (a fast runner may skip it).
-        ``uniform=True`` says that all video frames share one timestep and all register tokens
-        another (``e0`` is still per segment); the reference modulates per segment regardless,
-        a fast runner may broadcast one vector instead.
-        """
+        """All blocks on tokens ``x`` laid out as ``modulation.frames`` frames then registers."""
         for i, block in enumerate(self.blocks):
-            x = block(x, e0, frames, rotary, context.layers[i], backend, i)
+            x = block(x, modulation, rotary, context.layers[i], backend, i)
         return x
 
     def unpatchify(self, x: torch.Tensor, grid: tuple[int, int, int]) -> torch.Tensor:
@@ -637,11 +745,10 @@ class CausalWanDiT(nn.Module):
         context: CrossAttentionContext,
         cache: KVCache,
         start_frame: int,
-        runner: BlockRunner | None = None,
     ) -> None:
         """Run clean context frames at ``t = 0`` and commit their keys/values to ``cache``.
 
-        ``runner`` replaces :meth:`run_blocks` (e.g. :class:`.fast_blocks.FastBlockRunner`).
+        The last block computes its keys and values only: nothing reads its output.
         """
         self._check_video(latents, y)
         x, grid = self.embed_video(latents.to(self.dtype), y)
@@ -649,10 +756,13 @@ class CausalWanDiT(nn.Module):
         _, e0 = self.time_embeddings(
             torch.zeros(x.shape[0], frames, dtype=torch.int64, device=x.device)
         )
+        modulation = Modulation(e0, frames, uniform=True)
         rotary = self.rotary(start_frame, grid, registers=False)
         cache.begin(x.shape[1], 0)
-        blocks = runner or self.run_blocks
-        blocks(x, e0, frames, rotary, context, cache, last_output=False, uniform=True)
+        *body, last = self.blocks
+        for i, block in enumerate(body):
+            x = block(x, modulation, rotary, context.layers[i], cache, i)
+        last.cache_keys_values(x, modulation, rotary, cache, len(body))
         cache.commit()
 
     def forward(
@@ -666,35 +776,39 @@ class CausalWanDiT(nn.Module):
         action: torch.Tensor,
         timestep_action: torch.Tensor,
         state: torch.Tensor,
-        runner: BlockRunner | None = None,
     ) -> DiTOutput:
         """One denoising call over the cached context; the cache is left unchanged.
 
         Args:
             latents: noisy video latents ``(B, out_dim, F, H, W)``.
             y: conditioning ``(B, in_dim - out_dim, F, H, W)`` (mask + first-frame latents).
-            timestep: per-frame model timesteps ``(B, F)`` (0..1000); expanded from one value
-                per row (stride 0, as the denoiser passes them, also ``timestep_action``), they
-                let a fast runner broadcast the modulation (see :meth:`run_blocks`).
+            timestep: model timesteps (0..1000), ``(B, F)`` per frame, or ``(B, 1)``: one for
+                every frame of a row.
             context: :meth:`prepare_context` of the batch.
             cache: K/V cache holding the clean frames before ``start_frame``.
             start_frame: absolute frame index of the first noisy frame in the window.
             action: noisy normalised actions ``(B, num_action_per_block, action_dim)``.
-            timestep_action: per-action timesteps ``(B, num_action_per_block)``.
+            timestep_action: ``(B, num_action_per_block)`` per action, or ``(B, 1)``: one for
+                every action.  With ``(B, 1)`` timesteps of both kinds the call is
+                :attr:`Modulation.uniform`.
             state: normalised, zero-padded state ``(B, num_state_per_block, max_state_dim)``.
-            runner: replaces :meth:`run_blocks` (e.g. :class:`.fast_blocks.FastBlockRunner`).
 
         """
         c = self.config
         self._check_video(latents, y)
-        num_action = c.num_action_per_block
-        if action.shape[1:] != (num_action, c.action_dim) or timestep_action.shape[1:] != (
-            num_action,
+        num_action, batch, frames = c.num_action_per_block, latents.shape[0], latents.shape[2]
+        if action.shape[1:] != (num_action, c.action_dim) or timestep_action.shape not in (
+            (batch, num_action),
+            (batch, 1),
         ):
             raise ValueError(
                 f'action must be (B, {num_action}, {c.action_dim}) with timesteps '
-                f'(B, {num_action}),'
+                f'(B, {num_action}) or (B, 1),'
                 f' got {tuple(action.shape)} and {tuple(timestep_action.shape)}'
+            )
+        if timestep.shape not in ((batch, frames), (batch, 1)):
+            raise ValueError(
+                f'timestep must be (B, {frames}) or (B, 1), got {tuple(timestep.shape)}'
             )
         if state.shape[1:] != (c.num_state_per_block, c.max_state_dim):
             raise ValueError(
@@ -703,8 +817,10 @@ class CausalWanDiT(nn.Module):
             )
         if start_frame < 1:
             raise ValueError('a denoising call needs the first frame prefilled (start_frame >= 1)')
+        uniform = timestep.shape[1] == 1 and timestep_action.shape[1] == 1
+        timestep = timestep.expand(batch, frames)
+        timestep_action = timestep_action.expand(batch, num_action)
         x, grid = self.embed_video(latents.to(self.dtype), y)
-        frames = grid[0]
         registers = self.embed_registers(
             action.to(self.dtype), timestep_action, state.to(self.dtype)
         )
@@ -714,11 +830,8 @@ class CausalWanDiT(nn.Module):
         rotary = self.rotary(start_frame, grid, registers=True)
         video_len = x.shape[1]
         cache.begin(video_len, registers.shape[1])
-        blocks = runner or self.run_blocks
-        uniform = _constant_along_tokens(timestep) and _constant_along_tokens(timestep_action)
-        x = blocks(
-            torch.cat([x, registers], dim=1), e0, frames, rotary, context, cache, uniform=uniform
-        )
+        modulation = Modulation(e0, grid[0], uniform)
+        x = self.run_blocks(torch.cat([x, registers], dim=1), modulation, rotary, context, cache)
         action_out = self.action_decoder(x[:, video_len : video_len + num_action])
         video_out = self.head(x[:, :video_len], e[:, :frames], frames)
         return DiTOutput(self.unpatchify(video_out, grid), action_out)

@@ -1,41 +1,31 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Speed options of the DiT: a block runner with fused stages, FP8 linears and torch.compile.
+"""The fast block processor: the reference DiT block as fused, compiled stages.
 
-:class:`AccelerationConfig` holds the switches (all off by default: the reference path):
+:class:`FastBlockProcessor` computes the same function as
+:class:`~dreamzero_ros.engine.dit.ReferenceBlockProcessor` (:mod:`.acceleration` installs it
+on every block when ``compile`` or ``fp8_linear`` is set), with:
 
-* ``attention_backend``: the scaled-dot-product kernel torch should prefer (``auto``: its own
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``), or ``fa3`` (FlashAttention-3, when
-  installed), see :func:`.attention.attention_kernel`;
-* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: the three stages of every
-  block between its attention calls are compiled, so norms, AdaLN modulation, QK RMSNorm, rotary
-  embedding, gating, GELU and the FP8 input quantization fuse into a few kernels around the
-  matrix products;
-* ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears (self-attention q/k/v/o,
-  cross-attention q/o, FFN) run in FP8 e4m3 (:mod:`.fp8`); the weights are quantized once.
-* ``triton_qk_rope``: on CUDA with Triton, QK RMSNorm, the rotary embedding and the K/V cache
-  write run as one hand-written kernel (:mod:`.qk_rope_kernel`) after the q/k/v product.
+* per-token modulation gathered from the per-segment vectors by a token -> segment index,
+  instead of slicing the tokens per frame and concatenating the pieces again; in a uniform call
+  (:attr:`~dreamzero_ros.engine.dit.Modulation.uniform`: every prefill and denoising call of
+  the denoiser) one vector for the video tokens and one for the register tokens, broadcast;
+* one q/k/v product per block (:func:`fuse_qkv_`: the three weights become views of one fused
+  matrix -- same values, same checkpoint keys, no extra memory);
+* the self-attention keys/values written straight into the K/V cache's slots from inside the
+  compiled stage, fused with QK RMSNorm and the rotary embedding -- or, on CUDA with Triton, by
+  one hand-written kernel (:mod:`.qk_rope_kernel`) -- and attention over a view of the cache;
+* on CUDA, the bf16/fp16 FFN input projection with its tanh GELU in the cuBLASLt epilogue;
+* optionally FP8 e4m3 block linears (:mod:`.fp8`, weights quantized once, about 12 GB for the
+  14B model next to the model-dtype weights) and ``torch.compile`` of the three stages between
+  the attention calls (norms, AdaLN modulation, QK RMSNorm, rotary embedding, gating, GELU and
+  the FP8 input quantization fuse into a few kernels around the matrix products).
 
-Either of the last two replaces :meth:`CausalWanDiT.run_blocks` by :class:`FastBlockRunner`,
-which computes the same block as :class:`~dreamzero_ros.engine.dit.DiTBlock` with:
-
-* per-token modulation gathered from the per-segment vectors by a token -> segment index, instead
-  of slicing the tokens per frame and concatenating the pieces again; when the call's timesteps
-  are uniform (every prefill and denoising call of the denoiser), one vector for the video
-  tokens and one for the register tokens, broadcast (``uniform_modulation``);
-* one q/k/v product per block (the three weights become views of one fused matrix: same values,
-  same checkpoint keys, no extra memory);
-* the self-attention K/V written straight into the preallocated cache -- from inside the
-  compiled stage, fused with QK RMSNorm and the rotary embedding (``fused_kv_write``) -- and
-  attention over a view of it (the cache is :class:`~dreamzero_ros.engine.kv_cache.KVCache`);
-* in a prefill, the last block stops once its keys/values are cached (nothing reads the rest);
-* on CUDA, the bf16/fp16 FFN input projection with its tanh GELU in the cuBLASLt epilogue
-  (``gelu_epilogue``): the GELU kernel's read and write of the 13824-wide activations go.
-
-Attention itself (self and cross) runs between the compiled stages, eagerly, with the kernel
-chosen by ``attention_backend``; its sequence lengths change within a context window, the
-compiled stages' shapes do not (three token counts: 880, 1760 and 1785 for DROID).
+Attention itself (self and cross) runs between the compiled stages, eagerly, through
+:func:`.attention.sdpa`; its sequence lengths change within a context window, the compiled
+stages' shapes do not (three token counts: 880, 1760 and 1785 for DROID).  The processor needs
+a K/V cache as its attention backend (:class:`~dreamzero_ros.engine.kv_cache.KVCache`).
 """
 
 from __future__ import annotations
@@ -46,74 +36,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.errors import ConfigError
-
 from . import qk_rope_kernel
-from .attention import ATTENTION_KERNELS, SelfAttentionBackend, flash_attention_3, sdpa
-from .fp8 import FP8_MODES, fp8_linear, quantize_weight
+from .attention import sdpa
+from .dit import CrossKV, Modulation
+from .fp8 import fp8_linear, quantize_weight
+from .kv_cache import KVCache
 from .rope import Rotary, rotate
 
-__all__ = ['AccelerationConfig', 'FastBlockRunner', 'fuse_qkv_']
+__all__ = ['FastBlockProcessor', 'FastStages', 'fuse_qkv_', 'qk_norm_rope']
 
 #: ``(weight, fp8 scale or None, bias or None)`` of one linear layer.
 Linear = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]
-
-_OFF = (False, None, 'off', 'none', '')
-
-
-@dataclass(frozen=True)
-class AccelerationConfig:
-    """Speed switches of the DiT; the defaults are the reference path (see the module docstring).
-
-    ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
-    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
-    ``uniform_modulation``, ``fused_kv_write``, ``gelu_epilogue`` and ``triton_qk_rope`` only
-    change how :class:`FastBlockRunner` computes (same function): one broadcast modulation
-    vector per token kind when a call's timesteps are uniform, keys/values written into the cache
-    from inside the compiled stage, on CUDA the FFN's tanh GELU applied in the epilogue of its
-    input projection (cuBLASLt, bf16/fp16 linears; FP8 linears keep GELU fused with their input
-    quantization), and on CUDA with Triton QK RMSNorm + rotary embedding + K/V cache write in
-    one Triton kernel (with ``fused_kv_write``).
-    """
-
-    compile: bool | str = False
-    fp8_linear: str | bool = 'off'
-    attention_backend: str = 'auto'
-    uniform_modulation: bool = True
-    fused_kv_write: bool = True
-    gelu_epilogue: bool = True
-    triton_qk_rope: bool = True
-
-    def __post_init__(self) -> None:
-        fp8 = self.fp8_linear
-        if isinstance(fp8, bool):
-            object.__setattr__(self, 'fp8_linear', 'rowwise' if fp8 else 'off')
-        elif fp8 not in FP8_MODES:
-            raise ConfigError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
-        if not isinstance(self.compile, bool | str) and self.compile is not None:
-            raise ConfigError('compile must be a bool or a torch.compile backend name')
-        if self.attention_backend not in ATTENTION_KERNELS:
-            raise ConfigError(
-                f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
-                f'got {self.attention_backend!r}'
-            )
-        if self.attention_backend == 'fa3':
-            try:  # refused here, not at the first chunk, where it is missing
-                flash_attention_3()
-            except RuntimeError as error:
-                raise ConfigError(str(error)) from error
-
-    @property
-    def compile_backend(self) -> str | None:
-        """The ``torch.compile`` backend, or None when compilation is off."""
-        if self.compile in _OFF:
-            return None
-        return 'inductor' if self.compile is True else str(self.compile)
-
-    @property
-    def fast_blocks(self) -> bool:
-        """Whether the blocks run through :class:`FastBlockRunner`."""
-        return self.compile_backend is not None or self.fp8_linear != 'off'
 
 
 @torch.no_grad()
@@ -144,15 +77,16 @@ def _linear(x: torch.Tensor, layer: Linear) -> torch.Tensor:
     return fp8_linear(x, weight, scale, bias)
 
 
-def _linear_gelu(x: torch.Tensor, layer: Linear, epilogue: bool) -> torch.Tensor:
-    """``gelu_tanh(x @ W.T + b)``; with ``epilogue`` on CUDA, one cuBLASLt product does all.
+def _linear_gelu(x: torch.Tensor, layer: Linear) -> torch.Tensor:
+    """``gelu_tanh(x @ W.T + b)``; a bf16/fp16 product on CUDA applies GELU in its epilogue.
 
-    ``torch._addmm_activation(..., use_gelu=True)`` applies the tanh GELU on CUDA (its CPU
-    kernel applies the erf one, so the CPU keeps the separate GELU).  The epilogue rounds once,
-    after the activation; the separate kernels round the product to the model dtype first.
+    ``torch._addmm_activation(..., use_gelu=True)`` is one cuBLASLt product with the tanh GELU on
+    CUDA (its CPU kernel applies the erf one, so the CPU keeps the separate GELU; FP8 linears keep
+    GELU fused with their input quantization).  The epilogue rounds once, after the activation;
+    the separate kernels round the product to the model dtype first.
     """
     weight, scale, bias = layer
-    if epilogue and scale is None and bias is not None and x.is_cuda:
+    if scale is None and bias is not None and x.is_cuda:
         rows = torch._addmm_activation(bias, x.reshape(-1, x.shape[-1]), weight.t(), use_gelu=True)
         return rows.view(*x.shape[:-1], weight.shape[0])
     return F.gelu(_linear(x, layer), approximate='tanh')
@@ -168,15 +102,15 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch
 
 
 #: Where a token's modulation comes from: a token -> segment index tensor (``mod`` has a vector
-#: per frame and per register token), or, with uniform timesteps, the number of video tokens
-#: (``mod`` has one vector for all video tokens, then one for all register tokens if any).
+#: per frame and per register token), or, in a uniform call, the number of video tokens (``mod``
+#: has one vector for all video tokens, then one for all register tokens if any).
 Segments = torch.Tensor | int
 
 
 def _token_vectors(mod: torch.Tensor, segment: Segments, index: int, length: int) -> torch.Tensor:
     """Modulation vector ``index`` of every token, ``(B, L, C)`` or broadcastable ``(B, 1, C)``.
 
-    Per segment it is a gather; with uniform timesteps one vector broadcast over the video
+    Per segment it is a gather; in a uniform call one vector broadcast over the video
     tokens (and a select by token position where register tokens follow), which compiles to
     index arithmetic instead of an indexed load.
     """
@@ -245,12 +179,12 @@ def _pre_attention(
     sin: torch.Tensor,
     heads: int,
     eps: float,
-    k_out: torch.Tensor | None = None,
-    v_out: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """AdaLN, fused q/k/v, then :func:`qk_norm_rope` (cache writes inside the compiled stage)."""
+    k_out: torch.Tensor,
+    v_out: torch.Tensor,
+) -> torch.Tensor:
+    """AdaLN, fused q/k/v, :func:`qk_norm_rope` with the cache writes inside the stage: ``q``."""
     qkv_out = _pre_qkv(x, mod, segment, qkv, eps)
-    return qk_norm_rope(qkv_out, norm_q, norm_k, cos, sin, heads, eps, k_out, v_out)
+    return qk_norm_rope(qkv_out, norm_q, norm_k, cos, sin, heads, eps, k_out, v_out)[0]
 
 
 def _post_attention(
@@ -282,12 +216,11 @@ def _post_cross_attention(
     ffn_in: Linear,
     ffn_out: Linear,
     eps: float,
-    gelu_epilogue: bool = False,
 ) -> torch.Tensor:
     """Cross-attention output and residual, then the modulated FFN with its gated residual."""
     x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
     h = _modulated_norm(x, mod, segment, 3, eps)
-    y = _linear(_linear_gelu(h, ffn_in, gelu_epilogue), ffn_out)
+    y = _linear(_linear_gelu(h, ffn_in), ffn_out)
     return x + y * _token_vectors(mod, segment, 5, x.shape[1])
 
 
@@ -341,41 +274,28 @@ def _allow_recompiles(limit: int = 64) -> None:
     setattr(config, name, max(getattr(config, name), limit))
 
 
-class FastBlockRunner:
-    """Runs the blocks of a :class:`~dreamzero_ros.engine.dit.CausalWanDiT` fast.
+class FastStages:
+    """What the fast processors of one DiT share: the (compiled) stages and per-call layout.
 
-    A drop-in for :meth:`CausalWanDiT.run_blocks` (pass it as ``runner`` to the DiT's
-    :meth:`~CausalWanDiT.forward` and :meth:`~CausalWanDiT.prefill`).  Building it fuses the
-    q/k/v weights of every block in place and, with FP8, quantizes the block linears (about
-    12 GB for the 14B model, next to the model-dtype weights).  Not for tensor-parallel shards.
+    Args:
+        backend: ``torch.compile`` backend of the stages, or None to run them eagerly.
+        device: the DiT's device (whether the Triton QK kernel can run there).
+
     """
 
-    def __init__(self, dit: Any, config: AccelerationConfig) -> None:
-        if dit.tensor_parallel is not None:
-            raise ValueError('compile / fp8_linear do not support a tensor-parallel DiT')
-        if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
-            raise ValueError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
-        self.dit = dit
-        self.config = config
-        self.layers = [_layer_weights(block, config.fp8_linear) for block in dit.blocks]
-        self.heads = dit.blocks[0].self_attn.num_heads
-        self.eps = dit.config.eps
-        self._segments: dict[tuple, torch.Tensor] = {}
-        self.qk_kernel = (
-            config.triton_qk_rope
-            and config.fused_kv_write
-            and qk_rope_kernel.available(dit.device)
-            and all(w.norm_q is not None and w.norm_k is not None for w in self.layers)
-        )
+    def __init__(self, backend: str | None, device: torch.device) -> None:
         stages = (_pre_attention, _pre_qkv, _post_attention, _post_cross_attention)
-        backend = config.compile_backend
         if backend is not None:
             _allow_recompiles()
             stages = tuple(
                 torch.compile(stage, backend=backend, dynamic=False, fullgraph=True)
                 for stage in stages
             )
-        self._pre, self._pre_qkv, self._post, self._post_cross = stages
+        self.pre, self.pre_qkv, self.post, self.post_cross = stages
+        self.qk_kernel = qk_rope_kernel.available(device)
+        self.device = device
+        self._segments: dict[tuple[int, int, int], torch.Tensor] = {}
+        self._call: tuple[Modulation, int, Segments, torch.Tensor] | None = None
 
     def segment_index(self, frames: int, tokens: int, registers: int) -> torch.Tensor:
         """Segment of every token: its frame for video tokens, ``frames + j`` for register j."""
@@ -383,81 +303,118 @@ class FastBlockRunner:
         index = self._segments.get(key)
         if index is None:
             video = tokens - registers
-            device = self.dit.device
             index = torch.cat(
                 [
-                    torch.arange(video, device=device) // (video // frames),
-                    frames + torch.arange(registers, device=device),
+                    torch.arange(video, device=self.device) // (video // frames),
+                    frames + torch.arange(registers, device=self.device),
                 ]
             )
             self._segments[key] = index
         return index
 
-    def __call__(
-        self,
-        x: torch.Tensor,
-        e0: torch.Tensor,
-        frames: int,
-        rotary: Rotary,
-        context: Any,
-        backend: SelfAttentionBackend,
-        last_output: bool = True,
-        uniform: bool = False,
-    ) -> torch.Tensor | None:
-        """The blocks on ``x``; see :meth:`CausalWanDiT.run_blocks`.
+    def token_layout(self, modulation: Modulation, tokens: int) -> tuple[Segments, torch.Tensor]:
+        """``(segment, e0)`` of a call: computed by its first block, reused by the others.
 
-        With ``last_output=False`` (a prefill) the last block only caches its keys and values
-        and None is returned.  With ``uniform`` (all video frames at one timestep, all register
-        tokens at another) and ``uniform_modulation`` on, each block's modulation is one vector
-        per token kind, broadcast; otherwise one per frame and register token, gathered.
-        With ``fused_kv_write`` and a K/V cache as ``backend``, the compiled stage writes the
-        keys/values into the cache's slots (no separate copies), or the Triton kernel does
-        (:attr:`qk_kernel`).
+        In a uniform call ``e0`` is one row per token kind and ``segment`` the video token count;
+        otherwise ``e0`` is per segment and ``segment`` the token -> segment index.
         """
+        call = self._call
+        if call is not None and call[0] is modulation and call[1] == tokens:
+            return call[2], call[3]
+        e0, frames = modulation.e0, modulation.frames
         registers = e0.shape[1] - frames
         segment: Segments
-        if uniform and self.config.uniform_modulation:
-            segment = x.shape[1] - registers  # the video tokens; e0: one row per token kind
+        if modulation.uniform:
+            segment = tokens - registers
             kinds = [e0[:, :1], e0[:, frames : frames + 1]] if registers else [e0[:, :1]]
             e0 = torch.cat(kinds, dim=1)  # slices, not an index list (no host-to-device copy)
         else:
-            segment = self.segment_index(frames, x.shape[1], registers)
-        heads, eps = self.heads, self.eps
-        last = len(self.layers) - 1
-        fused = self.config.fused_kv_write and hasattr(backend, 'slots')
-        for i, (block, w) in enumerate(zip(self.dit.blocks, self.layers, strict=True)):
-            mod = block.modulation.unsqueeze(0) + e0
-            slots = backend.slots(i) if fused else (None, None)
-            if fused and self.qk_kernel:
-                qkv = self._pre_qkv(x, mod, segment, w.qkv, eps)
-                q = qk_rope_kernel.qk_norm_rope_into_cache(
-                    qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps, *slots
-                )
-                k = v = None
-            else:
-                q, k, v = self._pre(
-                    x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads,
-                    eps, *slots,
-                )  # fmt: skip
-            if i == last and not last_output and hasattr(backend, 'store'):
-                if not fused:
-                    backend.store(i, k, v)
-                return None
-            attended = backend.attend_written(i, q) if fused else backend.attend(i, q, k, v)
-            x, q = self._post(
-                x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
+            segment = self.segment_index(frames, tokens, registers)
+        self._call = (modulation, tokens, segment, e0)
+        return segment, e0
+
+
+class FastBlockProcessor:
+    """A :class:`~dreamzero_ros.engine.dit.DiTBlock`'s processor: its fused, compiled stages.
+
+    Building it fuses the block's q/k/v weights in place and, with ``fp8`` other than ``off``,
+    quantizes its linears.
+    """
+
+    def __init__(self, block: Any, stages: FastStages, fp8: str = 'off') -> None:
+        self.weights = _layer_weights(block, fp8)
+        self.stages = stages
+        self.heads = block.self_attn.num_heads
+        self.eps = block.norm1.eps
+        w = self.weights
+        self.qk_kernel = stages.qk_kernel and w.norm_q is not None and w.norm_k is not None
+
+    def _keys_values(
+        self,
+        block: Any,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        cache: KVCache,
+        layer: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, Segments]:
+        """Write the call's keys/values into ``cache``; return ``q``, ``mod`` and ``segment``."""
+        if not isinstance(cache, KVCache):
+            raise TypeError('the fast block processor attends through a KVCache')
+        segment, e0 = self.stages.token_layout(modulation, x.shape[1])
+        mod = block.modulation.unsqueeze(0) + e0
+        w, heads, eps = self.weights, self.heads, self.eps
+        slots = cache.slots(layer)
+        if self.qk_kernel:
+            qkv = self.stages.pre_qkv(x, mod, segment, w.qkv, eps)
+            q = qk_rope_kernel.qk_norm_rope_into_cache(
+                qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps, *slots
             )
-            k_text, v_text, k_image, v_image = context.layers[i]
-            x = self._post_cross(
-                x,
-                sdpa(q, k_text, v_text),
-                sdpa(q, k_image, v_image),
-                mod,
-                segment,
-                w.cross_o,
-                w.ffn_in,
-                w.ffn_out,
-                eps,
-                self.config.gelu_epilogue,
-            )
-        return x if last_output else None
+        else:
+            q = self.stages.pre(
+                x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps,
+                *slots,
+            )  # fmt: skip
+        return q, mod, segment
+
+    def __call__(
+        self,
+        block: Any,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        cross_kv: CrossKV,
+        backend: KVCache,
+        layer: int,
+    ) -> torch.Tensor:
+        """The block on ``x``, as the reference computes it."""
+        q, mod, segment = self._keys_values(block, x, modulation, rotary, backend, layer)
+        w, heads, eps = self.weights, self.heads, self.eps
+        attended = backend.attend_written(layer, q)
+        x, q = self.stages.post(
+            x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
+        )
+        k_text, v_text, k_image, v_image = cross_kv
+        return self.stages.post_cross(
+            x,
+            sdpa(q, k_text, v_text),
+            sdpa(q, k_image, v_image),
+            mod,
+            segment,
+            w.cross_o,
+            w.ffn_in,
+            w.ffn_out,
+            eps,
+        )
+
+    def cache_keys_values(
+        self,
+        block: Any,
+        x: torch.Tensor,
+        modulation: Modulation,
+        rotary: Rotary,
+        backend: KVCache,
+        layer: int,
+    ) -> None:
+        """Only the keys and values of ``x``, written into the cache."""
+        self._keys_values(block, x, modulation, rotary, backend, layer)

@@ -116,7 +116,7 @@ class KVCache:
     def slots(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Views of ``layer``'s key and value buffers that hold the call's new tokens.
 
-        A block runner may write the new keys/values straight into them (instead of
+        A block processor may write the new keys/values straight into them (instead of
         :meth:`store`), then call :meth:`attend_written`.
         """
         end = self.length + self._new_total

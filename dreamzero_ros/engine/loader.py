@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from .option_names import ATTENTION_BACKENDS, DTYPE_NAMES, FP8_MODES, STEP_CACHE_MODES
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
+    from .acceleration import AccelerationConfig
     from .denoise import BranchLayout
-    from .fast_blocks import AccelerationConfig
     from .pipeline import DreamZeroEngine
 
 __all__ = [
@@ -79,11 +79,7 @@ def load_engine(
     if step_cache is not None:
         settings['step_cache'] = step_cache
     if acceleration is not None:
-        settings.update(
-            compile=acceleration.compile,
-            fp8_linear=acceleration.fp8_linear,
-            attention_backend=acceleration.attention_backend,
-        )
+        settings['acceleration'] = acceleration
     if checkpoint is not None:
         return DreamZeroEngine.from_pretrained(
             checkpoint, device=device, dtype=dtype, layout=layout, **settings
@@ -157,7 +153,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
-    from .fast_blocks import AccelerationConfig
+    from .acceleration import AccelerationConfig
 
     return {
         'device': args.device,

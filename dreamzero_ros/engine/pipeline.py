@@ -44,6 +44,7 @@ import torch
 from dreamzero_ros.errors import CheckpointError, MetadataError, PolicyError
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
+from .acceleration import VAEEncoding
 from .checkpoint import METADATA_FILE, load_weights
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
@@ -104,12 +105,14 @@ class DreamZeroEngine:
                 seed=config.seed,
                 step_cache=config.step_cache,
                 acceleration=config.acceleration,
-                skip_final_uncond=config.skip_final_uncond,
             ),
             layout,
         )
-        if config.acceleration.compile_backend is not None and self.device.type == 'cuda':
-            torch.backends.cudnn.benchmark = True  # fastest VAE/patch convolutions, found once
+        #: How the VAE encoder runs (compiled norms and ``channels_last_3d`` with ``compile`` on
+        #: CUDA, where cuDNN also picks its fastest VAE and patch convolutions once).
+        self.vae_encoding = VAEEncoding.for_engine(config.acceleration, self.device)
+        if self.vae_encoding.compile_backend is not None:
+            torch.backends.cudnn.benchmark = True
         self.sessions = SessionStore(
             config.max_sessions, self.denoiser.open_session, self.denoiser.close_session
         )
@@ -286,12 +289,11 @@ class DreamZeroEngine:
     def _video(self, session: Session) -> torch.Tensor:
         """Model video ``(1, 3, T, H, W)`` of the session's last frames.
 
-        The views are prepared on the engine's device (the host uploads uint8 frames) or, with
-        ``inputs_on_device`` off, on the host and uploaded stitched.
+        The views are cropped, resized and stitched on the engine's device (the host uploads the
+        uint8 frames only); a GPU may round a resized pixel to the neighbouring uint8 value.
         """
         frames = session.history.select(session.frames_per_call)
-        where = self.device if self.config.prepares_inputs_on_device else torch.device('cpu')
-        stitched = prepare_views(frames, self.config.view, where)
+        stitched = prepare_views(frames, self.config.view, self.device)
         return to_model_video(stitched, self.device, self.config.torch_dtype)
 
     def _window_conditioning(
@@ -321,7 +323,10 @@ class DreamZeroEngine:
 
     def _vae_encode(self, video: torch.Tensor) -> torch.Tensor:
         """VAE latents of ``video`` with the configured encoder options."""
-        return self.modules.vae.encode(video, *self.config.vae_encode_options)
+        encoding = self.vae_encoding
+        return self.modules.vae.encode(
+            video, channels_last=encoding.channels_last, compile_backend=encoding.compile_backend
+        )
 
     @torch.no_grad()
     def _infer(

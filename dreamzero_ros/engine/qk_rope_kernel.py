@@ -3,7 +3,7 @@
 
 """QK RMSNorm, rotary embedding and the K/V cache write of a self-attention in one Triton kernel.
 
-The fast block runner's fused q/k/v product gives every token ``[q | k | v]``, each
+The fast block processor's fused q/k/v product gives every token ``[q | k | v]``, each
 ``heads x head_dim`` wide.  :func:`qk_norm_rope_into_cache` then makes one pass over them, one
 program per token and part: q and k get the Wan RMSNorm over all heads (float32 statistics, the
 normalised values rounded to the model dtype, times the weight, rounded again) and the rotary

@@ -26,7 +26,7 @@ from .droid_inputs import ViewGeometry
 from .image_encoder import CLIPConfig
 from .json_files import read_json
 from .text_encoder import T5Config
-from .vae import VAEConfig
+from .vae_network import VAEConfig
 
 __all__ = ['IGNORED_HEAD_KEYS', 'config_to_json', 'parse_config', 'read_config']
 

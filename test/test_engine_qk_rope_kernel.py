@@ -1,14 +1,13 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Fourth round of engine speed options: QK RMSNorm + rotary + K/V cache write as a Triton kernel.
+"""QK RMSNorm + rotary embedding + K/V cache write as one Triton kernel, equal to the torch path.
 
 The kernel runs under Triton's CPU interpreter here (a subprocess: Triton reads
 ``TRITON_INTERPRET`` when the kernel is defined); on the GPU the benchmark's ``--qk-rope``
 compares it with the torch path.
 """
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -18,8 +17,7 @@ import sys
 import pytest
 import torch
 
-from dreamzero_ros.engine import EngineConfig, qk_rope_kernel
-from dreamzero_ros.engine.fast_blocks import AccelerationConfig, FastBlockRunner
+from dreamzero_ros.engine import qk_rope_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,9 +53,9 @@ def test_kernel_in_bfloat16_stays_within_rounding(interpreted):
     assert checks['v_equal'] and checks['outside_untouched']
 
 
-def test_runner_with_the_kernel_computes_the_reference_blocks(interpreted):
+def test_fast_processor_with_the_kernel_computes_the_reference_blocks(interpreted):
     checks = interpreted['runner']
-    assert checks['uses_kernel'] and not checks['off_uses_kernel']
+    assert checks['uses_kernel']
     assert checks['video_rel'] < 1e-5 and checks['action_rel'] < 1e-5
     assert checks['cache_k_max_abs'] < 1e-5 and checks['cache_v_max_abs'] < 1e-5
 
@@ -79,20 +77,3 @@ def test_cpu_without_the_interpreter_keeps_the_torch_path():
             torch.zeros(1, 1, 6), torch.ones(2), torch.ones(2), torch.ones(1, 1),
             torch.zeros(1, 1), 1, 1e-6, torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2),
         )  # fmt: skip
-    from test_engine_acceleration import make_dit
-
-    assert not FastBlockRunner(make_dit(), AccelerationConfig()).qk_kernel
-
-
-def test_option_reaches_the_runner_config_and_the_benchmark(monkeypatch):
-    assert EngineConfig.tiny().acceleration.triton_qk_rope is True
-    assert EngineConfig.tiny(triton_qk_rope=False).acceleration.triton_qk_rope is False
-    spec = importlib.util.spec_from_file_location(
-        'engine_benchmark', ROOT / 'benchmarks' / 'engine_benchmark.py'
-    )
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, bench)  # its dataclasses look themselves up
-    spec.loader.exec_module(bench)
-    for name in ('compile-r3', 'fp8-r3', 'compile-r2', 'compile-r1'):
-        assert bench.NAMED_VARIANTS[name]['triton_qk_rope'] is False
-    assert 'triton_qk_rope' not in bench.NAMED_VARIANTS['compile']

@@ -1,0 +1,121 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Speed applied from outside the reference model: the options a user sets, and installing them.
+
+:class:`AccelerationConfig` holds the options (the defaults are the reference path):
+
+* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: the stages of every DiT
+  block between its attention calls are compiled (the repeated block, compiled once for all
+  40); on CUDA the VAE encoder's norm/SiLU/time padding are compiled into one kernel per layer,
+  its activations kept ``channels_last_3d``, and cuDNN picks its fastest convolutions;
+* ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears run in FP8 e4m3 (:mod:`.fp8`);
+* ``attention_backend``: the attention kernel :func:`.attention.sdpa` prefers (``auto``: torch's
+  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3).
+
+They are applied to a DiT from outside, as diffusers does for Wan: :func:`block_processors`
+fuses the projections in place and gives every block a
+:class:`.fast_blocks.FastBlockProcessor` when ``compile`` or ``fp8_linear`` is set (the
+reference processor otherwise), which the denoiser installs.  The fast processor computes the
+same function as the reference (``test_engine_fast_blocks.py`` holds them equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from dreamzero_ros.errors import ConfigError
+
+from .attention import ATTENTION_KERNELS, flash_attention_3
+from .dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
+from .fast_blocks import FastBlockProcessor, FastStages
+from .option_names import FP8_MODES
+
+__all__ = ['AccelerationConfig', 'VAEEncoding', 'block_processors']
+
+_OFF = (False, None, 'off', 'none', '')
+
+
+@dataclass(frozen=True)
+class AccelerationConfig:
+    """The speed options a user sets (see the module docstring); defaults: the reference path.
+
+    ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
+    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
+    """
+
+    compile: bool | str = False
+    fp8_linear: str | bool = 'off'
+    attention_backend: str = 'auto'
+
+    def __post_init__(self) -> None:
+        fp8 = self.fp8_linear
+        if isinstance(fp8, bool):
+            object.__setattr__(self, 'fp8_linear', 'rowwise' if fp8 else 'off')
+        elif fp8 not in FP8_MODES:
+            raise ConfigError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
+        if not isinstance(self.compile, bool | str) and self.compile is not None:
+            raise ConfigError('compile must be a bool or a torch.compile backend name')
+        if self.attention_backend not in ATTENTION_KERNELS:
+            raise ConfigError(
+                f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
+                f'got {self.attention_backend!r}'
+            )
+        if self.attention_backend == 'fa3':
+            try:  # refused here, not at the first chunk, where it is missing
+                flash_attention_3()
+            except RuntimeError as error:
+                raise ConfigError(str(error)) from error
+
+    @property
+    def compile_backend(self) -> str | None:
+        """The ``torch.compile`` backend, or None when compilation is off."""
+        if self.compile in _OFF:
+            return None
+        return 'inductor' if self.compile is True else str(self.compile)
+
+    @property
+    def fast_blocks(self) -> bool:
+        """Whether the DiT blocks compute through :class:`.fast_blocks.FastBlockProcessor`."""
+        return self.compile_backend is not None or self.fp8_linear != 'off'
+
+
+def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[BlockProcessor]:
+    """The processors of ``dit``'s blocks under ``config``: fast ones, or the reference.
+
+    Building fast processors fuses each block's q/k/v weights in place (same values and
+    checkpoint keys) and, with FP8, quantizes the block linears.  Install them with
+    :meth:`~dreamzero_ros.engine.dit.CausalWanDiT.set_block_processor`; the denoiser does before
+    every chunk, so engines that share one DiT each compute with their own.
+    """
+    if not config.fast_blocks:
+        return [REFERENCE_PROCESSOR] * len(dit.blocks)
+    if dit.tensor_parallel is not None:
+        raise ConfigError('compile / fp8_linear do not support a tensor-parallel DiT')
+    if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
+        raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
+    stages = FastStages(config.compile_backend, dit.device)
+    return [FastBlockProcessor(block, stages, config.fp8_linear) for block in dit.blocks]
+
+
+@dataclass(frozen=True)
+class VAEEncoding:
+    """How the engine runs the VAE encoder: activation layout and compiled norms.
+
+    With ``compile`` on CUDA the encoder's activations are ``channels_last_3d`` (the layout tensor
+    cores prefer) and each norm, SiLU and time padding before a convolution is one compiled
+    kernel (:class:`.vae_fused.FusedNormConv`); elsewhere the reference layers run.
+    """
+
+    channels_last: bool = False
+    compile_backend: str | None = None
+
+    @classmethod
+    def for_engine(cls, config: AccelerationConfig, device: torch.device) -> VAEEncoding:
+        """The encoding of an engine with ``config`` on ``device``."""
+        backend = config.compile_backend
+        if backend is None or device.type != 'cuda':
+            return cls()
+        return cls(channels_last=True, compile_backend=backend)
