@@ -70,14 +70,19 @@ class NodeProcess:
 class Harness:
     """An rclpy node in the test process, spinning in a thread; records what arrives."""
 
-    def __init__(self, name: str = 'dreamzero_test_harness') -> None:
+    def __init__(self, name: str = 'dreamzero_test_harness', use_sim_time: bool = False) -> None:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
 
         ros_env()
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = rclpy.create_node(name, context=self.context)
+        self.node = rclpy.create_node(
+            name,
+            context=self.context,
+            parameter_overrides=[Parameter('use_sim_time', value=use_sim_time)],
+        )
         self.received: dict[str, list[tuple[float, Any]]] = {}
         self._lock = threading.Lock()
         self._executor = SingleThreadedExecutor(context=self.context)
@@ -187,6 +192,8 @@ class RobotStream:
         self.cameras_on = True
         self.joints_on = True
         self.override: dict[str, Callable[[float], Any]] = {}
+        #: time -> the 8 positions of JOINTS; None follows the demo trajectory.
+        self.joint_positions: Callable[[float], list[float]] | None = None
         self.stamps: list[float] = []
         node = harness.node
         self._images = {
@@ -227,8 +234,12 @@ class RobotStream:
                         msg = image_msg(self.clips[camera][index % length], now, camera)
                     publisher.publish(msg)
             if self.joints_on:
-                joints, gripper = demo_joint_trajectory(np.array([now - start]))
-                state = JointState(name=JOINTS, position=[*joints[0], *gripper[0]])
+                if self.joint_positions is not None:
+                    positions = list(self.joint_positions(now))
+                else:
+                    joints, gripper = demo_joint_trajectory(np.array([now - start]))
+                    positions = [*joints[0], *gripper[0]]
+                state = JointState(name=JOINTS, position=positions)
                 state.header.stamp = to_time(now)
                 self._joints.publish(state)
             self.stamps.append(now)
@@ -238,6 +249,60 @@ class RobotStream:
         """Stop publishing."""
         self._stop.set()
         self._thread.join(5)
+
+
+class SimClock:
+    """Publishes ``/clock`` from the harness at 100 Hz: simulated seconds that can jump."""
+
+    def __init__(self, harness: Harness, start: float = 1000.0) -> None:
+        from rosgraph_msgs.msg import Clock
+
+        self._publisher = harness.node.create_publisher(Clock, '/clock', 10)
+        self._offset = start - time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def now(self) -> float:
+        """The simulated time, seconds."""
+        return time.monotonic() + self._offset
+
+    def jump(self, seconds: float) -> None:
+        """Move the simulated time by ``seconds`` (negative: back, as a bag loop does)."""
+        self._offset += seconds
+
+    def _run(self) -> None:
+        from rosgraph_msgs.msg import Clock
+
+        from dreamzero_ros.ros.conversions import to_time
+
+        while not self._stop.wait(0.01):
+            self._publisher.publish(Clock(clock=to_time(self.now())))
+
+    def close(self) -> None:
+        """Stop publishing."""
+        self._stop.set()
+        self._thread.join(5)
+
+
+def is_hold(msg: Any) -> bool:
+    """A hold trajectory: zero header stamp (start on receipt)."""
+    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
+
+
+def node_diagnostics(
+    harness: Harness, since: float, predicate: Callable[[Any, dict[str, str]], bool]
+) -> tuple[Any, dict[str, str]] | None:
+    """The newest policy status recorded under ``diagnostics`` after ``since`` that passes.
+
+    ``predicate(status, values)`` decides; returns ``(status, values)`` or None.
+    """
+    for msg in reversed(harness.messages('diagnostics', since)):
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.name.startswith('dreamzero_policy') and predicate(status, values):
+                return status, values
+    return None
 
 
 def latched_qos() -> Any:

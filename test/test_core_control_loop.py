@@ -3,6 +3,8 @@
 
 """Unit tests of the node's ROS-free decision logic: queries, merging, holds, resets."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -245,3 +247,52 @@ def test_hand_over_is_continuous_in_position_and_velocity():
     np.testing.assert_allclose(new.velocities[0, :7], old.velocity_at(handover)[:7], atol=1e-12)
     assert np.abs(new.velocities[0, :7]).max() > 0.3  # it was moving at the hand-over
     np.testing.assert_allclose(new.velocities[-1], 0.0)  # controllers need the end at rest
+
+
+def _moving_loop():
+    loop, cache = make_loop(max_delta=0.01)
+    feed(cache, 100.0)
+    query = loop.poll(100.0).query
+    loop.on_chunk(query, chunk_for(query, 1.0), 100.0)  # moves 0.01 per step from 0
+    feed(cache, 100.5)
+    in_flight = loop.poll(100.5).query
+    return loop, cache, in_flight
+
+
+def test_clock_jump_back_clears_inputs_holds_and_resumes_in_the_new_timeline():
+    loop, cache, in_flight = _moving_loop()
+    before = loop.command_at(100.6)
+    hold = loop.on_time_jump(100.6, 70.6)
+    # held where the robot was commanded just before the jump, not at the plan's start
+    np.testing.assert_allclose(hold.rows[0], before)
+    np.testing.assert_allclose(loop.command_at(75.0), before)
+    assert loop.counters.time_jumps == 1 and 'clock jumped -30.000 s' in loop.holding
+    late = loop.on_chunk(in_flight, chunk_for(in_flight), 70.7)
+    assert late.plan is None and 'session reset' in late.discarded
+    assert loop.poll(70.7).refusal.reason.value == 'missing'  # old-timeline inputs forgotten
+    feed(cache, 70.8)
+    query = loop.poll(70.8).query
+    assert query is not None and query.observation.stamp == 70.8
+    outcome = loop.on_chunk(query, chunk_for(query, 1.0), 70.8)
+    # the new plan starts from the held command: no jump either
+    assert np.all(np.abs(outcome.plan.rows[0] - before) <= 0.01 + 1e-9)
+
+
+def test_poll_sees_a_clock_that_went_back():
+    loop, cache, _ = _moving_loop()
+    loop.poll(100.6)
+    result = loop.poll(90.0)
+    assert result.time_jump and result.hold is not None and loop.counters.time_jumps == 1
+    assert not loop.poll(90.05).time_jump  # small steps forward are ordinary time
+    assert not loop.poll(90.0).time_jump  # a step back within max_skew is no jump
+
+
+def test_frame_that_fails_to_decode_when_queried_holds():
+    loop, cache, in_flight = _moving_loop()
+    loop.on_chunk(in_flight, chunk_for(in_flight, 1.0), 100.5)
+    stamp = SimpleNamespace(sec=100, nanosec=600_000_000)
+    broken = SimpleNamespace(header=SimpleNamespace(stamp=stamp), format='png', data=b'\x89PNG!')
+    cache.add_image_message(DROID_CAMERAS[1], broken)
+    result = loop.poll(100.6)
+    assert result.refusal.reason.value == 'bad_image' and result.hold is not None
+    assert result.query is None

@@ -11,11 +11,14 @@ import pytest
 from dreamzero_ros.core.image_codec import encode_raw
 from dreamzero_ros.core.observation_cache import (
     CacheConfig,
+    Drop,
+    DropReason,
     ObservationCache,
     Refusal,
     RefusalReason,
     stamp_seconds,
 )
+from dreamzero_ros.openpi.images import resize_with_pad
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
 ARM = tuple(f'fr3_joint{i}' for i in range(1, 8))
@@ -91,7 +94,7 @@ def test_stamps_from_the_future_are_refused():
 
 
 def test_wrong_size_marks_camera_bad_until_next_good_frame():
-    cache = make_cache(image_size=(4, 6))
+    cache = make_cache(image_size=(4, 6), image_fit='exact')
     fill(cache, 1.0)
     refusal = cache.add_image(DROID_CAMERAS[1], frame(size=(5, 6)), 1.01)
     assert refusal.reason is RefusalReason.BAD_IMAGE and '5x6, expected 4x6' in refusal.detail
@@ -113,9 +116,23 @@ def test_undecodable_message_is_a_bad_image():
         data=bytes(48),
         is_bigendian=0,
     )
-    refusal = cache.add_image_message(DROID_CAMERAS[0], msg)
+    assert cache.add_image_message(DROID_CAMERAS[0], msg) is None  # decoded when used
+    refusal = cache.build(now=1.02, prompt='')
     assert refusal.reason is RefusalReason.BAD_IMAGE and '16UC1' in refusal.detail
-    assert cache.build(now=1.02, prompt='').reason is RefusalReason.BAD_IMAGE
+    assert cache.build(now=1.02, prompt='') == refusal  # until the camera's next frame
+    assert cache.stats.frames_bad == 1
+    cache.add_image(DROID_CAMERAS[0], frame(), 1.03)
+    assert isinstance(cache.build(now=1.04, prompt=''), Observation)
+
+
+def test_raw_image_whose_sizes_disagree_with_its_data_is_bad_at_once():
+    cache = make_cache()
+    fill(cache, 1.0)
+    msg = SimpleNamespace(
+        header=header(1.01), encoding='rgb8', height=4, width=6, step=18, data=bytes(50)
+    )
+    refusal = cache.add_image_message(DROID_CAMERAS[0], msg)
+    assert refusal.reason is RefusalReason.BAD_IMAGE and 'has 50 bytes' in refusal.detail
 
 
 def test_image_message_uses_header_stamp_and_decodes():
@@ -158,9 +175,135 @@ def test_joint_state_split_over_messages_and_extra_names_ignored():
     assert obs.stamp == 2.01
 
 
-def test_mismatched_joint_state_lengths_are_refused():
-    refusal = make_cache().add_joint_state(['a', 'b'], [1.0], 0.0)
-    assert refusal.reason is RefusalReason.BAD_JOINTS
+def joint_msg(stamp, names, positions, velocity=(), effort=()):
+    return SimpleNamespace(
+        header=header(stamp), name=names, position=positions, velocity=velocity, effort=effort
+    )
+
+
+@pytest.mark.parametrize(
+    ('names', 'columns', 'detail'),
+    [
+        ([*ARM, GRIPPER], dict(positions=[0.5] * 7), '8 names but 7 positions'),
+        ([*ARM, GRIPPER], dict(positions=[0.5] * 8, velocity=[0.0] * 9), '9 velocity'),
+        ([*ARM, GRIPPER], dict(positions=[0.5] * 8, effort=[0.0] * 7), '7 effort'),
+    ],
+)
+def test_joint_state_with_disagreeing_counts_is_dropped_at_once(names, columns, detail):
+    cache = make_cache()
+    fill(cache, 1.0)
+    drop = cache.add_joint_state_message(joint_msg(1.01, names, **columns))
+    assert isinstance(drop, Drop) and drop.reason is DropReason.JOINT_COUNT_MISMATCH
+    assert detail in drop.detail and cache.stats.drops == {'joint_count_mismatch': 1}
+    assert cache.stats.last_drop == drop
+    obs = cache.build(now=1.02, prompt='')  # the last good values stay in use
+    np.testing.assert_allclose(obs.joint_position, np.arange(7) * 0.1)
+
+
+def test_joint_state_naming_a_joint_twice_is_dropped_whole():
+    cache = make_cache()
+    fill(cache, 1.0)
+    names = [*ARM, ARM[3], GRIPPER]
+    drop = cache.add_joint_state(names, [0.0, 0.0, 0.0, 0.11, 0.0, 0.0, 0.0, 2.5, 0.01], 1.01)
+    assert drop.reason is DropReason.DUPLICATE_JOINT_NAME and repr(ARM[3]) in drop.detail
+    obs = cache.build(now=1.02, prompt='')
+    assert obs.joint_position[3] == pytest.approx(0.3) and obs.stamp == 1.0
+    assert cache.stats.joint_states_bad == 1
+
+
+def test_messages_stamped_in_the_future_are_dropped_and_good_ones_keep_flowing():
+    cache = make_cache()
+    fill(cache, 1.0)
+    rgb = encode_raw(frame(7), 'rgb8')
+    future = SimpleNamespace(header=header(61.0), **rgb.__dict__)
+    drop = cache.add_image_message(DROID_CAMERAS[0], future, received_at=1.0)
+    assert drop.reason is DropReason.FUTURE_STAMP and '60.000 s ahead' in drop.detail
+    drop = cache.add_joint_state([*ARM, GRIPPER], [9.0] * 8, 31.0, received_at=1.01)
+    assert drop.reason is DropReason.FUTURE_STAMP and 'joint_states' in drop.detail
+    assert cache.stats.drops == {'future_stamp': 2}
+    fill(cache, 1.05)  # good messages after the bad ones are used at once
+    obs = cache.build(now=1.06, prompt='')
+    assert isinstance(obs, Observation) and obs.stamp == 1.05
+    assert obs.images[DROID_CAMERAS[0]][0, 0, 0] == 10
+    # within max_skew of the receipt is normal clock offset, not the future
+    assert cache.add_image(DROID_CAMERAS[0], frame(), 1.15, received_at=1.06) is None
+
+
+def test_clear_inputs_forgets_the_data_and_keeps_the_counters():
+    cache = make_cache()
+    fill(cache, 100.0)
+    cache.clear_inputs()
+    assert cache.build(now=70.0, prompt='').reason is RefusalReason.MISSING
+    fill(cache, 70.0)  # an earlier timeline (a bag loop) is accepted after the clear
+    assert isinstance(cache.build(now=70.0, prompt=''), Observation)
+    assert cache.stats.frames_received == 6
+
+
+def native(height, width, seed=0):
+    yy, xx = np.mgrid[0:height, 0:width]
+    rgb = np.stack([xx * 255 // width, yy * 255 // height, (xx + yy + seed) % 256], axis=-1)
+    return rgb.astype(np.uint8)
+
+
+@pytest.mark.parametrize('size', [(720, 1280), (480, 640), (1080, 1920), (90, 160)])
+def test_native_camera_sizes_are_letterboxed_to_the_input_size(size):
+    cache = make_cache(image_size=(180, 320))
+    messages = {}
+    for camera in DROID_CAMERAS:
+        raw = encode_raw(native(*size), 'bgr8')
+        messages[camera] = SimpleNamespace(header=header(2.0), **raw.__dict__)
+        assert cache.add_image_message(camera, messages[camera]) is None
+    cache.add_joint_state([*ARM, GRIPPER], [0.0] * 8, 2.0)
+    obs = cache.build(now=2.0, prompt='')
+    expected = resize_with_pad(native(*size), 180, 320)
+    for camera in DROID_CAMERAS:
+        np.testing.assert_array_equal(obs.images[camera], expected)
+
+
+def test_only_the_frames_an_observation_uses_are_decoded_once():
+    decoded = []
+
+    def counting_decode(msg):
+        decoded.append(msg.header.stamp.sec)
+        return frame(msg.header.stamp.sec % 256, size=(720, 1280))
+
+    cache = ObservationCache(
+        CacheConfig(ARM, GRIPPER, image_size=(180, 320), max_age=0.5), decode=counting_decode
+    )
+    for second in range(1, 31):
+        for camera in DROID_CAMERAS:
+            msg = SimpleNamespace(header=header(float(second)), format='jpeg', data=b'')
+            cache.add_image_message(camera, msg)
+    cache.add_joint_state([*ARM, GRIPPER], [0.0] * 8, 30.0)
+    assert decoded == []
+    obs = cache.build(now=30.0, prompt='')
+    cache.build(now=30.1, prompt='')
+    assert decoded == [30, 30, 30]
+    assert obs.images[DROID_CAMERAS[0]].shape == (180, 320, 3)
+
+
+def test_exact_image_fit_refuses_other_sizes_and_says_so():
+    cache = make_cache(image_size=(180, 320), image_fit='exact')
+    fill_joints = [*ARM, GRIPPER], [0.0] * 8, 1.0
+    raw = encode_raw(native(1080, 1920), 'rgb8')
+    refusal = cache.add_image_message(
+        DROID_CAMERAS[0], SimpleNamespace(header=header(1.0), **raw.__dict__)
+    )
+    assert refusal.reason is RefusalReason.BAD_IMAGE
+    assert 'size 1080x1920, expected 180x320 (image_fit: exact)' in refusal.detail
+    cache.add_joint_state(*fill_joints)
+    assert cache.build(now=1.0, prompt='') == refusal
+
+
+def test_undecodable_compressed_frame_is_bad_at_build_and_the_camera_recovers():
+    cache = make_cache(image_size=(4, 6))
+    fill(cache, 1.0)
+    broken = SimpleNamespace(header=header(1.01), format='jpeg', data=b'\xff\xd8\xff\x00garbage')
+    assert cache.add_image_message(DROID_CAMERAS[2], broken) is None
+    refusal = cache.build(now=1.02, prompt='')
+    assert refusal.reason is RefusalReason.BAD_IMAGE and 'jpeg' in refusal.detail
+    fill(cache, 1.04)
+    assert isinstance(cache.build(now=1.05, prompt=''), Observation)
 
 
 def test_out_of_order_frames_are_dropped_not_used():

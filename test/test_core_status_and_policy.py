@@ -44,6 +44,19 @@ def test_report_warns_with_the_refusal_and_counts_it():
     assert result.value('latency_p50_ms') == 'nan'
 
 
+def test_report_counts_dropped_messages_by_reason_and_clock_jumps():
+    loop = make_loop()
+    loop.cache.add_joint_state([*ARM, ARM[0], 'g'], [0.0] * 9, 1.0)
+    loop.cache.add_joint_state([*ARM, 'g'], [0.0] * 8, 40.0, received_at=1.0)
+    loop.cache.add_joint_state([*ARM, 'g'], [0.0] * 8, 41.0, received_at=1.0)
+    loop.on_time_jump(5.0, 1.0)
+    result = report(loop)
+    assert result.value('messages_dropped') == '3' and result.value('time_jumps') == '1'
+    assert result.value('dropped_duplicate_joint_name') == '1'
+    assert result.value('dropped_future_stamp') == '2'
+    assert result.value('last_drop').startswith('future_stamp: joint_states stamped 40.000 s')
+
+
 def test_report_is_ok_while_streaming_and_shows_latency():
     loop = make_loop()
     for camera in DROID_CAMERAS:

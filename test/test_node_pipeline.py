@@ -269,7 +269,7 @@ def test_reset_holds_and_restarts_the_session(system):
 
 @pytest.mark.parametrize(
     ('encoding', 'size', 'expected'),
-    [('16UC1', (180, 320), '16UC1'), ('rgb8', (90, 160), 'size 90x160, expected 180x320')],
+    [('16UC1', (180, 320), '16UC1'), ('rgb8', (0, 320), 'empty image: 0x320')],
 )
 def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expected):
     from sensor_msgs.msg import Image

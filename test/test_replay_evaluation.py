@@ -172,7 +172,7 @@ def test_stale_inputs_are_refused_and_counted(tmp_path):
 
 def test_wrong_image_size_refuses_every_query(tmp_path):
     bag = demo_bag(tmp_path, num_frames=4, image_format='rgb8')
-    topics, cache = _config(image_height=90, image_width=160)
+    topics, cache = _config(image_height=90, image_width=160, image_fit='exact')
     evaluation = evaluate_bag(bag, ScriptedPolicy(np.zeros((2, 8))), EvaluationConfig(
         topics, cache, 'p', 0.1
     ))  # fmt: skip

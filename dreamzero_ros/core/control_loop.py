@@ -12,6 +12,11 @@ bad image or joints) while a motion plan was in force. The policy's answer comes
 limits, gives the rows knot velocities (core/trajectory.py) and returns the new plan to command,
 or says why nothing is commanded. A hold brakes the motion in force to a stop.
 
+A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or
+seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the cached inputs,
+discards the answer in flight, holds the command in force before the jump and asks for a fresh
+policy session; querying resumes with the first usable inputs of the new timeline.
+
 Plans are in policy units (radians, gripper in ``[0, 1]``). All times are passed in.
 """
 
@@ -84,12 +89,14 @@ class PollResult:
         query: send this observation to the policy now, or None.
         refusal: why the current input cannot be used, or None when it can.
         hold: a plan holding the current command, to publish now (input just went bad).
+        time_jump: the clock jumped back: the policy session must be reset.
 
     """
 
     query: Query | None = None
     refusal: Refusal | None = None
     hold: ActionPlan | None = None
+    time_jump: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,7 @@ class LoopCounters:
     velocity_changes: int = 0
     chunks_slowed: int = 0
     holds: int = 0
+    time_jumps: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
 
 
@@ -158,6 +166,7 @@ class ControlLoop:
         self._generation = 0
         self._in_flight: Query | None = None
         self._last_query_at: float | None = None
+        self._last_now: float | None = None
         self._query_ids = itertools.count()
 
     @property
@@ -167,7 +176,21 @@ class ControlLoop:
 
     def poll(self, now: float) -> PollResult:
         """Check the input at ``now``; hold if it went bad, else maybe start a query."""
+        if self._last_now is not None and self.is_backward_jump(self._last_now, now):
+            return PollResult(hold=self.on_time_jump(self._last_now, now), time_jump=True)
+        self._last_now = now
         refusal = self.cache.check(now)
+        if refusal is None and not self.in_flight and not self._replan_too_soon(now):
+            observation = self.cache.build(now, self.prompt, self.session_id)
+            if isinstance(observation, Refusal):  # a frame it picked could not be decoded
+                refusal = observation
+            else:
+                self.last_refusal = None
+                query = Query(observation, self._generation, next(self._query_ids), now)
+                self._in_flight = query
+                self._last_query_at = now
+                self.counters.queries += 1
+                return PollResult(query=query)
         if refusal is not None:
             self.last_refusal = refusal
             if not self.in_flight:
@@ -175,21 +198,41 @@ class ControlLoop:
                 self.counters.refusals[reason] = self.counters.refusals.get(reason, 0) + 1
             return PollResult(refusal=refusal, hold=self._start_hold(now, str(refusal)))
         self.last_refusal = None
-        if self.in_flight:
-            return PollResult()
-        if (
+        return PollResult()
+
+    def _replan_too_soon(self, now: float) -> bool:
+        return (
             self._last_query_at is not None
             and now - self._last_query_at < self.config.min_replan_period
-        ):
-            return PollResult()
-        observation = self.cache.build(now, self.prompt, self.session_id)
-        if isinstance(observation, Refusal):  # cannot happen right after check(); be safe
-            return PollResult(refusal=observation)
-        query = Query(observation, self._generation, next(self._query_ids), now)
-        self._in_flight = query
-        self._last_query_at = now
-        self.counters.queries += 1
-        return PollResult(query=query)
+        )
+
+    def is_backward_jump(self, before: float, after: float) -> bool:
+        """True when the clock going from ``before`` to ``after`` is a jump back.
+
+        A step back larger than ``max_skew`` (the tolerance of stamps ahead of the clock) would
+        leave the cached inputs ahead of every new message.
+        """
+        return before - after > max(self.cache.config.max_skew, 1e-3)
+
+    def on_time_jump(self, before: float, after: float) -> ActionPlan | None:
+        """The clock jumped from ``before`` to ``after``: start over in the new timeline.
+
+        Clears the cached inputs (counters kept), discards the answer in flight and holds the
+        command in force at ``before``, re-stamped at ``after``. The caller resets the policy
+        session. Returns the hold plan to publish (None before any plan).
+        """
+        self._last_now = after
+        self._last_query_at = None
+        self._generation += 1
+        self.counters.time_jumps += 1
+        self.cache.clear_inputs()
+        self.last_refusal = None
+        self.holding = f'clock jumped {after - before:+.3f} s: inputs and session cleared'
+        if self.plan is None:
+            return None
+        self.counters.holds += 1
+        self.plan = ActionPlan.hold(self.plan.position_at(before), after)
+        return self.plan
 
     def on_chunk(self, query: Query, chunk: ActionChunk, now: float) -> ChunkOutcome:
         """Merge the policy's answer to ``query`` into the plan, or say why it is not used."""

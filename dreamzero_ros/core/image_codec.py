@@ -13,6 +13,9 @@ Supported raw encodings: ``rgb8``, ``bgr8``, ``mono8``, ``rgba8``, ``bgra8`` (al
 Supported compressed formats: JPEG and PNG (decoded with PyAV), recognised from the ``format``
 string (``jpeg``, ``rgb8; jpeg compressed bgr8``, ``png`` ...) or, failing that, from the magic
 bytes. Anything else raises :class:`ImageDecodeError` naming what was wrong.
+
+:func:`message_image_size` checks a message's header fields without touching its pixels;
+:func:`letterbox` fits a decoded frame into the policy's input size the way OpenPI clients do.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dreamzero_ros.errors import ImageDecodeError
+from dreamzero_ros.openpi.images import resize_with_pad
 
 #: Raw encoding -> (channels, channel order to RGB; None for mono).
 _RAW_LAYOUTS: dict[str, tuple[int, tuple[int, int, int] | None]] = {
@@ -152,6 +156,48 @@ def decode_compressed(format_string: str, data: Any) -> np.ndarray:
     if not frames:
         raise ImageDecodeError(f'{kind} data of {flat.size} bytes decoded to no image')
     return frames[0].to_ndarray(format='rgb24')
+
+
+def message_image_size(msg: Any) -> tuple[int, int] | None:
+    """``(height, width)`` a ``sensor_msgs/Image``-like message declares, checked against its data.
+
+    Costs a few field reads, no pixel work. ``None`` for a ``CompressedImage`` (its size is
+    known once decoded). Encodings this codec does not know (left to cv_bridge where present)
+    are checked for ``height x step`` bytes only.
+
+    Raises:
+        ImageDecodeError: empty image, a ``step`` shorter than a row, or data shorter than the
+            sizes say.
+
+    """
+    if hasattr(msg, 'format'):
+        return None
+    height, width, step = int(msg.height), int(msg.width), int(msg.step)
+    if height <= 0 or width <= 0:
+        raise ImageDecodeError(f'empty image: {height}x{width}')
+    layout = _RAW_LAYOUTS.get(str(msg.encoding).lower())
+    row_bytes = width * layout[0] if layout is not None else step
+    if step < row_bytes or step <= 0:
+        raise ImageDecodeError(
+            f'step {step} is smaller than a row of {width} pixels ({msg.encoding})'
+        )
+    size = len(msg.data)
+    if size < step * (height - 1) + row_bytes:
+        raise ImageDecodeError(
+            f'image data has {size} bytes; {msg.encoding} {height}x{width} with step {step} '
+            f'needs {step * height}'
+        )
+    return height, width
+
+
+def letterbox(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Fit an ``(H, W, 3)`` frame into ``size`` = ``(height, width)``: aspect kept, black bands.
+
+    openpi-client's ``image_tools.resize_with_pad`` (antialiased bilinear resize, content centred
+    on a zero canvas), the convention of OpenPI clients and of the engine's input path; a frame
+    of that size already comes back unchanged.
+    """
+    return resize_with_pad(rgb, int(size[0]), int(size[1]))
 
 
 def image_msg_to_rgb(msg: Any) -> np.ndarray:

@@ -23,9 +23,9 @@ import numpy as np
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.gripper import GripperConfig
-from dreamzero_ros.core.observation_cache import CacheConfig
+from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
-from dreamzero_ros.core.safety import DELTA_MODES, SafetyLimits
+from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
 from dreamzero_ros.core.trajectory import (
     PANDA_MAX_VELOCITY,
     PANDA_STOP_DECELERATION,
@@ -83,6 +83,12 @@ class SafetySettings:
         'clamp',
         'clamp: rate-limit steps beyond max_step_delta; refuse: drop the chunk and hold.',
         choices=DELTA_MODES,
+    )
+    outside_limits: str = parameter(
+        'approach',
+        'A start outside the position limits (a joint measured beyond them): approach: move '
+        'into the limits at most max_step_delta per step; hold: refuse chunks and hold.',
+        choices=OUTSIDE_LIMITS_MODES,
     )
     max_velocity: tuple[float, ...] = parameter(
         PANDA_MAX_VELOCITY,
@@ -322,13 +328,27 @@ class NodeSettings:
         0.5, 'Seconds after which a camera frame or joint state is stale.', range=(0.001, 3600.0)
     )
     max_skew: float = parameter(
-        0.2, 'Largest allowed spread, seconds, between the stamps of all inputs.', range=_SECONDS
+        0.2,
+        'Largest allowed spread, seconds, between the stamps of all inputs; a message stamped '
+        'further ahead of the clock at its receipt is dropped.',
+        range=_SECONDS,
     )
     image_height: int = parameter(
-        180, 'Required camera image height, pixels; 0 accepts any.', range=(0, 16384)
+        180,
+        "Height of the frames given to the policy, pixels; 0 keeps each camera's own size.",
+        range=(0, 16384),
     )
     image_width: int = parameter(
-        320, 'Required camera image width, pixels; 0 accepts any.', range=(0, 16384)
+        320,
+        "Width of the frames given to the policy, pixels; 0 keeps each camera's own size.",
+        range=(0, 16384),
+    )
+    image_fit: str = parameter(
+        'letterbox',
+        'Camera frames of another size than image_height x image_width: letterbox: resized '
+        'keeping the aspect ratio, centred on black bands (as OpenPI clients do); exact: '
+        'refused as bad_image.',
+        choices=IMAGE_FITS,
     )
     clip_offsets: tuple[float, ...] = parameter(
         (0.0,),
@@ -399,6 +419,7 @@ class NodeSettings:
             max_age=self.max_age,
             max_skew=self.max_skew,
             image_size=(self.image_height, self.image_width) if self.image_height else None,
+            image_fit=self.image_fit,
             gripper_range=(self.gripper_range[0], self.gripper_range[1]),
             clip_offsets=self.clip_offsets,
         )
@@ -413,6 +434,7 @@ class NodeSettings:
                 upper=np.array(safety.joint_upper, dtype=np.float64),
                 max_step_delta=np.array(safety.max_step_delta, dtype=np.float64),
                 delta_mode=safety.delta_mode,
+                outside_limits=safety.outside_limits,
             ),
             blend=BlendConfig(scheduler.blend_min_steps, scheduler.blend_max_steps),
             min_replan_period=scheduler.min_replan_period,

@@ -35,6 +35,8 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import ClockChange, JumpThreshold, TimeJump
+from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import (
@@ -53,7 +55,7 @@ from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.gripper import GripperCommander
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
-from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
+from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
@@ -112,6 +114,8 @@ class PolicyNode(LifecycleNode):
         self._last_refusal = ''
         self._gripper: GripperOutput | None = None
         self._gripper_commander: GripperCommander | None = None
+        self._last_drop = ''
+        self._jump_handle: Any = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -146,7 +150,7 @@ class PolicyNode(LifecycleNode):
             settings.diagnostics_period, self.publish_diagnostics
         )
         self.loop = ControlLoop(
-            ObservationCache(settings.cache),
+            ObservationCache(settings.cache, decode=decode_image),
             settings.loop,
             prompt=settings.prompt,
             session_id=settings.session_id,
@@ -199,6 +203,15 @@ class PolicyNode(LifecycleNode):
         self.loop.forget_plan()  # the first chunk starts from the measured joints
         self._timers.append(
             self.create_timer(1.0 / self.settings.control_rate_hz, self._control_tick)
+        )
+        tolerance = max(self.settings.max_skew, 1e-3)
+        self._jump_handle = self.get_clock().create_jump_callback(
+            JumpThreshold(
+                min_forward=None,
+                min_backward=Duration(nanoseconds=-round(tolerance * 1e9)),
+                on_clock_change=True,
+            ),
+            post_callback=self._on_time_jump,
         )
         self.lifecycle_state = 'active'
         self.publish_diagnostics()
@@ -254,6 +267,9 @@ class PolicyNode(LifecycleNode):
         for timer in self._timers:
             self.destroy_timer(timer)
         self._timers = []
+        if self._jump_handle is not None:
+            self._jump_handle.unregister()
+            self._jump_handle = None
 
     # ------------------------------------------------------------------------ set-up
 
@@ -317,14 +333,20 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------------------ inputs
 
     def _on_image(self, camera: str, msg: Any) -> None:
-        refusal = self.loop.cache.add_image_message(camera, msg, decode_image)
-        if refusal is not None:
-            self._note_refusal(refusal)
+        self._note_input(self.loop.cache.add_image_message(camera, msg, self._now()))
 
     def _on_joint_state(self, msg: JointState) -> None:
-        refusal = self.loop.cache.add_joint_state_message(msg)
-        if refusal is not None:
-            self._note_refusal(refusal)
+        self._note_input(self.loop.cache.add_joint_state_message(msg, self._now()))
+
+    def _note_input(self, problem: Refusal | Drop | None) -> None:
+        """Log a refused or dropped input; diagnostics at once when its reason changes."""
+        if isinstance(problem, Refusal):
+            self._note_refusal(problem)
+        elif problem is not None:
+            self.get_logger().warning(f'message dropped: {problem}', throttle_duration_sec=2.0)
+            if problem.reason.value != self._last_drop:
+                self._last_drop = problem.reason.value
+                self.publish_diagnostics()
 
     def _note_refusal(self, refusal: Refusal) -> None:
         """Log a refusal and publish diagnostics at once when its reason changes."""
@@ -332,6 +354,24 @@ class PolicyNode(LifecycleNode):
             self._last_refusal = refusal.reason.value
             self.get_logger().warning(f'input refused: {refusal}')
             self.publish_diagnostics()
+
+    def _on_time_jump(self, jump: TimeJump) -> None:
+        """Clock jump callback (executor thread): a jump back starts over in the new timeline."""
+        if self.loop is None or self.lifecycle_state != 'active':
+            return
+        after = self._now()
+        before = after - jump.delta.nanoseconds * 1e-9
+        clock_change = jump.clock_change in (
+            ClockChange.ROS_TIME_ACTIVATED,
+            ClockChange.ROS_TIME_DEACTIVATED,
+        )
+        if clock_change or self.loop.is_backward_jump(before, after):
+            self._start_over_after_jump(self.loop.on_time_jump(before, after))
+
+    def _start_over_after_jump(self, hold: ActionPlan | None) -> None:
+        self._publish_hold(hold)
+        self._reset_policy_session(self.loop.holding)
+        self.publish_diagnostics()
 
     def _on_prompt(self, msg: String) -> None:
         self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
@@ -423,10 +463,13 @@ class PolicyNode(LifecycleNode):
 
     def _reset_session(self, why: str) -> None:
         self._publish_hold(self.loop.reset(self._now()))
+        self._reset_policy_session(why)
+
+    def _reset_policy_session(self, why: str) -> None:
         session_id = self.loop.session_id
         if self._worker is not None:
             self._worker.submit(self.policy.reset, session_id)
-        self.get_logger().info(f'session {session_id!r} reset ({why})')
+        self.get_logger().warning(f'session {session_id!r} reset ({why})')
 
     def _control_tick(self) -> None:
         now = self._now()
@@ -456,6 +499,9 @@ class PolicyNode(LifecycleNode):
     def _check_and_query(self, now: float) -> None:
         """Hold if the input went bad; otherwise hand the next observation to the worker."""
         result = self.loop.poll(now)
+        if result.time_jump:
+            self._start_over_after_jump(result.hold)
+            return
         if result.refusal is not None:
             self._note_refusal(result.refusal)
         elif self._last_refusal:
