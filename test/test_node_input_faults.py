@@ -11,6 +11,7 @@ the module; the tests run in file order and each leaves the inputs streaming nor
 
 from diagnostic_msgs.msg import DiagnosticArray
 from node_support import (
+    ARM,
     CONFIG,
     JOINTS,
     NODE,
@@ -99,12 +100,16 @@ def _values(harness, node, since, predicate, what, timeout=15.0):
 def test_joint_outside_its_limits_is_brought_in_at_max_step_delta_never_a_jump(system):
     harness, _, _, node = system
     first = _trajectories(harness, node, 1, 0.0, timeout=120.0)[0]
-    assert list(first.joint_names) == JOINTS
+    assert list(first.joint_names) == ARM
     positions = np.array([p.positions for p in first.points])
-    steps = np.abs(np.diff(np.vstack([POSE, positions]), axis=0))
+    steps = np.abs(np.diff(np.vstack([POSE[:7], positions]), axis=0))
     assert np.all(steps[:, :7] <= MAX_DELTA + 1e-9), f'first steps {steps[:3, :7]}'
-    # every target lies inside the limits (<= -0.0698): joint 4 heads there at the full rate
-    np.testing.assert_allclose(positions[:4, 3], [0.30, 0.20, 0.10, 0.0], atol=1e-9)
+    # every target lies inside the limits (<= -0.0698): joint 4 walks there, 0.47 rad in at
+    # least 5 steps, never further out on the way
+    joint4 = positions[:, 3]
+    inside_from = int(np.argmax(joint4 <= PANDA_UPPER[3] + 1e-9))
+    assert joint4[inside_from] <= PANDA_UPPER[3] + 1e-9 and inside_from >= 4
+    assert np.all(np.diff(joint4[: inside_from + 1]) <= 1e-9)
     lower, upper = np.array(PANDA_LOWER[:7]), np.array(PANDA_UPPER[:7])
     inside = positions[-1, :7]
     assert np.all(inside >= lower - 1e-9) and np.all(inside <= upper + 1e-9)
