@@ -13,12 +13,12 @@ setup(
     name=PACKAGE_NAME,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    package_data={PACKAGE_NAME: ['embodiments/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE_NAME]),
         ('share/' + PACKAGE_NAME, ['package.xml']),
         ('share/' + PACKAGE_NAME + '/launch', glob('launch/*.launch.py')),
         ('share/' + PACKAGE_NAME + '/config', glob('config/*.yaml')),
-        ('share/' + PACKAGE_NAME + '/config/embodiments', glob('config/embodiments/*.yaml')),
         ('share/' + PACKAGE_NAME + '/msg', glob('msg/*.msg')),
     ],
     install_requires=['setuptools'],

@@ -3,11 +3,10 @@
 
 """Embodiments for tests: DROID from its shipped file, and robots unlike DROID."""
 
-from pathlib import Path
-
 import numpy as np
 
 from dreamzero_ros.engine.embodiment import (
+    EMBODIMENTS_DIR,
     Camera,
     Embodiment,
     KeyStatistics,
@@ -17,8 +16,7 @@ from dreamzero_ros.engine.embodiment import (
 from dreamzero_ros.engine.experiment_cfg import KNOWN_PROMPT_TEMPLATES
 from dreamzero_ros.engine.synthetic_droid import droid_metadata
 
-ROOT = Path(__file__).resolve().parents[1]
-DROID_FILE = ROOT / 'config' / 'embodiments' / 'oxe_droid.yaml'
+DROID_FILE = EMBODIMENTS_DIR / 'oxe_droid.yaml'
 
 #: A UR-style arm: 6 joints (rad) within +-2*pi.
 UR_JOINT_LIMIT = 2 * np.pi
@@ -40,7 +38,7 @@ def statistics(low, high) -> KeyStatistics:
 
 
 def droid_embodiment() -> Embodiment:
-    """DROID from ``config/embodiments/oxe_droid.yaml`` with the test DROID statistics."""
+    """DROID from the packaged ``embodiments/oxe_droid.yaml`` with the test DROID statistics."""
     return load_embodiment_file(DROID_FILE, droid_metadata()['oxe_droid']['statistics'])
 
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""colcon builds the ament_python package and installs its launch, config and scripts."""
+"""colcon builds the ament_python package and installs its launch, config, data and scripts."""
 
 from pathlib import Path
 import shutil
@@ -52,9 +52,10 @@ def test_launch_and_config_are_installed_into_share(install_base):
     installed = {path.name for path in (share / 'config').glob('*.yaml')}
     assert installed == {path.name for path in (ROOT / 'config').glob('*.yaml')}
     assert installed, 'no config/*.yaml installed'
-    embodiments = {path.name for path in (share / 'config' / 'embodiments').glob('*.yaml')}
-    assert embodiments == {path.name for path in (ROOT / 'config' / 'embodiments').glob('*.yaml')}
-    assert 'oxe_droid.yaml' in embodiments
+    packaged = list(install_base.glob('lib/python3*/site-packages/dreamzero_ros/embodiments'))
+    embodiments = {path.name for path in packaged[0].glob('*.yaml')} if packaged else set()
+    source = ROOT / 'dreamzero_ros' / 'embodiments'
+    assert embodiments == {path.name for path in source.glob('*.yaml')} and embodiments
     index = install_base / 'share' / 'ament_index' / 'resource_index' / 'packages'
     assert (index / 'dreamzero_ros').is_file()
 

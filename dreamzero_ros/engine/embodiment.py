@@ -33,6 +33,7 @@ import yaml
 from dreamzero_ros.errors import EmbodimentError
 
 __all__ = [
+    'EMBODIMENTS_DIR',
     'INSTRUCTION',
     'LAYOUTS',
     'NORMALIZATIONS',
@@ -44,6 +45,9 @@ __all__ = [
     'read_yaml',
     'stitched_size',
 ]
+
+#: Embodiment files shipped with the package (``oxe_droid.yaml``: DROID).
+EMBODIMENTS_DIR = Path(__file__).resolve().parents[1] / 'embodiments'
 
 #: Placeholder of the instruction in a prompt template.
 INSTRUCTION = '{instruction}'
