@@ -191,6 +191,27 @@ class DreamZeroEngine:
             tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
         return cls(config, build_modules(config, seed), tokenizer, normalizer, layout)
 
+    # ------------------------------------------------------------------ sessions
+    @property
+    def max_sessions(self) -> int:
+        """Sessions kept at once; beyond that the least recently used one is dropped."""
+        return self.sessions.max_sessions
+
+    def session_memory_bytes(self) -> int:
+        """Device memory one session holds once it has run, bytes.
+
+        Its self-attention K/V cache and projected cross-attention keys/values, for the CFG
+        branches on this device.
+        """
+        dit = self.modules.dit
+        c = dit.config
+        rows = len(self.denoiser.layout.local_branches)
+        heads = dit.blocks[0].self_attn.num_heads
+        tokens = c.max_attention_tokens + c.register_tokens
+        tokens += c.text_len + self.modules.image_encoder.config.num_tokens
+        itemsize = torch.empty((), dtype=dit.dtype).element_size()
+        return 2 * rows * c.num_layers * tokens * heads * c.head_dim * itemsize
+
     # ------------------------------------------------------------------ Policy
     @property
     def metadata(self) -> dict[str, Any]:
