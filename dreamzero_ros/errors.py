@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     'BagError',
+    'CapacityError',
     'CfgParallelError',
     'CheckpointError',
     'ConfigError',
@@ -50,6 +51,10 @@ class PolicyError(DreamZeroError, RuntimeError):
 
 class ObservationError(PolicyError, ValueError):
     """An observation is malformed: missing camera, wrong shape or dtype, NaN state."""
+
+
+class CapacityError(PolicyError):
+    """No room on an OpenPI server for a new connection or session; the message names the limit."""
 
 
 class ProtocolError(PolicyError):

@@ -14,7 +14,9 @@ Scenarios (each prints one JSON object on stdout):
 - ``oversized``: a request over the server's payload cap, then a fresh connection;
 - ``api-key``: connections without the key and with a wrong one, then one with it;
 - ``internal-error``: a request that makes the policy fail (prompt ``--fail-prompt``), the
-  next call on the same connection, then a fresh connection.
+  next call on the same connection, then a fresh connection;
+- ``idle``: one request, ``--idle-s`` seconds of silence (the client's websockets library
+  answers the server's keepalive pings meanwhile), then another request on the same session.
 
 Only ``openpi_client`` and NumPy are used, never the dreamzero_ros package.
 """
@@ -93,6 +95,8 @@ def describe(reply) -> dict:
         out['server_timing'] = sorted(reply['server_timing'])
     if 'chunk_id' in reply:
         out['chunk_id'] = int(reply['chunk_id'])
+    if 'status' in reply:
+        out['status'] = reply['status']
     return out
 
 
@@ -174,11 +178,22 @@ def scenario_internal_error(args: argparse.Namespace) -> dict:
     return out
 
 
+def scenario_idle(args: argparse.Namespace) -> dict:
+    """Two requests of one session with a long silence between them."""
+    client = WebsocketClientPolicy(args.host, args.port, api_key=args.api_key)
+    metadata = client.get_server_metadata()
+    first = describe(client.infer(droid_request(metadata, 0, 'patient')))
+    time.sleep(args.idle_s)
+    second = raised(lambda: client.infer(droid_request(metadata, 1, 'patient')))
+    return {'first': first, 'after_idle': second}
+
+
 SCENARIOS = {
     'protocol': scenario_protocol,
     'oversized': scenario_oversized,
     'api-key': scenario_api_key,
     'internal-error': scenario_internal_error,
+    'idle': scenario_idle,
 }
 
 
@@ -191,6 +206,7 @@ def main() -> int:
     parser.add_argument('--api-key', default=None)
     parser.add_argument('--oversize-mb', type=int, default=24, help='size of the oversized image')
     parser.add_argument('--fail-prompt', default='fail now', help='prompt the policy fails on')
+    parser.add_argument('--idle-s', type=float, default=5.0, help='silence of the idle scenario')
     args = parser.parse_args()
     json.dump(SCENARIOS[args.scenario](args), sys.stdout)
     print()

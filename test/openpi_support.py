@@ -1,27 +1,48 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Helpers of the OpenPI bridge tests: the reference client's interpreter, scripts, clips."""
+"""Helpers of the OpenPI bridge tests.
+
+The reference client's interpreter, the scripts, DROID clips, the tiny engine, raw requests and
+a server running as a process of its own.
+"""
 
 from __future__ import annotations
 
+import http.client
+import inspect
 import json
 import os
 from pathlib import Path
+import re
+import socket
 import subprocess
+import sys
+import time
 
+import numpy as np
 import pytest
+from websockets.sync.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / 'scripts'
 #: Overrides where the openpi-client interpreter is looked for.
 OPENPI_PYTHON_ENV = 'OPENPI_CLIENT_PYTHON'
+#: What every DreamZero server sends first by default.
+CLIENT_CONFIG = {
+    'image_resolution': [180, 320],
+    'needs_wrist_camera': True,
+    'n_external_cameras': 2,
+    'needs_stereo_camera': False,
+    'needs_session_id': True,
+    'action_space': 'joint_position',
+}
 
 
 def openpi_python() -> str:
     """The Python of the venv holding the reference openpi-client; skips the test if absent."""
     candidates = [os.environ.get(OPENPI_PYTHON_ENV)] if os.environ.get(OPENPI_PYTHON_ENV) else []
-    candidates += [str(REPO / '.venv-openpi/bin/python'), '/work/venv-openpi/bin/python']
+    candidates.append(str(REPO / '.venv-openpi/bin/python'))
     for candidate in candidates:
         if Path(candidate).is_file():
             return candidate
@@ -51,3 +72,106 @@ def droid_frames(num_frames: int) -> dict:
 
     clips, _ = demo_clips(num_frames)
     return clips
+
+
+def tiny_engine(folder: Path, **settings):
+    """The tiny DreamZero engine with random weights, on the CPU (``settings``: EngineConfig)."""
+    from dreamzero_ros.engine import DreamZeroEngine
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    write_random_checkpoint(folder, preset='tiny')
+    return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32', **settings)
+
+
+def droid_request(frames: dict, index: int, session_id: str | None = 'raw') -> dict:
+    """A raw DROID-keyed request from ``droid_frames``."""
+    request = {f'observation/{camera}': clip[index] for camera, clip in frames.items()}
+    request['observation/joint_position'] = np.zeros(7)
+    request['observation/gripper_position'] = np.zeros(1)
+    request['prompt'] = 'wipe the table'
+    if session_id is not None:
+        request['session_id'] = session_id
+    return request
+
+
+def open_client(url: str, source: str = '127.0.0.1', **options) -> ClientConnection:
+    """A raw WebSocket client from ``source`` (a loopback address) that has read the metadata.
+
+    It answers the server's keepalive pings in the background, sending nothing otherwise.
+    """
+    host, port = url.removeprefix('ws://').split(':')
+    sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+    # websockets >= 17.1 wants legacy=True for a connection held outside a with block.
+    legacy = {'legacy': True} if 'legacy' in inspect.signature(connect).parameters else {}
+    options = {'compression': None, 'max_size': None, 'open_timeout': 10, **legacy, **options}
+    ws = connect(url, sock=sock, **options)
+    ws.recv(timeout=10)
+    return ws
+
+
+def healthz(port: int, timeout: float = 5.0) -> tuple[int, bytes]:
+    """Status and body of ``GET /healthz``."""
+    connection = http.client.HTTPConnection('127.0.0.1', port, timeout=timeout)
+    connection.request('GET', '/healthz')
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+class ServerProcess:
+    """``dreamzero-openpi-server --preset tiny`` on the CPU as a process of its own.
+
+    Its log goes to a file, so that tests can measure what a request made the server write;
+    its memory is read from ``/proc``.
+    """
+
+    def __init__(self, log_path: Path, *args: str) -> None:
+        self.log_path = log_path
+        command = [sys.executable, '-m', 'dreamzero_ros.openpi.cli', '--preset', 'tiny']
+        command += ['--device', 'cpu', '--num-threads', '1', '--port', '0', *args]
+        env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}
+        with open(log_path, 'wb') as log:
+            self.process = subprocess.Popen(command, stderr=log, env=env)
+        deadline = time.monotonic() + 300
+        while True:
+            match = re.search(r'listening on ws://[\d.]+:(\d+)', self.log())
+            if match:
+                self.port = int(match.group(1))
+                break
+            assert self.process.poll() is None, 'server exited:\n' + self.log()
+            assert time.monotonic() < deadline, 'server did not start:\n' + self.log()
+            time.sleep(0.2)
+
+    @property
+    def url(self) -> str:
+        """WebSocket address of the server."""
+        return f'ws://127.0.0.1:{self.port}'
+
+    def log(self) -> str:
+        """The server's log so far."""
+        return self.log_path.read_text(errors='replace')
+
+    def log_size(self) -> int:
+        """Bytes of log so far."""
+        return self.log_path.stat().st_size
+
+    def reset_peak_rss(self) -> int:
+        """Reset the peak resident memory to the current one; returns it, bytes."""
+        Path(f'/proc/{self.process.pid}/clear_refs').write_text('5')
+        return self._status_kib('VmRSS') * 1024
+
+    def peak_rss(self) -> int:
+        """Peak resident memory since the last :meth:`reset_peak_rss`, bytes."""
+        return self._status_kib('VmHWM') * 1024
+
+    def _status_kib(self, field: str) -> int:
+        status = Path(f'/proc/{self.process.pid}/status').read_text()
+        return int(re.search(rf'^{field}:\s+(\d+) kB', status, re.MULTILINE).group(1))
+
+    def stop(self) -> None:
+        """SIGTERM, then wait; kill if it does not end."""
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -121,11 +121,51 @@ def _array_map(dtype: str, shape: list, data: bytes) -> bytes:
             msgpack.packb({b'__npgeneric__': True, b'data': 1, b'dtype': '|O'}),
             'unsupported dtype',
         ),
+        (_array_map('|S0', [2**20, 2**20], b''), 'of size zero'),
+        (_array_map('<U0', [2**40], b''), 'of size zero'),
+        (_array_map('<f4', [1] * 9, b'\0' * 4), 'at most 8'),
         (b'\xc1', 'malformed msgpack'),
         (b'\x92\x01', 'malformed msgpack'),
         (msgpack.packb([1]) + b'\x01', 'malformed msgpack'),
+        (b'\xdd\x7f\xff\xff\xff', 'longer than the message'),
+        (b'\xc6\x00\x00\x10\x00ab', 'truncated'),
+        (msgpack.packb(msgpack.ExtType(1, b'x')), 'ext types'),
     ],
 )
 def test_unpacking_refuses_malformed_payloads(payload, message):
     with pytest.raises(MsgpackNumpyError, match=message):
         msgpack_numpy.unpackb(payload)
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ('payload', 'message'),
+    [
+        (b'\xdd' + (2**20).to_bytes(4, 'big') + b'\x80' * 2**20, 'more than 1000 msgpack objects'),
+        (msgpack.packb(list(range(1000))), 'more than 1000 msgpack objects'),
+        (msgpack.packb({str(i): i for i in range(501)}), 'more than 1000 msgpack objects'),
+        (msgpack.packb(_nested(5)), 'nested deeper than 4'),
+        (msgpack.packb('x' * 65), 'a string of 65 bytes; at most 64'),
+    ],
+    ids=['bomb', 'array', 'map', 'depth', 'string'],
+)
+def test_limits_are_enforced_before_anything_is_unpacked(payload, message, monkeypatch):
+    def unpack_never(*args, **kwargs):
+        raise AssertionError('msgpack.unpackb ran on a payload over the limits')
+
+    monkeypatch.setattr(msgpack_numpy.msgpack, 'unpackb', unpack_never)
+    limits = msgpack_numpy.DecodeLimits(max_objects=1000, max_depth=4, max_str_bytes=64)
+    with pytest.raises(MsgpackNumpyError, match=message):
+        msgpack_numpy.unpackb(payload, limits)
+
+
+def test_payloads_within_the_limits_decode():
+    limits = msgpack_numpy.DecodeLimits(max_objects=1000, max_depth=4, max_str_bytes=64)
+    for payload in (list(range(999)), _nested(4), 'x' * 64, {'a': b'\0' * 2**20}):
+        assert msgpack_numpy.unpackb(msgpack.packb(payload), limits) == payload

@@ -96,19 +96,28 @@ def test_padded_224_images_are_cropped_and_resized_to_the_policy_size():
             'ambiguous cameras',
         ),
         (
-            {'observation/wrist_image_left': np.zeros((180, 320, 3), np.float32)},
-            'expected dtype uint8',
+            {'observation/wrist_image_left': np.full((180, 320, 3), 300, np.int16)},
+            r'outside \[0, 255\]',
+        ),
+        (
+            {'observation/wrist_image_left': np.full((180, 320, 3), np.nan, np.float32)},
+            'non-finite',
+        ),
+        (
+            {'observation/wrist_image_left': np.zeros((180, 320, 3), np.complex64)},
+            'expected uint8, float or integer pixels',
         ),
         ({'observation/wrist_image_left': np.zeros((180, 320), np.uint8)}, 'expected shape'),
         ({'observation/wrist_image_left': np.zeros((0, 320, 3), np.uint8)}, 'out of range'),
         ({'observation/wrist_image_left': np.zeros((20, 8, 8, 3), np.uint8)}, 'at most 16'),
-        ({'observation/wrist_image_left': 'not an image'}, 'expected a uint8 array'),
+        ({'observation/wrist_image_left': 'not an image'}, 'expected an image array'),
         ({'observation/joint_position': np.zeros(6)}, 'expected 7 values'),
         ({'observation/joint_position': np.array([np.nan] * 7)}, 'must be finite'),
         ({'observation/joint_position': None}, "missing 'observation/joint_position'"),
         ({'observation/joint_position': 'abc'}, 'expected 7 numbers'),
         ({'observation/gripper_position': np.zeros(2)}, 'expected 1 values'),
-        ({'prompt': None}, "'prompt': expected a str"),
+        ({'prompt': 5}, "'prompt': expected a str"),
+        ({'prompt': 'x' * 4097}, "'prompt': 4097 characters, more than the 4096 accepted"),
     ],
 )
 def test_bad_requests_raise_observation_errors(change, message):
@@ -120,6 +129,83 @@ def test_bad_requests_raise_observation_errors(change, message):
             request[key] = value
     with pytest.raises(ObservationError, match=message):
         observation_keys.request_to_observation(request, CAMERAS, SIZE)
+
+
+def test_a_missing_prompt_is_empty_as_upstream_and_openpi_have_it():
+    request = _droid_request()
+    del request['prompt']
+    observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    assert observation.prompt == ''
+    request['prompt'] = b'raw bytes'
+    observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    assert observation.prompt == 'raw bytes'
+
+
+# openpi's DroidInputs image parsing (policies/droid_policy.py), its einops
+# "c h w -> h w c" written as a transpose; run with the reference client's numpy.
+OPENPI_PARSE_IMAGE = """
+import sys, numpy as np
+def _parse_image(image):
+    image = np.asarray(image)
+    if np.issubdtype(image.dtype, np.floating):
+        image = (255 * image).astype(np.uint8)
+    if image.shape[0] == 3:
+        image = image.transpose(1, 2, 0)
+    return image
+inputs = np.load(sys.argv[1])
+np.savez(sys.argv[2], **{name: _parse_image(inputs[name]) for name in inputs.files})
+"""
+
+
+def test_float_and_channels_first_images_are_converted_as_openpi_does(tmp_path):
+    rng = np.random.default_rng(3)
+    scene = rng.integers(0, 256, (180, 320, 3), dtype=np.uint8)
+    inputs = {
+        'float_hwc': scene.astype(np.float32) / 255.0,
+        'uint8_chw': scene.transpose(2, 0, 1).copy(),
+        'float_chw': (scene.astype(np.float64) / 255.0).transpose(2, 0, 1).copy(),
+    }
+    np.savez(tmp_path / 'in.npz', **inputs)
+    subprocess.run(
+        [
+            openpi_python(),
+            '-c',
+            OPENPI_PARSE_IMAGE,
+            str(tmp_path / 'in.npz'),
+            str(tmp_path / 'out.npz'),
+        ],
+        check=True,
+        timeout=60,
+        env={'PYTHONPATH': ''},
+    )
+    reference = np.load(tmp_path / 'out.npz')
+    for name, image in inputs.items():
+        request = _droid_request(**{'observation/wrist_image_left': image})
+        observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+        np.testing.assert_array_equal(observation.images['wrist_image_left'], reference[name])
+    stack = np.stack([inputs['float_chw']] * 2)  # (T, 3, H, W)
+    request = _droid_request(**{'observation/wrist_image_left': stack})
+    observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    np.testing.assert_array_equal(observation.images['wrist_image_left'][1], reference['float_chw'])
+
+
+def test_padding_follows_the_camera_aspect_by_default():
+    camera = _scene(720, 1280, 4)
+    camera[:80] = 0  # the scene's own top rows are black: detection would take them for padding
+    padded = images.resize_with_pad(camera, 224, 224)
+    request = _droid_request(**{'observation/exterior_image_1_left': padded})
+    observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    direct = images.resize(images.resize(camera, 126, 224), 180, 320)
+    exterior = observation.images['exterior_image_1_left']
+    assert np.abs(exterior.astype(int) - direct.astype(int)).mean() < 1.0
+    # An unpadded frame of the policy's own aspect keeps its black edge rows.
+    unpadded = _scene(180, 320, 5)
+    unpadded[:10] = unpadded[-10:] = 0
+    request = _droid_request(**{'observation/exterior_image_1_left': unpadded})
+    observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    np.testing.assert_array_equal(observation.images['exterior_image_1_left'], unpadded)
+    assert observation_keys.camera_aspect({}) == 16 / 9
+    assert observation_keys.camera_aspect({'camera_aspect': 4 / 3}) == 4 / 3
 
 
 def test_a_missing_exterior_camera_becomes_a_dropped_black_view_when_allowed():

@@ -9,7 +9,6 @@ WebSocket clients cover what it cannot send (malformed frames, pings during infe
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 from pathlib import Path
@@ -21,35 +20,40 @@ import threading
 import time
 
 import numpy as np
-from openpi_support import REPO, SCRIPTS, droid_frames, openpi_python, run_openpi
+from openpi_support import (
+    CLIENT_CONFIG,
+    REPO,
+    SCRIPTS,
+    droid_frames,
+    droid_request,
+    healthz,
+    openpi_python,
+    run_openpi,
+    tiny_engine,
+)
 import pytest
 from script_paths import installed_script
-from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import connect
 
-from dreamzero_ros.engine import DreamZeroEngine
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig, msgpack_numpy
+from dreamzero_ros.openpi.cli import API_KEY_ENV, build_parser, read_api_key
 from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
 
 CHECK = str(SCRIPTS / 'openpi_client_check.py')
-UPSTREAM_MIRROR = Path('/work/.mirror/dreamzero0+dreamzero/repo')
 LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
-CLIENT_CONFIG = {
-    'image_resolution': [180, 320],
-    'needs_wrist_camera': True,
-    'n_external_cameras': 2,
-    'needs_stereo_camera': False,
-    'needs_session_id': True,
-    'action_space': 'joint_position',
-}
+#: A checkout (or git directory) of upstream dreamzero0/dreamzero whose RoboArena client and
+#: server the last two tests run against ours; they are skipped where it is not set.
+UPSTREAM_ENV = 'DREAMZERO_UPSTREAM_REPO'
+#: What the engine's PolicyError says when CUDA runs out of memory (device and process details).
+CUDA_OOM = (
+    'CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 139.81 GiB '
+    'of which 1.20 GiB is free. Process 4242 has 138.50 GiB memory in use.'
+)
 
 
 @pytest.fixture(scope='module')
 def engine(tmp_path_factory):
-    folder = tmp_path_factory.mktemp('tiny-checkpoint')
-    write_random_checkpoint(folder, preset='tiny')
-    return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32')
+    return tiny_engine(tmp_path_factory.mktemp('tiny-checkpoint'))
 
 
 @pytest.fixture(scope='module')
@@ -67,7 +71,12 @@ def frames_npz(tmp_path_factory):
 
 
 class FailingPolicy:
-    """The engine, except that it fails (with a secret in the message) on one prompt."""
+    """The engine, except that two prompts make it fail.
+
+    ``fail now`` fails as the engine does when CUDA runs out of memory (a PolicyError wrapping
+    the RuntimeError, with device and process details); ``crash now`` raises an unexpected
+    exception (a bug).
+    """
 
     def __init__(self, policy):
         self._policy = policy
@@ -75,7 +84,12 @@ class FailingPolicy:
 
     def infer(self, observation):
         if observation.prompt == 'fail now':
-            raise RuntimeError('secret detail /home/user/model.py line 42')
+            try:
+                raise RuntimeError(CUDA_OOM)
+            except RuntimeError as error:
+                raise PolicyError(f'inference failed: {error}') from error
+        if observation.prompt == 'crash now':
+            raise KeyError('secret detail /home/user/model.py line 42')
         return self._policy.infer(observation)
 
     def reset(self, session_id='default'):
@@ -109,22 +123,6 @@ def _observation(frames, index, session_id='default', prompt='put the marker in 
     )
 
 
-def _request(frames, index, session_id='raw'):
-    request = {f'observation/{camera}': clip[index] for camera, clip in frames.items()}
-    request['observation/joint_position'] = np.zeros(7)
-    request['observation/gripper_position'] = np.zeros(1)
-    request['prompt'] = 'wipe the table'
-    request['session_id'] = session_id
-    return request
-
-
-def _healthz(port):
-    connection = http.client.HTTPConnection('127.0.0.1', port, timeout=5)
-    connection.request('GET', '/healthz')
-    response = connection.getresponse()
-    return response.status, response.read()
-
-
 def test_reference_client_protocol(server):
     out = run_openpi([CHECK, '--port', str(server.port), 'protocol'])
     assert out['metadata'] == CLIENT_CONFIG
@@ -141,7 +139,9 @@ def test_reference_client_protocol(server):
     assert out['no_session']['chunk_id'] == 0
     assert out['one_exterior_camera']['finite'] and out['one_exterior_camera']['chunk_id'] == 0
     assert out['reconnect']['chunk_id'] == 0 and out['reconnect_metadata_equal']
-    assert out['reset']['keys'] == ['reset', 'session_id']
+    # openpi-client's infer({"endpoint": "reset"}) decodes the reset reply.
+    assert out['reset']['keys'] == ['reset', 'session_id', 'status']
+    assert out['reset']['status'] == 'reset successful'
     for error, needle in (
         (out['missing_camera'], 'wrist_image_left'),
         (out['nan_state'], 'finite'),
@@ -160,24 +160,35 @@ def test_reference_client_raises_on_oversized_payload(server):
     assert out['fresh_connection_metadata_equal']
 
 
-def test_reference_client_sees_internal_errors_without_traceback(engine):
+def test_reference_client_sees_failures_without_device_or_process_details(engine):
     handle = OpenPIServer(FailingPolicy(engine), ServerConfig(port=0)).start()
     try:
-        out = run_openpi([CHECK, '--port', str(handle.port), 'internal-error'])
+        out_of_memory = run_openpi([CHECK, '--port', str(handle.port), 'internal-error'])
+        crash = run_openpi(
+            [CHECK, '--port', str(handle.port), '--fail-prompt', 'crash now', 'internal-error']
+        )
     finally:
         handle.stop()
-    failing = out['failing']
+    # A failure inside inference: the client learns that it failed, not where or why.
+    failing = out_of_memory['failing']
+    body = json.loads(failing['message'].split('\n', 1)[1])
+    assert body['error'] == 'PolicyError' and 'inference failed' in body['message']
+    for detail in ('CUDA', 'GPU', 'GiB', 'Process', '4242', 'Traceback'):
+        assert detail not in failing['message']
+    assert out_of_memory['next_call']['raised'] is None  # the connection stays usable
+    # An unexpected exception: InternalError, then the connection is closed (1011).
+    failing = crash['failing']
     assert failing['raised'] == 'RuntimeError' and 'InternalError' in failing['message']
     assert 'secret' not in failing['message'] and 'Traceback' not in failing['message']
-    assert out['next_call']['raised'] == 'ConnectionClosedError'
-    assert '1011' in out['next_call']['message']
-    assert out['fresh_connection_metadata_equal']
+    assert crash['next_call']['raised'] == 'ConnectionClosedError'
+    assert '1011' in crash['next_call']['message']
+    assert crash['fresh_connection_metadata_equal']
 
 
 def test_api_key_is_required_when_set(engine):
     handle = OpenPIServer(engine, ServerConfig(port=0, api_key='s3cret')).start()
     try:
-        assert _healthz(handle.port) == (200, b'OK\n')
+        assert healthz(handle.port) == (200, b'OK\n')
         out = run_openpi([CHECK, '--port', str(handle.port), '--api-key', 's3cret', 'api-key'])
     finally:
         handle.stop()
@@ -191,8 +202,8 @@ def test_malformed_requests_get_error_replies_and_the_connection_survives(server
         {'x': {b'__ndarray__': True, b'data': b'\0' * 8, b'dtype': '|O', b'shape': [1]}}
     )
     frames = droid_frames(1)
-    float_image = _request(frames, 0)
-    float_image['observation/wrist_image_left'] = np.zeros((180, 320, 3), np.float32)
+    wide_pixels = droid_request(frames, 0)
+    wide_pixels['observation/wrist_image_left'] = np.full((180, 320, 3), 300, np.int16)
     cases = [
         (b'\xc1\x00garbage', 'MalformedRequest', 'malformed msgpack'),
         ('{"prompt": "text frame"}', 'MalformedRequest', 'text frame'),
@@ -200,7 +211,7 @@ def test_malformed_requests_get_error_replies_and_the_connection_survives(server
         (object_array, 'MalformedRequest', 'unsupported dtype'),
         (msgpack_numpy.packb({'endpoint': 'train'}), 'ObservationError', 'unknown endpoint'),
         (msgpack_numpy.packb({'session_id': 'x' * 300}), 'ObservationError', 'session_id'),
-        (msgpack_numpy.packb(float_image), 'ObservationError', 'uint8'),
+        (msgpack_numpy.packb(wide_pixels), 'ObservationError', 'outside [0, 255]'),
     ]
     with connect(server.url, compression=None, max_size=None) as ws:
         assert msgpack_numpy.unpackb(ws.recv(timeout=10)) == CLIENT_CONFIG
@@ -210,7 +221,7 @@ def test_malformed_requests_get_error_replies_and_the_connection_survives(server
             assert isinstance(reply, str), kind
             body = json.loads(reply)
             assert body['error'] == kind and needle in body['message'], body
-        ws.send(msgpack_numpy.packb(_request(frames, 0)))
+        ws.send(msgpack_numpy.packb(droid_request(frames, 0)))
         reply = msgpack_numpy.unpackb(ws.recv(timeout=60))
     assert reply['actions'].dtype == np.float32 and reply['chunk_id'] == 0
 
@@ -243,11 +254,11 @@ def test_pings_health_and_new_clients_are_served_during_slow_inference(engine):
         with connect(handle.url, compression=None, max_size=None) as ws:
             ws.recv(timeout=10)
             start = time.monotonic()
-            ws.send(msgpack_numpy.packb(_request(frames, 0, session_id='slow')))
+            ws.send(msgpack_numpy.packb(droid_request(frames, 0, session_id='slow')))
             time.sleep(0.5)
             pong = ws.ping()
             assert pong.wait(timeout=1.0), 'ping not answered during inference'
-            assert _healthz(handle.port) == (200, b'OK\n')
+            assert healthz(handle.port) == (200, b'OK\n')
             with connect(handle.url, compression=None) as other:
                 assert msgpack_numpy.unpackb(other.recv(timeout=1.0)) == CLIENT_CONFIG
             assert time.monotonic() - start < 2.5, 'served only after the inference'
@@ -258,33 +269,6 @@ def test_pings_health_and_new_clients_are_served_during_slow_inference(engine):
         while not policy.resets and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(policy.resets) == 1 and policy.resets[0].endswith('/slow')
-    finally:
-        handle.stop()
-
-
-def test_idle_connections_are_closed_and_connections_are_capped(engine):
-    config = ServerConfig(port=0, idle_timeout_s=1.5, max_connections=1)
-    handle = OpenPIServer(engine, config).start()
-    try:
-        with connect(handle.url, compression=None) as ws:
-            ws.recv(timeout=10)
-            opened = time.monotonic()
-            with pytest.raises(InvalidStatus, match='503'):
-                connect(handle.url, compression=None)
-            with pytest.raises(ConnectionClosedOK) as closed:
-                ws.recv(timeout=10)
-            assert closed.value.rcvd.reason == 'idle timeout'
-            assert time.monotonic() - opened >= 1.0
-        deadline = time.monotonic() + 10
-        while True:  # the slot frees once the server has finished closing
-            try:
-                again = connect(handle.url, compression=None)
-                break
-            except InvalidStatus:
-                assert time.monotonic() < deadline, 'connection slot never freed'
-                time.sleep(0.05)
-        with again:
-            assert msgpack_numpy.unpackb(again.recv(timeout=10)) == CLIENT_CONFIG
     finally:
         handle.stop()
 
@@ -353,10 +337,14 @@ def test_sim_evals_like_loop_runs_at_15_hz(server, frames_npz, image_size, exter
     assert all(np.isfinite(out['final_joint_position']))
 
 
-def test_console_script_serves_a_preset_until_sigterm(frames_npz):
+def test_console_script_serves_a_preset_with_a_key_from_a_file_until_sigterm(frames_npz, tmp_path):
+    key_file = tmp_path / 'openpi.key'
+    key_file.write_text('file-s3cret\n')
     command = [installed_script('dreamzero-openpi-server')]
     command += ['--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--port', '0']
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    command += ['--api-key-file', str(key_file), '--max-sessions', '2']
+    env = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     try:
         port = None
         log = []
@@ -369,15 +357,41 @@ def test_console_script_serves_a_preset_until_sigterm(frames_npz):
             match = re.search(r'listening on ws://127\.0\.0\.1:(\d+)', line)
             port = int(match.group(1)) if match else None
         assert port is not None, ''.join(log)
+        assert any('capacity: 2 sessions' in line for line in log), ''.join(log)
         threading.Thread(target=server.stderr.read, daemon=True).start()
-        assert _healthz(port) == (200, b'OK\n')
-        out = run_openpi([LOOP, '--port', str(port), '--steps', '8', '--frames', frames_npz])
+        # The key is nowhere in the process list.
+        assert b'file-s3cret' not in Path(f'/proc/{server.pid}/cmdline').read_bytes()
+        assert healthz(port) == (200, b'OK\n')
+        out = run_openpi(
+            [LOOP, '--port', str(port), '--steps', '8', '--frames', frames_npz]
+            + ['--api-key', 'file-s3cret']
+        )
         assert out['queries'] == 1 and out['metadata'] == CLIENT_CONFIG
+        keys = run_openpi([CHECK, '--port', str(port), '--api-key', 'file-s3cret', 'api-key'])
+        assert '401' in keys['without_key']['message'] and '401' in keys['wrong_key']['message']
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0
     finally:
         if server.poll() is None:
             server.kill()
+
+
+def test_api_key_comes_from_a_file_or_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, 'from-env')
+    assert read_api_key(None) == 'from-env'
+    key_file = tmp_path / 'key'
+    key_file.write_text('  from-file  \nignored\n')
+    assert read_api_key(key_file) == 'from-file'
+    key_file.write_text('\n')
+    with pytest.raises(ValueError, match='is empty'):
+        read_api_key(key_file)
+    with pytest.raises(ValueError, match='cannot read'):
+        read_api_key(tmp_path / 'missing')
+    monkeypatch.delenv(API_KEY_ENV)
+    assert read_api_key(None) is None
+    # There is no way to pass the key itself on the command line.
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(['--preset', 'tiny', '--api-key', 'visible'])
 
 
 UPSTREAM_SERVER = """
@@ -402,12 +416,23 @@ server.serve_forever()
 
 
 def _upstream_file(path: str, folder: Path) -> Path:
-    """Extract one file of the upstream DreamZero mirror (run, never copied into the project)."""
-    if not (UPSTREAM_MIRROR / 'HEAD').exists():
-        pytest.skip(f'upstream DreamZero mirror not found at {UPSTREAM_MIRROR}')
-    source = subprocess.run(
-        ['git', '-C', str(UPSTREAM_MIRROR), 'show', f'HEAD:{path}'], capture_output=True, check=True
-    ).stdout
+    """One file of the upstream DreamZero repository named by ``$DREAMZERO_UPSTREAM_REPO``.
+
+    The variable names a checkout or a git directory; the file is run from the test's
+    temporary folder, never copied into the project. Skips the test where it is not set.
+    """
+    location = os.environ.get(UPSTREAM_ENV)
+    if not location:
+        pytest.skip(f'set {UPSTREAM_ENV} to a checkout of dreamzero0/dreamzero to run this test')
+    checkout = Path(location)
+    if (checkout / path).is_file():
+        source = (checkout / path).read_bytes()
+    else:
+        source = subprocess.run(
+            ['git', '--git-dir', str(checkout), 'show', f'HEAD:{path}'],
+            capture_output=True,
+            check=True,
+        ).stdout
     target = folder / Path(path).name
     target.write_bytes(source)
     return target

@@ -48,6 +48,7 @@ def load_engine(
     acceleration: AccelerationConfig | None = None,
     num_threads: int = 0,
     layout: BranchLayout | None = None,
+    max_sessions: int | None = None,
 ) -> DreamZeroEngine:
     """The DreamZero engine of a checkpoint folder, or of random weights of ``preset``.
 
@@ -62,6 +63,7 @@ def load_engine(
         acceleration: compilation, FP8 linears and attention kernel; None: the reference path.
         num_threads: torch CPU threads; 0 lets torch decide.
         layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one).
+        max_sessions: sessions kept at once; None keeps the default (4).
 
     """
     import torch
@@ -80,6 +82,8 @@ def load_engine(
         settings['step_cache'] = step_cache
     if acceleration is not None:
         settings['acceleration'] = acceleration
+    if max_sessions is not None:
+        settings['max_sessions'] = max_sessions
     if checkpoint is not None:
         return DreamZeroEngine.from_pretrained(
             checkpoint, device=device, dtype=dtype, layout=layout, **settings

@@ -4,8 +4,9 @@
 """``dreamzero-openpi-server``: serve DreamZero over the OpenPI protocol, without ROS.
 
 Loads a checkpoint folder (the released layout) or builds random weights of a preset
-architecture, then serves it until SIGINT/SIGTERM. The API key may come from the environment
-(``DREAMZERO_OPENPI_API_KEY``) so that it does not show in the process list.
+architecture, then serves it until SIGINT/SIGTERM. The API key comes from the environment
+(``DREAMZERO_OPENPI_API_KEY``) or a file (``--api-key-file``), never from the command line,
+which every user of the machine can read in the process list.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ from dreamzero_ros.engine.loader import (
     engine_arguments,
     load_engine,
 )
+from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
 
 API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
 
 
-def _aspect(text: str) -> float:
-    """``16:9`` or ``1.777`` -> width / height."""
+def _aspect(text: str) -> float | str:
+    """``16:9`` or ``1.777`` -> width / height; ``detect`` as is."""
+    if text == 'detect':
+        return text
     try:
         if ':' in text:
             width, height = text.split(':', 1)
@@ -38,10 +42,29 @@ def _aspect(text: str) -> float:
         raise argparse.ArgumentTypeError(f'not an aspect ratio: {text!r}') from error
 
 
+def read_api_key(path: Path | None) -> str | None:
+    """The API key: the first line of ``path`` if given, else ``$DREAMZERO_OPENPI_API_KEY``.
+
+    Raises:
+        ValueError: the file cannot be read or holds no key.
+
+    """
+    if path is None:
+        return os.environ.get(API_KEY_ENV) or None
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as error:
+        raise ValueError(f'cannot read the API key file {path}: {error.strerror}') from error
+    if not lines or not lines[0].strip():
+        raise ValueError(f'the API key file {path} is empty')
+    return lines[0].strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of the standalone server."""
     parser = argparse.ArgumentParser(
         prog='dreamzero-openpi-server',
+        allow_abbrev=False,
         description='Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
     )
     model = parser.add_mutually_exclusive_group(required=True)
@@ -55,22 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
     parser.add_argument(
-        '--api-key',
-        default=os.environ.get(API_KEY_ENV),
-        help=f'require "Authorization: Api-Key KEY" (default: ${API_KEY_ENV}, else none)',
+        '--api-key-file',
+        type=Path,
+        default=None,
+        help=f'require "Authorization: Api-Key KEY", KEY the first line of this file '
+        f'(default: ${API_KEY_ENV} if set, else no key)',
     )
-    parser.add_argument(
-        '--max-payload-mb', type=float, default=16.0, help='largest request, MiB (default 16)'
-    )
-    parser.add_argument(
-        '--idle-timeout',
-        type=float,
-        default=600.0,
-        help='close connections idle this many seconds; 0 never (default 600)',
-    )
-    parser.add_argument(
-        '--max-connections', type=int, default=8, help='concurrent connections (default 8)'
-    )
+    _add_limits(parser.add_argument_group('limits (docs/openpi_bridge.md)'))
     parser.add_argument(
         '--metadata-extras',
         action='store_true',
@@ -80,14 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
         '--reply-format',
         choices=REPLY_FORMATS,
         default='auto',
-        help='dict (openpi), array (RoboArena) or auto: by the request key set (default)',
+        help="auto (default): by client - bare (H, 8) arrays on the seed integration's route "
+        "and for RoboArena-keyed requests (exterior_image_0_left: DreamZero's own clients), "
+        "{'actions': ...} maps for DROID-keyed ones (openpi-client, sim-evals, the DROID loop, "
+        "RoboArena's evaluator); dict: maps for all (RoboArena's self-test); array: arrays",
     )
     parser.add_argument(
         '--camera-aspect',
         type=_aspect,
         default=None,
-        help="clients' camera aspect, e.g. 16:9, to undo resize_with_pad exactly "
-        '(default: detect the black bands)',
+        help="clients' camera aspect, e.g. 16:9, where resize_with_pad's black bands are "
+        "(default: the checkpoint's, DROID's 16:9); 'detect' looks for black lines instead",
     )
     parser.add_argument(
         '--no-fill-missing-exterior',
@@ -99,25 +116,89 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_limits(group: argparse._ArgumentGroup) -> None:
+    defaults = ServerConfig()
+    group.add_argument(
+        '--max-payload-mb',
+        type=float,
+        default=defaults.max_payload_bytes / 2**20,
+        help='largest request, MiB (default 16)',
+    )
+    for flag, help_text in (
+        ('--max-objects', 'msgpack objects in one request'),
+        ('--max-depth', 'nesting of maps and arrays in one request'),
+        ('--max-prompt-chars', 'longest prompt'),
+        ('--max-error-chars', 'longest error message sent or logged'),
+        ('--max-connections', 'open connections in all'),
+        ('--max-connections-per-client', 'open connections per client IP address'),
+        ('--max-sessions-per-connection', 'a new session beyond ends the oldest of the connection'),
+    ):
+        name = flag[2:].replace('-', '_')
+        group.add_argument(
+            flag,
+            type=int,
+            default=getattr(defaults, name),
+            help=f'{help_text} (default {getattr(defaults, name)})',
+        )
+    group.add_argument(
+        '--max-sessions',
+        type=int,
+        default=None,
+        help='sessions (model state) held at once (default: what fits in the GPU memory left '
+        f'after loading, at most {session_budget.MAX_DEFAULT_SESSIONS}; '
+        f'{session_budget.MAX_DEFAULT_SESSIONS} on the CPU)',
+    )
+    group.add_argument(
+        '--max-sessions-per-client',
+        type=int,
+        default=None,
+        help='sessions per client IP address (default: --max-sessions)',
+    )
+    group.add_argument(
+        '--idle-evict-after',
+        type=float,
+        default=defaults.idle_evict_after_s,
+        help='seconds without a request after which a connection may be closed to make room '
+        f'for a new client; never otherwise (default {defaults.idle_evict_after_s:g})',
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-openpi-server``."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format='%(asctime)s %(levelname)s %(name)s: %(message)s'
     )
-    config = ServerConfig(
-        host=args.host,
-        port=args.port,
-        api_key=args.api_key or None,
-        max_payload_bytes=int(args.max_payload_mb * 2**20),
-        idle_timeout_s=args.idle_timeout or None,
-        max_connections=args.max_connections,
-        metadata_extras=args.metadata_extras,
-        reply_format=args.reply_format,
-        camera_aspect=args.camera_aspect,
-        fill_missing_exterior=args.fill_missing_exterior,
+    try:
+        config = ServerConfig(
+            host=args.host,
+            port=args.port,
+            api_key=read_api_key(args.api_key_file),
+            max_payload_bytes=int(args.max_payload_mb * 2**20),
+            max_objects=args.max_objects,
+            max_depth=args.max_depth,
+            max_prompt_chars=args.max_prompt_chars,
+            max_error_chars=args.max_error_chars,
+            max_connections=args.max_connections,
+            max_connections_per_client=args.max_connections_per_client,
+            max_sessions=args.max_sessions,
+            max_sessions_per_client=args.max_sessions_per_client,
+            max_sessions_per_connection=args.max_sessions_per_connection,
+            idle_evict_after_s=args.idle_evict_after,
+            metadata_extras=args.metadata_extras,
+            reply_format=args.reply_format,
+            camera_aspect=None if args.camera_aspect == 'detect' else args.camera_aspect,
+            detect_padding=args.camera_aspect == 'detect',
+            fill_missing_exterior=args.fill_missing_exterior,
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    # The engine's session store must hold every session the server admits.
+    max_sessions = args.max_sessions or session_budget.MAX_DEFAULT_SESSIONS
+    policy = load_engine(
+        args.checkpoint, preset=args.preset, max_sessions=max_sessions, **engine_arguments(args)
     )
-    policy = load_engine(args.checkpoint, preset=args.preset, **engine_arguments(args))
     server = OpenPIServer(policy, config)
     logging.getLogger(__name__).info('serving metadata %s', server.metadata)
     server.serve_forever()

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Image geometry of OpenPI clients: antialiased resize, ``resize_with_pad`` and its undoing.
+"""Images of OpenPI clients: pixel format, antialiased resize, ``resize_with_pad`` and its undoing.
 
 Real OpenPI clients (the DROID main loop, sim-evals, RoboArena) shrink camera frames with
 ``openpi_client.image_tools.resize_with_pad``: keep the aspect ratio, scale to fit, and centre
@@ -13,8 +13,35 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Aspect ratio (width / height) of the DROID ZED cameras, 1280x720.
-DROID_SOURCE_ASPECT = 16.0 / 9.0
+
+def to_uint8_hwc(images: np.ndarray) -> np.ndarray:
+    """Images as uint8 ``(H, W, 3)`` or ``(T, H, W, 3)``, converted as openpi's DROID policy does.
+
+    Channels-first frames ``(3, H, W)`` (and stacks ``(T, 3, H, W)``) are moved last; floating
+    point images are taken as [0, 1] and scaled by 255 (clipped, where openpi would wrap);
+    other integer images must already lie in [0, 255].
+
+    Raises:
+        ValueError: on a dtype, shape or value range that is no RGB image.
+
+    """
+    if images.ndim == 3 and images.shape[0] == 3 and images.shape[-1] != 3:
+        images = images.transpose(1, 2, 0)
+    elif images.ndim == 4 and images.shape[1] == 3 and images.shape[-1] != 3:
+        images = images.transpose(0, 2, 3, 1)
+    if images.ndim not in (3, 4) or images.shape[-1] != 3:
+        raise ValueError(f'expected shape (H, W, 3), (3, H, W) or a stack, got {images.shape}')
+    if images.dtype == np.uint8:
+        return images
+    if images.dtype.kind == 'f':
+        if not np.all(np.isfinite(images)):
+            raise ValueError('float image holds non-finite values')
+        return (np.clip(images, 0.0, 1.0) * 255.0).astype(np.uint8)
+    if images.dtype.kind in 'iu':
+        if images.size and (images.min() < 0 or images.max() > 255):
+            raise ValueError(f'{images.dtype} image values outside [0, 255]')
+        return images.astype(np.uint8)
+    raise ValueError(f'expected uint8, float or integer pixels, got dtype {images.dtype}')
 
 
 def _filter_taps(size_in: int, size_out: int) -> tuple[np.ndarray, np.ndarray]:

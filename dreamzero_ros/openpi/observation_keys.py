@@ -7,8 +7,11 @@ DROID clients (the DROID main loop, sim-evals) name the exterior cameras
 ``observation/exterior_image_1_left`` and ``..._2_left``; RoboArena clients count from 0
 (``observation/exterior_image_0_left`` and ``..._1_left``). A request holding a ``_0_`` camera is
 read as RoboArena, any other as DROID. Images arrive as ``(H, W, 3)`` frames or ``(T, H, W, 3)``
-stacks, usually shrunk by ``resize_with_pad``; the padding is cropped and the content resized to
-the resolution the policy asks for.
+stacks (uint8, or float and channels-first, which are converted as openpi's DROID policy does),
+usually shrunk by ``resize_with_pad``; the padding is cropped (where the camera's aspect puts it)
+and the content resized to the resolution the policy asks for. A missing prompt is ``""``.
+
+Everything DROID-specific of the bridge lives here (keys, cameras, camera aspect).
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ EXTERIOR_CAMERAS = ('exterior_image_1_left', 'exterior_image_2_left')
 #: Largest image side and stack length accepted from a client.
 MAX_IMAGE_SIDE = 4096
 MAX_FRAMES = 16
+#: Longest prompt accepted by default, characters (the text encoder reads 512 tokens).
+MAX_PROMPT_CHARS = 4096
+#: Aspect ratio (width / height) of the DROID cameras (ZED 2 at 1280x720, as sim-evals' too).
+DROID_CAMERA_ASPECT = 16.0 / 9.0
 
 
 class KeySet(enum.Enum):
@@ -60,6 +67,14 @@ def detect_key_set(request: Mapping[str, Any]) -> KeySet:
     return KeySet.DROID
 
 
+def camera_aspect(metadata: Mapping[str, Any]) -> float:
+    """Width / height of the policy's cameras before clients shrink them.
+
+    The metadata's ``camera_aspect`` where it has one, else DROID's.
+    """
+    return float(metadata.get('camera_aspect', DROID_CAMERA_ASPECT))
+
+
 def required_cameras(metadata: Mapping[str, Any]) -> tuple[str, ...]:
     """Policy camera names a request must carry, from the policy's metadata."""
     cameras = [WRIST_CAMERA] if metadata.get('needs_wrist_camera', True) else []
@@ -69,13 +84,11 @@ def required_cameras(metadata: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _image(key: str, value: Any) -> np.ndarray:
     if not isinstance(value, np.ndarray):
-        raise ObservationError(f'{key}: expected a uint8 array, got {type(value).__name__}')
-    if value.dtype != np.uint8:
-        raise ObservationError(f'{key}: expected dtype uint8, got {value.dtype}')
-    if value.ndim not in (3, 4) or value.shape[-1] != 3:
-        raise ObservationError(
-            f'{key}: expected shape (H, W, 3) or (T, H, W, 3), got {value.shape}'
-        )
+        raise ObservationError(f'{key}: expected an image array, got {type(value).__name__}')
+    try:
+        value = images.to_uint8_hwc(value)
+    except ValueError as error:
+        raise ObservationError(f'{key}: {error}') from error
     if min(value.shape) < 1 or max(value.shape[-3:-1]) > MAX_IMAGE_SIDE:
         raise ObservationError(f'{key}: image size {value.shape} out of range')
     if value.ndim == 4 and value.shape[0] > MAX_FRAMES:
@@ -92,16 +105,30 @@ def _vector(key: str, value: Any, size: int) -> np.ndarray:
         value, np.ndarray | np.generic | int | float | list
     ):
         raise ObservationError(f'{key}: expected {size} numbers, got {type(value).__name__}')
+    if np.size(value) != size:
+        raise ObservationError(f'{key}: expected {size} values, got shape {np.shape(value)}')
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ObservationError(f'{key}: expected {size} numbers') from error
-    if array.size != size:
-        raise ObservationError(f'{key}: expected {size} values, got shape {array.shape}')
     array = array.reshape(size)
     if not np.all(np.isfinite(array)):
         raise ObservationError(f'{key}: values must be finite, got {array}')
     return array
+
+
+def _prompt(value: Any, max_chars: int) -> str:
+    if value is None:
+        return ''
+    if isinstance(value, bytes):
+        value = value.decode('utf-8', errors='replace')
+    if not isinstance(value, str):
+        raise ObservationError(f'{PROMPT_KEY!r}: expected a str, got {type(value).__name__}')
+    if len(value) > max_chars:
+        raise ObservationError(
+            f'{PROMPT_KEY!r}: {len(value)} characters, more than the {max_chars} accepted'
+        )
+    return value
 
 
 def request_to_observation(
@@ -109,8 +136,9 @@ def request_to_observation(
     cameras: tuple[str, ...],
     image_size: tuple[int, int] | None,
     *,
-    source_aspect: float | None = None,
+    source_aspect: float | None = DROID_CAMERA_ASPECT,
     fill_missing_exterior: bool = False,
+    max_prompt_chars: int = MAX_PROMPT_CHARS,
     session_id: str = 'default',
     stamp: float = 0.0,
 ) -> tuple[Observation, KeySet]:
@@ -120,15 +148,18 @@ def request_to_observation(
         request: the decoded request map.
         cameras: policy camera names the request must carry.
         image_size: ``(height, width)`` the policy wants, or None to keep the client's size.
-        source_aspect: camera aspect ratio for :func:`images.remove_padding`.
+        source_aspect: width / height of the cameras, to find ``resize_with_pad``'s bands
+            (:func:`images.remove_padding`); None detects them instead.
         fill_missing_exterior: give a missing exterior camera a black frame (a dropped view,
             which DreamZero saw in training), as long as one exterior camera is present;
             DROID-main and sim-evals clients send a single exterior camera.
+        max_prompt_chars: longest prompt accepted.
         session_id: the session the observation belongs to.
         stamp: observation time, seconds.
 
     Raises:
-        ObservationError: on a missing key, a wrong shape or dtype, or non-finite state.
+        ObservationError: on a missing key, a wrong shape or dtype, non-finite state or a
+            prompt over ``max_prompt_chars``.
 
     """
     key_set = detect_key_set(request)
@@ -158,11 +189,7 @@ def request_to_observation(
             )
         for camera in dropped:
             frames[camera] = np.zeros_like(present[0])
-    prompt = request.get(PROMPT_KEY)
-    if isinstance(prompt, bytes):
-        prompt = prompt.decode('utf-8', errors='replace')
-    if not isinstance(prompt, str):
-        raise ObservationError(f'{PROMPT_KEY!r}: expected a str, got {type(prompt).__name__}')
+    prompt = _prompt(request.get(PROMPT_KEY), max_prompt_chars)
     observation = Observation(
         images=frames,
         joint_position=_vector(JOINT_KEY, request.get(JOINT_KEY), DROID_ARM_DOF),

@@ -6,7 +6,8 @@
 After the handshake the server sends one binary metadata map; then each binary request gets
 exactly one reply. Requests may carry ``endpoint`` (``"infer"``, the default, or ``"reset"``)
 and ``session_id``. Errors are text frames holding a JSON object (the reference client raises on
-any text reply and shows its content); they never carry a traceback.
+any text reply and shows its content); they never carry a traceback, and never more than a short
+preview of what the client sent.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.openpi import msgpack_numpy
 from dreamzero_ros.policy_types import ObservationError
 
 ENDPOINT_KEY = 'endpoint'
@@ -42,8 +44,16 @@ DREAMZERO_CLIENT_CONFIG: dict[str, Any] = {
     'needs_session_id': True,
     'action_space': 'joint_position',
 }
-#: Longest session id accepted, characters.
+#: Longest session id accepted, characters; most elements of an array session id.
 MAX_SESSION_ID_LENGTH = 256
+MAX_SESSION_ID_ELEMENTS = 16
+#: The route the seed integration's clients connect to (``ws://host:port/v1/realtime/...``);
+#: they want bare action arrays and a text reset reply.
+SEED_ROUTE = '/v1/realtime/robot/openpi'
+#: What upstream DreamZero's and RoboArena's servers answer to a reset (as a text frame).
+RESET_ACKNOWLEDGEMENT = 'reset successful'
+#: Longest error message sent or logged, characters.
+MAX_ERROR_CHARS = 1000
 
 
 def build_metadata(policy_metadata: Mapping[str, Any], extras: bool = False) -> dict[str, Any]:
@@ -67,6 +77,27 @@ def build_metadata(policy_metadata: Mapping[str, Any], extras: bool = False) -> 
     return metadata
 
 
+def preview(value: Any, limit: int = 48) -> str:
+    """A short description of ``value`` for error messages, never longer than about ``limit``.
+
+    Strings and bytes are cut before they are quoted; arrays are described by dtype and shape;
+    anything else by its type, so that a huge field is never copied into a reply or a log.
+    """
+    if isinstance(value, str | bytes):
+        head = repr(value[:limit])
+        return head if len(value) <= limit else f'{head}... ({len(value)} long)'
+    if isinstance(value, np.ndarray | np.generic):
+        return f'{value.dtype} array of shape {np.shape(value)}'
+    if isinstance(value, bool | int | float) or value is None:
+        return repr(value)[:limit]
+    return type(value).__name__
+
+
+def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked where cut."""
+    return text if len(text) <= limit else f'{text[:limit]}... ({len(text)} characters)'
+
+
 def session_id_of(request: Mapping[str, Any]) -> str | None:
     """The request's session id as a str, or None where it has none.
 
@@ -79,11 +110,15 @@ def session_id_of(request: Mapping[str, Any]) -> str | None:
     if isinstance(value, bytes):
         value = value.decode('utf-8', errors='replace')
     elif isinstance(value, np.ndarray | np.generic) and value.dtype.kind in 'biuSU':
-        value = ','.join(str(v) for v in np.asarray(value).reshape(-1)[:16].tolist())
+        if np.size(value) > MAX_SESSION_ID_ELEMENTS:
+            raise ObservationError(
+                f'session_id: at most {MAX_SESSION_ID_ELEMENTS} elements, got {preview(value)}'
+            )
+        value = ','.join(str(v) for v in np.asarray(value).reshape(-1).tolist())
     elif isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        raise ObservationError(f'session_id: expected a str, got {type(value).__name__}')
+        raise ObservationError(f'session_id: expected a str, got {preview(value)}')
     if len(value) > MAX_SESSION_ID_LENGTH:
         raise ObservationError(f'session_id: longer than {MAX_SESSION_ID_LENGTH} characters')
     return value
@@ -92,14 +127,36 @@ def session_id_of(request: Mapping[str, Any]) -> str | None:
 def endpoint_of(request: Mapping[str, Any]) -> str:
     """The request's endpoint, ``infer`` where absent (the openpi-client sends none)."""
     endpoint = request.get(ENDPOINT_KEY, INFER)
+    if isinstance(endpoint, bytes):
+        endpoint = endpoint.decode('utf-8', errors='replace')
     if endpoint not in (INFER, RESET):
-        raise ObservationError(f'unknown endpoint {endpoint!r}; expected {INFER!r} or {RESET!r}')
+        raise ObservationError(
+            f'unknown endpoint {preview(endpoint)}; expected {INFER!r} or {RESET!r}'
+        )
     return endpoint
 
 
-def error_text(kind: str, message: str, endpoint: str | None = None) -> str:
-    """The text frame of an error reply."""
-    return json.dumps({'error': kind, 'message': message, 'endpoint': endpoint})
+def reset_reply(session_id: str | None, as_text: bool = False) -> bytes | str:
+    """The reply to a reset.
+
+    A binary map ``{"status": "reset successful", "reset": true, "session_id"}`` by default:
+    openpi-client's ``infer({"endpoint": "reset"})`` decodes it, the seed integration's example
+    client checks ``status``, and upstream DreamZero's and RoboArena's clients read nothing of
+    it. ``as_text`` gives the text frame ``reset successful`` instead, which the seed's DROID
+    sim-eval client requires.
+    """
+    if as_text:
+        return RESET_ACKNOWLEDGEMENT
+    return msgpack_numpy.packb(
+        {'status': RESET_ACKNOWLEDGEMENT, 'reset': True, SESSION_KEY: session_id}
+    )
+
+
+def error_text(
+    kind: str, message: str, endpoint: str | None = None, limit: int = MAX_ERROR_CHARS
+) -> str:
+    """The text frame of an error reply, its message cut to ``limit`` characters."""
+    return json.dumps({'error': kind, 'message': truncate(message, limit), 'endpoint': endpoint})
 
 
 def parse_error_text(text: str) -> tuple[str, str]:

@@ -3,23 +3,26 @@
 
 """OpenPI WebSocket server in front of any :class:`~dreamzero_ros.policy_types.Policy`.
 
-Wire-compatible with ``openpi_client.WebsocketClientPolicy`` and the RoboArena client: metadata
-first, then lockstep msgpack-numpy request/reply. Inference runs on one worker thread, so the
-event loop keeps answering keepalive pings, ``GET /healthz`` and other clients while the model
-works; requests of several clients queue for that thread. Sessions are scoped to their
-connection: a client's ``session_id`` (or its absence) names a session inside its connection,
-and a connection's sessions are reset when it closes.
+Wire-compatible with ``openpi_client.WebsocketClientPolicy``, RoboArena's and upstream
+DreamZero's clients and the seed integration's: metadata first, then lockstep msgpack-numpy
+request/reply. The event loop only moves frames: requests are decoded and checked on a small
+thread pool (within the message limits of :class:`ServerConfig`) and inference runs on one
+worker thread, so keepalive pings, ``GET /healthz`` and new clients are answered while the
+model works or a big frame is unpacked. Sessions are scoped to their connection and counted
+against the capacity of :mod:`~dreamzero_ros.openpi.capacity`; a connection's sessions are
+reset when it closes. Replies follow the convention of the client where it can be recognised
+(see :class:`ServerConfig` ``reply_format``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 import dataclasses
 import hmac
 import http
-import itertools
 import logging
+import secrets
 import signal
 import threading
 import time
@@ -30,16 +33,22 @@ from websockets.asyncio.server import Request, Response, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
-from dreamzero_ros.errors import MsgpackNumpyError, PolicyError, ProtocolError
-from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
-from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Policy
+from dreamzero_ros.errors import (
+    CapacityError,
+    MsgpackNumpyError,
+    ObservationError,
+    PolicyError,
+    ProtocolError,
+)
+from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol, session_budget
+from dreamzero_ros.openpi.capacity import Capacity, CapacityLimits, Peer
+from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation, Policy
 
 logger = logging.getLogger(__name__)
 
 REPLY_FORMATS = ('auto', 'dict', 'array')
-#: Connection numbers, unique in the process, so that servers sharing one policy never share a
-#: session key.
-_CONNECTION_NUMBERS = itertools.count(1)
+#: Threads that decode and check requests (images are resized there too).
+DECODE_THREADS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,17 +61,35 @@ class ServerConfig:
         api_key: if set, a client must send ``Authorization: Api-Key <api_key>``.
         max_payload_bytes: largest request accepted; bigger ones close the connection (1009)
             before anything is unpacked.
-        idle_timeout_s: close a connection that sends nothing for this long; None never.
-        max_connections: refuse further WebSocket handshakes (HTTP 503) beyond this many.
+        max_objects: msgpack objects one request may hold (checked before unpacking).
+        max_depth: nesting of maps and arrays one request may have.
+        max_prompt_chars: longest prompt accepted.
+        max_error_chars: longest error message sent to a client or logged.
+        max_connections: open connections in all; a handshake beyond is refused (HTTP 503)
+            unless an idle connection can be evicted.
+        max_connections_per_client: open connections per client IP address, likewise.
+        max_sessions: sessions held at once; None sizes it from the GPU memory left by the
+            policy (:func:`~dreamzero_ros.openpi.session_budget.default_max_sessions`).
+        max_sessions_per_client: sessions per client IP address; None: ``max_sessions``.
+        reserved_sessions: sessions of the policy used outside the server (the policy node's
+            own control loop when it serves its engine); the server never counts on them.
+        max_sessions_per_connection: a connection that starts more ends its own least
+            recently used session (upstream servers end a session on a ``session_id`` change).
+        idle_evict_after_s: a connection idle this long (no request; answered pings keep it
+            open but do not make it active) may be closed when a new client needs its room.
+        open_timeout_s: limit for a client's WebSocket handshake.
         ping_interval_s: keepalive ping period; None disables pings.
         ping_timeout_s: close a connection whose pong is this late.
         metadata_extras: send the policy's extra metadata (horizon, rate) besides the six
             client-configuration fields; RoboArena clients reject unknown keys.
-        reply_format: ``dict`` replies ``{"actions", "server_timing", ...}`` (openpi-client,
-            DROID, sim-evals); ``array`` replies the bare ``(H, 8)`` array (RoboArena);
-            ``auto`` answers each request in the format of its key set.
-        camera_aspect: width / height of the clients' cameras, to undo ``resize_with_pad``
-            exactly; None detects the black bands.
+        reply_format: ``dict`` replies ``{"actions", "server_timing", "chunk_id"}``;
+            ``array`` the bare ``(H, 8)`` array; ``auto`` recognises the client: connections
+            on the seed integration's route get arrays, other requests with RoboArena keys
+            (``exterior_image_0_left``, as DreamZero's own clients send) arrays, and DROID keys
+            (openpi-client, sim-evals, the DROID loop, RoboArena's evaluator) the map.
+        camera_aspect: width / height of the clients' cameras, where ``resize_with_pad``'s
+            bands are; None takes the policy's (``camera_aspect`` metadata, else DROID's 16:9).
+        detect_padding: find the bands by looking for black lines instead.
         fill_missing_exterior: serve requests with one exterior camera (DROID main loop,
             sim-evals) by giving the other a black frame, a dropped view as in training;
             False refuses them.
@@ -73,13 +100,24 @@ class ServerConfig:
     port: int = 8000
     api_key: str | None = None
     max_payload_bytes: int = 16 * 2**20
-    idle_timeout_s: float | None = 600.0
-    max_connections: int = 8
+    max_objects: int = 10_000
+    max_depth: int = 16
+    max_prompt_chars: int = observation_keys.MAX_PROMPT_CHARS
+    max_error_chars: int = protocol.MAX_ERROR_CHARS
+    max_connections: int = 32
+    max_connections_per_client: int = 8
+    max_sessions: int | None = None
+    max_sessions_per_client: int | None = None
+    max_sessions_per_connection: int = 1
+    reserved_sessions: int = 0
+    idle_evict_after_s: float = 60.0
+    open_timeout_s: float = 10.0
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     metadata_extras: bool = False
     reply_format: str = 'auto'
     camera_aspect: float | None = None
+    detect_padding: bool = False
     fill_missing_exterior: bool = True
 
     def __post_init__(self) -> None:
@@ -87,8 +125,35 @@ class ServerConfig:
             raise ValueError(
                 f'reply_format must be one of {REPLY_FORMATS}, got {self.reply_format!r}'
             )
-        if self.max_payload_bytes < 1024 or self.max_connections < 1:
-            raise ValueError('max_payload_bytes must be >= 1024 and max_connections >= 1')
+        if self.max_payload_bytes < 1024:
+            raise ValueError('max_payload_bytes must be >= 1024')
+        for name in ('max_objects', 'max_depth', 'max_prompt_chars', 'max_error_chars'):
+            if getattr(self, name) < 1:
+                raise ValueError(f'{name} must be >= 1')
+        if self.reserved_sessions < 0:
+            raise ValueError('reserved_sessions must be >= 0')
+        if self.camera_aspect is not None and self.camera_aspect <= 0:
+            raise ValueError('camera_aspect must be > 0')
+        self.capacity_limits(1)  # validates the caps
+
+    def decode_limits(self) -> msgpack_numpy.DecodeLimits:
+        """What one request may hold (strings: a prompt of ``max_prompt_chars`` in UTF-8)."""
+        return msgpack_numpy.DecodeLimits(
+            self.max_objects, self.max_depth, max(4 * self.max_prompt_chars, 1024)
+        )
+
+    def capacity_limits(self, default_sessions: int) -> CapacityLimits:
+        """The caps, with ``default_sessions`` where ``max_sessions`` is None."""
+        sessions = self.max_sessions or default_sessions
+        return CapacityLimits(
+            max_connections=self.max_connections,
+            max_connections_per_client=self.max_connections_per_client,
+            max_sessions=sessions,
+            max_sessions_per_client=self.max_sessions_per_client or sessions,
+            max_sessions_per_connection=self.max_sessions_per_connection,
+            idle_evict_after_s=self.idle_evict_after_s,
+            handshake_timeout_s=self.open_timeout_s,
+        )
 
 
 @dataclasses.dataclass
@@ -113,14 +178,15 @@ class ServerHandle:
 
 @dataclasses.dataclass
 class _Connection:
-    """Per-connection state."""
+    """Per-connection protocol state."""
 
-    number: int
-    sessions: set[str] = dataclasses.field(default_factory=set)
+    websocket: ServerConnection
+    peer: Peer
+    seed_route: bool
     prev_total_ms: float | None = None
 
     def session_key(self, session_id: str | None) -> str:
-        return f'openpi/{self.number}/{session_id or ""}'
+        return f'openpi/{self.peer.number}/{session_id or ""}'
 
 
 class OpenPIServer:
@@ -134,19 +200,31 @@ class OpenPIServer:
 
     def __init__(self, policy: Policy, config: ServerConfig | None = None) -> None:
         self._policy = policy
-        self._config = config or ServerConfig()
-        self._metadata = protocol.build_metadata(policy.metadata, self._config.metadata_extras)
+        self._config = config = config or ServerConfig()
+        self._metadata = protocol.build_metadata(policy.metadata, config.metadata_extras)
         self._cameras = observation_keys.required_cameras(self._metadata)
         resolution = self._metadata['image_resolution']
         self._image_size = None if resolution is None else (int(resolution[0]), int(resolution[1]))
-        self._open = 0
-        self._executor: ThreadPoolExecutor | None = None
+        self._aspect = None
+        if not config.detect_padding:
+            self._aspect = config.camera_aspect or observation_keys.camera_aspect(policy.metadata)
+        self._limits = config.decode_limits()
+        self._capacity = Capacity(config.capacity_limits(_default_sessions(policy, config)))
+        self._pending: dict[ServerConnection, Peer] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._worker: ThreadPoolExecutor | None = None
+        self._decoder: ThreadPoolExecutor | None = None
         self._stop_future: asyncio.Future | None = None
 
     @property
     def metadata(self) -> dict[str, Any]:
         """The metadata map every connection receives first."""
         return dict(self._metadata)
+
+    @property
+    def capacity(self) -> CapacityLimits:
+        """The connection and session caps in force."""
+        return self._capacity.limits
 
     def serve_forever(self) -> None:
         """Serve on this thread; on the main thread SIGINT/SIGTERM stop it cleanly."""
@@ -188,7 +266,8 @@ class OpenPIServer:
         if handle_signals and threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, self._request_stop)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix='openpi-policy')
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='openpi-policy')
+        self._decoder = ThreadPoolExecutor(DECODE_THREADS, thread_name_prefix='openpi-decode')
         try:
             async with serve(
                 self._handle,
@@ -196,124 +275,223 @@ class OpenPIServer:
                 config.port,
                 compression=None,
                 max_size=config.max_payload_bytes,
-                max_queue=4,
+                max_queue=1,
+                open_timeout=config.open_timeout_s,
                 ping_interval=config.ping_interval_s,
                 ping_timeout=config.ping_timeout_s,
                 process_request=self._process_request,
             ) as server:
                 port = server.sockets[0].getsockname()[1]
+                limits = self._capacity.limits
+                logger.info(
+                    'capacity: %d sessions (%d per client address, %d per connection), '
+                    '%d connections (%d per client address); idle connections evictable '
+                    'after %g s',
+                    limits.max_sessions,
+                    limits.max_sessions_per_client,
+                    limits.max_sessions_per_connection,
+                    limits.max_connections,
+                    limits.max_connections_per_client,
+                    limits.idle_evict_after_s,
+                )
                 logger.info('OpenPI server listening on ws://%s:%d', config.host, port)
                 on_bound(port)
                 await self._stop_future
         finally:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._decoder.shutdown(wait=False, cancel_futures=True)
+            self._worker.shutdown(wait=False, cancel_futures=True)
             logger.info('OpenPI server stopped')
 
-    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+    # ------------------------------------------------------------------ connections
+    async def _process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | None:
         if request.path == '/healthz':
             return connection.respond(http.HTTPStatus.OK, 'OK\n')
+        address = str(connection.remote_address[0]) if connection.remote_address else '?'
         if self._config.api_key is not None:
             sent = request.headers.get('Authorization', '')
             if not hmac.compare_digest(sent.encode(), f'Api-Key {self._config.api_key}'.encode()):
-                logger.warning('refused %s: missing or wrong API key', connection.remote_address)
+                logger.warning('refused %s: missing or wrong API key', address)
                 return connection.respond(
                     http.HTTPStatus.UNAUTHORIZED, 'missing or wrong API key\n'
                 )
-        if self._open >= self._config.max_connections:
-            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, 'too many connections\n')
+        try:
+            peer, evicted = self._capacity.admit(address)
+        except CapacityError as error:
+            logger.warning('refused a connection from %s: %s', address, error)
+            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, f'{error}\n')
+        for victim in evicted:
+            self._evict(victim, f'a new client from {address} needed its connection slot')
+        self._pending = {
+            conn: pending
+            for conn, pending in self._pending.items()
+            if self._capacity.counts(pending)
+        }
+        self._pending[connection] = peer
         return None
 
     async def _handle(self, websocket: ServerConnection) -> None:
-        state = _Connection(next(_CONNECTION_NUMBERS))
-        self._open += 1
-        logger.info('connection %d from %s opened', state.number, websocket.remote_address)
+        peer = self._pending.pop(websocket, None)
+        if peer is None or not self._capacity.counts(peer):
+            await websocket.close(CloseCode.TRY_AGAIN_LATER, 'handshake took too long')
+            return
+        state = _Connection(
+            websocket, peer, seed_route=websocket.request.path == protocol.SEED_ROUTE
+        )
+        self._capacity.attach(peer, state)
+        logger.info(
+            'connection %d from %s opened (path %s)',
+            peer.number,
+            websocket.remote_address,
+            protocol.preview(websocket.request.path),
+        )
         try:
             await websocket.send(msgpack_numpy.packb(self._metadata))
-            while await self._serve_one(websocket, state):
+            while await self._serve_one(state):
                 pass
         except ConnectionClosed:
             pass
         finally:
-            self._open -= 1
-            logger.info('connection %d closed', state.number)
-            if state.sessions:
+            keys = self._capacity.release(peer)
+            logger.info('connection %d closed', peer.number)
+            if keys:
                 try:
-                    await self._run_in_worker(self._reset_sessions, sorted(state.sessions))
+                    await self._in_worker(self._reset_sessions, keys)
                 except Exception:
-                    logger.exception('connection %d: resetting its sessions failed', state.number)
+                    logger.exception('connection %d: resetting its sessions failed', peer.number)
 
-    async def _serve_one(self, websocket: ServerConnection, state: _Connection) -> bool:
+    def _evict(self, victim: Peer, why: str) -> None:
+        """Close ``victim`` to make room; reset its sessions before any later inference."""
+        keys = self._capacity.release(victim)
+        state: _Connection = victim.handle
+        idle_s = victim.idle_s(time.monotonic())
+        logger.warning(
+            'evicting connection %d from %s (idle %.0f s, %d sessions): %s',
+            victim.number,
+            victim.address,
+            idle_s,
+            len(keys),
+            why,
+        )
+        self._submit_reset(keys)
+        reason = f'evicted after {idle_s:.0f} s idle: {why}'
+        task = asyncio.get_running_loop().create_task(
+            state.websocket.close(CloseCode.TRY_AGAIN_LATER, reason[:120])
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ requests
+    async def _serve_one(self, state: _Connection) -> bool:
         """Answer one request; False once the connection is to end."""
+        message = await state.websocket.recv()
+        self._capacity.started(state.peer)
         try:
-            message = await asyncio.wait_for(websocket.recv(), self._config.idle_timeout_s)
-        except TimeoutError:
-            await websocket.close(CloseCode.NORMAL_CLOSURE, 'idle timeout')
-            return False
+            return await self._answer(state, message)
+        finally:
+            self._capacity.finished(state.peer)
+
+    async def _answer(self, state: _Connection, message: bytes | str) -> bool:
         received = time.monotonic()
         endpoint = None
+        number = state.peer.number
         try:
-            request = self._decode(message)
+            request = await self._in_decoder(self._parse, message)
             endpoint = protocol.endpoint_of(request)
-            reply = await self._answer(request, endpoint, state)
+            session_id = protocol.session_id_of(request)
+            if endpoint == protocol.RESET:
+                reply = await self._reset(state, session_id)
+            else:
+                reply = await self._infer(state, request, session_id)
+        except CapacityError as error:
+            kind, text = 'ServerBusy', str(error)
+        except ProtocolError as error:
+            kind, text = 'MalformedRequest', str(error)
+        except ObservationError as error:
+            kind, text = 'ObservationError', str(error)
         except PolicyError as error:
-            kind = 'MalformedRequest' if isinstance(error, ProtocolError) else type(error).__name__
-            logger.info('connection %d: %s: %s', state.number, kind, error)
-            await websocket.send(protocol.error_text(kind, str(error), endpoint))
-            return True
+            incident = secrets.token_hex(4)
+            logger.error(
+                'connection %d: inference failed (incident %s): %s',
+                number,
+                incident,
+                protocol.truncate(str(error), self._config.max_error_chars),
+            )
+            kind = 'PolicyError'
+            text = f'inference failed (incident {incident}); the session was reset'
         except Exception:
-            logger.exception('connection %d: internal error', state.number)
-            await websocket.send(
+            logger.exception('connection %d: internal error', number)
+            await state.websocket.send(
                 protocol.error_text(
                     'InternalError', 'internal server error; see the server log', endpoint
                 )
             )
-            await websocket.close(CloseCode.INTERNAL_ERROR, 'internal server error')
+            await state.websocket.close(CloseCode.INTERNAL_ERROR, 'internal server error')
             return False
-        await websocket.send(reply)
-        state.prev_total_ms = (time.monotonic() - received) * 1000.0
+        else:
+            await state.websocket.send(reply)
+            state.prev_total_ms = (time.monotonic() - received) * 1000.0
+            return True
+        limit = self._config.max_error_chars
+        logger.info('connection %d: %s: %s', number, kind, protocol.truncate(text, limit))
+        await state.websocket.send(protocol.error_text(kind, text, endpoint, limit))
         return True
 
-    @staticmethod
-    def _decode(message: bytes | str) -> dict[str, Any]:
+    def _parse(self, message: bytes | str) -> dict[str, Any]:
+        """The request map of one frame (on a decoder thread)."""
         if isinstance(message, str):
             raise ProtocolError('requests must be binary msgpack frames, got a text frame')
         try:
-            request = msgpack_numpy.unpackb(message)
+            request = msgpack_numpy.unpackb(message, self._limits)
         except MsgpackNumpyError as error:
             raise ProtocolError(str(error)) from error
         if not isinstance(request, dict):
             raise ProtocolError(f'a request must be a map, got {type(request).__name__}')
         return request
 
-    async def _answer(self, request: dict[str, Any], endpoint: str, state: _Connection) -> bytes:
-        session_id = protocol.session_id_of(request)
-        if endpoint == protocol.RESET:
-            keys = (
-                [state.session_key(session_id)]
-                if session_id is not None
-                else sorted(state.sessions)
-            )
-            await self._run_in_worker(self._reset_sessions, keys)
-            state.sessions.difference_update(keys)
-            return msgpack_numpy.packb({'reset': True, protocol.SESSION_KEY: session_id})
-        key = state.session_key(session_id)
-        observation, key_set = observation_keys.request_to_observation(
+    def _observation(self, request: dict[str, Any], key: str) -> tuple[Observation, Any]:
+        """The request's observation and key set (on a decoder thread)."""
+        return observation_keys.request_to_observation(
             request,
             self._cameras,
             self._image_size,
-            source_aspect=self._config.camera_aspect,
+            source_aspect=self._aspect,
             fill_missing_exterior=self._config.fill_missing_exterior,
+            max_prompt_chars=self._config.max_prompt_chars,
             session_id=key,
             stamp=time.time(),
         )
-        state.sessions.add(key)
+
+    async def _reset(self, state: _Connection, session_id: str | None) -> bytes | str:
+        if session_id is not None:
+            keys = [state.session_key(session_id)]
+        else:
+            keys = list(state.peer.sessions)
+        self._capacity.drop_sessions(state.peer, keys)
+        await self._in_worker(self._reset_sessions, keys)
+        return protocol.reset_reply(session_id, as_text=state.seed_route)
+
+    async def _infer(
+        self, state: _Connection, request: dict[str, Any], session_id: str | None
+    ) -> bytes:
+        key = state.session_key(session_id)
+        observation, key_set = await self._in_decoder(self._observation, request, key)
+        claim = self._capacity.claim_session(state.peer, key)
+        if claim.ended:
+            logger.info(
+                'connection %d: session %s ended: the connection started %s',
+                state.peer.number,
+                protocol.preview(claim.ended[0]),
+                protocol.preview(key),
+            )
+            self._submit_reset(claim.ended)
+        for victim in claim.evicted:
+            self._evict(victim, f'connection {state.peer.number} needed a session')
         queued = time.monotonic()
-        chunk, infer_ms = await self._run_in_worker(self._infer, observation)
+        chunk, infer_ms = await self._in_worker(self._run_policy, observation)
         actions = _checked_actions(chunk)
-        reply_format = self._config.reply_format
-        if reply_format == 'array' or (
-            reply_format == 'auto' and key_set is observation_keys.KeySet.ROBOARENA
-        ):
+        if self._array_reply(state, key_set):
             return msgpack_numpy.packb(actions)
         timing = {
             'infer_ms': infer_ms,
@@ -325,10 +503,25 @@ class OpenPIServer:
             {'actions': actions, 'server_timing': timing, 'chunk_id': chunk.chunk_id}
         )
 
-    async def _run_in_worker(self, function: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+    def _array_reply(self, state: _Connection, key_set: observation_keys.KeySet) -> bool:
+        reply_format = self._config.reply_format
+        if reply_format != 'auto':
+            return reply_format == 'array'
+        return state.seed_route or key_set is observation_keys.KeySet.ROBOARENA
 
-    def _infer(self, observation: Any) -> tuple[ActionChunk, float]:
+    # ------------------------------------------------------------------ threads
+    async def _in_worker(self, function: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
+
+    async def _in_decoder(self, function: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._decoder, function, *args)
+
+    def _submit_reset(self, keys: list[str]) -> None:
+        """Reset ``keys`` on the worker, ahead of any inference queued after this call."""
+        if keys:
+            self._worker.submit(self._reset_sessions, keys).add_done_callback(_log_failure)
+
+    def _run_policy(self, observation: Observation) -> tuple[ActionChunk, float]:
         start = time.monotonic()
         chunk = self._policy.infer(observation)
         return chunk, (time.monotonic() - start) * 1000.0
@@ -336,6 +529,31 @@ class OpenPIServer:
     def _reset_sessions(self, keys: list[str]) -> None:
         for key in keys:
             self._policy.reset(key)
+
+
+def _default_sessions(policy: Policy, config: ServerConfig) -> int:
+    """The session capacity where none is configured; refuses one the policy cannot keep."""
+    store = getattr(policy, 'max_sessions', None)
+    available = None if store is None else store - config.reserved_sessions
+    if available is not None and available < 1:
+        raise ValueError(
+            f'the policy keeps {store} sessions, all reserved ({config.reserved_sessions})'
+        )
+    if config.max_sessions is not None:
+        if available is not None and config.max_sessions > available:
+            raise ValueError(
+                f'max_sessions {config.max_sessions} is more than the policy keeps for the '
+                f'server ({store} less {config.reserved_sessions} reserved): it would drop '
+                'sessions of open connections'
+            )
+        return config.max_sessions
+    default = session_budget.default_max_sessions(policy)
+    return default if available is None else min(default, available)
+
+
+def _log_failure(future: Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error('resetting sessions failed: %s', future.exception())
 
 
 def _checked_actions(chunk: ActionChunk) -> np.ndarray:

@@ -326,6 +326,7 @@ class PolicyNode(LifecycleNode):
             host=settings.openpi_bridge.host,
             port=settings.openpi_bridge.port,
             api_key=settings.openpi_bridge.api_key or None,
+            reserved_sessions=1,  # the node's own control loop
         )
         self._bridge = OpenPIServer(self.policy, config).start()
         self.get_logger().info(f'OpenPI bridge serving the policy on {self._bridge.url}')

@@ -1,0 +1,266 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Who may connect and who may hold a session: the OpenPI server's capacity, ROS- and IO-free.
+
+Connections are capped in total and per client address; sessions (model state on the GPU) in
+total, per client address and per connection. A session is never taken from a connection that
+is open: when a new client needs room, only a connection that has been idle for
+``idle_evict_after_s`` (no request in flight or received for that long; answering keepalive
+pings does not count as activity here, it only keeps the connection alive) may be evicted, the
+longest idle first, and it is closed with the reason; otherwise the newcomer is refused with a
+message that says which limit it hit. A connection that starts a new session beyond its own
+allowance ends its own least recently used one, as upstream DreamZero servers end a session when
+its client switches to another ``session_id``.
+
+Everything here runs on the server's event loop thread; nothing blocks.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+import dataclasses
+import time
+from typing import Any
+
+from dreamzero_ros.errors import CapacityError
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityLimits:
+    """Connection and session caps (see :class:`~dreamzero_ros.openpi.server.ServerConfig`)."""
+
+    max_connections: int = 32
+    max_connections_per_client: int = 8
+    max_sessions: int = 4
+    max_sessions_per_client: int = 4
+    max_sessions_per_connection: int = 1
+    idle_evict_after_s: float = 60.0
+    handshake_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in (
+            'max_connections',
+            'max_connections_per_client',
+            'max_sessions',
+            'max_sessions_per_client',
+            'max_sessions_per_connection',
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
+        if self.idle_evict_after_s < 0 or self.handshake_timeout_s <= 0:
+            raise ValueError('idle_evict_after_s must be >= 0 and handshake_timeout_s > 0')
+
+
+@dataclasses.dataclass(eq=False)
+class Peer:
+    """One client connection, from the handshake on.
+
+    Attributes:
+        number: unique in the process.
+        address: the client's IP address.
+        opened: clock time of the handshake.
+        last_active: clock time a request last arrived or was answered.
+        busy: a request is being served.
+        requests: requests received so far.
+        sessions: the engine session keys it holds, least recently used first.
+        handle: the server's object for the connection (set once the connection is open).
+        evicted: closed by the server to make room; it no longer counts against any cap.
+
+    """
+
+    number: int
+    address: str
+    opened: float
+    last_active: float
+    busy: bool = False
+    requests: int = 0
+    sessions: OrderedDict[str, None] = dataclasses.field(default_factory=OrderedDict)
+    handle: Any = None
+    evicted: bool = False
+
+    def idle_s(self, now: float) -> float:
+        """Seconds since the last request (or the handshake); 0 while a request is served."""
+        return 0.0 if self.busy else now - self.last_active
+
+
+@dataclasses.dataclass
+class SessionClaim:
+    """What making room for a session did: own sessions ended, other connections evicted."""
+
+    ended: list[str] = dataclasses.field(default_factory=list)
+    evicted: list[Peer] = dataclasses.field(default_factory=list)
+
+
+class Capacity:
+    """The connection and session book of one server.
+
+    Args:
+        limits: the caps.
+        clock: monotonic seconds (replaceable in tests).
+
+    """
+
+    def __init__(self, limits: CapacityLimits, clock: Callable[[], float] = time.monotonic):
+        self.limits = limits
+        self._clock = clock
+        self._peers: dict[int, Peer] = {}
+        self._numbers = 0
+
+    # ------------------------------------------------------------------ connections
+    def admit(self, address: str) -> tuple[Peer, list[Peer]]:
+        """Register a handshake from ``address``; returns the peer and the peers evicted for it.
+
+        Raises:
+            CapacityError: the connection caps are reached and no connection is idle enough.
+
+        """
+        now = self._clock()
+        self._forget_stale_handshakes(now)
+        limits = self.limits
+        evicted = []
+        same = [p for p in self._live() if p.address == address]
+        if len(same) >= limits.max_connections_per_client:
+            victim = self._idle_victim(same, now, prefer_sessionless=True)
+            if victim is None:
+                raise CapacityError(
+                    f'too many connections from {address}: {len(same)} open '
+                    f'(max_connections_per_client), none idle for {limits.idle_evict_after_s:g} s'
+                )
+            evicted.append(self._evict(victim))
+        live = list(self._live())
+        if len(live) >= limits.max_connections:
+            victim = self._idle_victim(live, now, prefer_sessionless=True)
+            if victim is None:
+                raise CapacityError(
+                    f'server full: {len(live)} connections open (max_connections), '
+                    f'none idle for {limits.idle_evict_after_s:g} s'
+                )
+            evicted.append(self._evict(victim))
+        self._numbers += 1
+        peer = Peer(self._numbers, address, now, now)
+        self._peers[peer.number] = peer
+        return peer, evicted
+
+    def attach(self, peer: Peer, handle: Any) -> None:
+        """The handshake of ``peer`` completed; ``handle`` is its connection object."""
+        peer.handle = handle
+        peer.last_active = self._clock()
+
+    def release(self, peer: Peer) -> list[str]:
+        """``peer`` closed (or was evicted); returns the session keys it held, to be reset."""
+        self._peers.pop(peer.number, None)
+        keys = list(peer.sessions)
+        peer.sessions.clear()
+        return keys
+
+    def started(self, peer: Peer) -> None:
+        """A request of ``peer`` arrived."""
+        peer.busy = True
+        peer.requests += 1
+        peer.last_active = self._clock()
+
+    def finished(self, peer: Peer) -> None:
+        """The request of ``peer`` was answered."""
+        peer.busy = False
+        peer.last_active = self._clock()
+
+    # ------------------------------------------------------------------ sessions
+    def claim_session(self, peer: Peer, key: str) -> SessionClaim:
+        """Let ``peer`` use session ``key``, making room if it is new.
+
+        Raises:
+            CapacityError: the session caps are reached and no other connection holding a
+                session is idle enough to be evicted.
+
+        """
+        claim = SessionClaim()
+        if key in peer.sessions:
+            peer.sessions.move_to_end(key)
+            return claim
+        limits = self.limits
+        now = self._clock()
+        own = len(peer.sessions) >= limits.max_sessions_per_connection
+        freed = 1 if own else 0
+        others = [p for p in self._live() if p is not peer and p.sessions]
+        same = [p for p in others if p.address == peer.address]
+        held_same = sum(len(p.sessions) for p in same) + len(peer.sessions) - freed
+        victims = []
+        per_client = limits.max_sessions_per_client < limits.max_sessions
+        if per_client and held_same >= limits.max_sessions_per_client:
+            victim = self._idle_victim(same, now)
+            if victim is None:
+                raise CapacityError(
+                    f'{peer.address} holds {held_same} sessions (max_sessions_per_client), '
+                    f'none of its other connections idle for {limits.idle_evict_after_s:g} s'
+                )
+            victims.append(victim)
+        held = sum(len(p.sessions) for p in others) + len(peer.sessions) - freed
+        held -= sum(len(v.sessions) for v in victims)
+        if held >= limits.max_sessions:
+            victim = self._idle_victim([p for p in others if p not in victims], now)
+            if victim is None:
+                raise CapacityError(
+                    f'all {limits.max_sessions} sessions are in use (max_sessions) by clients '
+                    f'active in the last {limits.idle_evict_after_s:g} s; retry later'
+                )
+            victims.append(victim)
+        if own:
+            oldest = next(iter(peer.sessions))
+            del peer.sessions[oldest]
+            claim.ended.append(oldest)
+        claim.evicted = [self._evict(victim) for victim in victims]
+        peer.sessions[key] = None
+        return claim
+
+    def drop_sessions(self, peer: Peer, keys: Iterable[str]) -> None:
+        """``peer`` reset these sessions: they hold no room any more."""
+        for key in keys:
+            peer.sessions.pop(key, None)
+
+    def counts(self, peer: Peer) -> bool:
+        """Whether ``peer`` still counts against the caps (not closed, evicted or stale)."""
+        return self._peers.get(peer.number) is peer
+
+    def held_sessions(self) -> int:
+        """Sessions held by open connections."""
+        return sum(len(p.sessions) for p in self._live())
+
+    def open_connections(self) -> int:
+        """Connections counted against the caps (handshakes in progress included)."""
+        return sum(1 for _ in self._live())
+
+    # ------------------------------------------------------------------ internals
+    def _live(self) -> Iterable[Peer]:
+        return iter(self._peers.values())
+
+    def _forget_stale_handshakes(self, now: float) -> None:
+        """Drop admitted handshakes that never completed (the client went away)."""
+        timeout = self.limits.handshake_timeout_s
+        for peer in list(self._peers.values()):
+            if peer.handle is None and now - peer.opened > timeout:
+                del self._peers[peer.number]
+
+    def _idle_victim(
+        self, candidates: Iterable[Peer], now: float, prefer_sessionless: bool = False
+    ) -> Peer | None:
+        """The connection to evict, or None.
+
+        One idle for ``idle_evict_after_s`` at least, the longest idle first (those without
+        sessions before all others if ``prefer_sessionless``).
+        """
+        idle = [
+            p
+            for p in candidates
+            if p.handle is not None and p.idle_s(now) >= self.limits.idle_evict_after_s
+        ]
+        if not idle:
+            return None
+        return max(idle, key=lambda p: (prefer_sessionless and not p.sessions, p.idle_s(now)))
+
+    def _evict(self, victim: Peer) -> Peer:
+        """Stop counting ``victim``; the caller closes it and resets its ``sessions``."""
+        self._peers.pop(victim.number, None)
+        victim.evicted = True
+        return victim

@@ -1,0 +1,151 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Connection and session capacity: the book-keeping alone, on a hand-driven clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from dreamzero_ros.openpi.capacity import Capacity, CapacityError, CapacityLimits
+from dreamzero_ros.openpi.session_budget import sessions_that_fit
+
+GIB = 2**30
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _book(**limits):
+    clock = Clock()
+    return Capacity(CapacityLimits(idle_evict_after_s=30.0, **limits), clock), clock
+
+
+def _open(book, address='10.0.0.1'):
+    peer, evicted = book.admit(address)
+    book.attach(peer, handle=object())
+    return peer, evicted
+
+
+def test_connections_beyond_the_caps_are_refused_with_the_limit_named():
+    book, _ = _book(max_connections=3, max_connections_per_client=2)
+    _open(book, '10.0.0.1')
+    _open(book, '10.0.0.1')
+    with pytest.raises(CapacityError, match=r'too many connections from 10\.0\.0\.1.*per_client'):
+        book.admit('10.0.0.1')
+    _open(book, '10.0.0.2')
+    with pytest.raises(CapacityError, match='server full: 3 connections open'):
+        book.admit('10.0.0.3')
+    assert book.open_connections() == 3
+
+
+def test_only_connections_idle_long_enough_are_evicted_for_a_newcomer():
+    book, clock = _book(max_connections=2, max_connections_per_client=2)
+    holder, _ = _open(book)
+    book.claim_session(holder, 'a')
+    sessionless, _ = _open(book)
+    clock.now += 29.0
+    with pytest.raises(CapacityError):
+        book.admit('10.0.0.1')
+    clock.now += 2.0
+    newcomer, evicted = book.admit('10.0.0.1')
+    # Both are idle long enough: the one without a session goes first.
+    assert evicted == [sessionless] and sessionless.evicted
+    assert not book.counts(sessionless) and book.counts(newcomer)
+    assert book.release(sessionless) == []
+
+
+def test_a_busy_connection_is_never_evicted():
+    book, clock = _book(max_connections=1, max_connections_per_client=1)
+    peer, _ = _open(book)
+    book.started(peer)  # a long inference
+    clock.now += 3600.0
+    with pytest.raises(CapacityError):
+        book.admit('10.0.0.9')
+    book.finished(peer)
+    clock.now += 31.0
+    assert book.admit('10.0.0.9')[1] == [peer]
+
+
+def test_a_new_session_of_a_connection_ends_its_previous_one():
+    book, _ = _book(max_sessions=4, max_sessions_per_connection=1)
+    peer, _ = _open(book)
+    assert book.claim_session(peer, 'episode-1').ended == []
+    assert book.claim_session(peer, 'episode-1').ended == []
+    claim = book.claim_session(peer, 'episode-2')
+    assert claim.ended == ['episode-1'] and claim.evicted == []
+    assert list(peer.sessions) == ['episode-2'] and book.held_sessions() == 1
+
+
+def test_sessions_of_open_connections_are_kept_and_newcomers_refused():
+    book, clock = _book(max_sessions=5)
+    peers = [_open(book, f'10.0.0.{i}')[0] for i in range(6)]
+    for index, peer in enumerate(peers[:5]):
+        book.claim_session(peer, f's{index}')
+    with pytest.raises(CapacityError, match='all 5 sessions are in use'):
+        book.claim_session(peers[5], 's5')
+    assert book.held_sessions() == 5
+    assert all(peer.sessions for peer in peers[:5]) and not peers[5].sessions
+    # Once one of them has been idle long enough, it makes room (and only that one).
+    for peer in peers[1:5]:
+        book.started(peer)
+    clock.now += 31.0
+    claim = book.claim_session(peers[5], 's5')
+    assert claim.evicted == [peers[0]] and book.release(peers[0]) == ['s0']
+    assert book.held_sessions() == 5
+
+
+def test_sessions_are_capped_per_client_address():
+    book, clock = _book(max_sessions=4, max_sessions_per_client=2)
+    first, second, third = (_open(book, '10.0.0.1')[0] for _ in range(3))
+    book.claim_session(first, 'a')
+    book.claim_session(second, 'b')
+    with pytest.raises(CapacityError, match=r'10\.0\.0\.1 holds 2 sessions'):
+        book.claim_session(third, 'c')
+    other = _open(book, '10.0.0.2')[0]
+    book.claim_session(other, 'd')  # another address is not affected
+    clock.now += 31.0
+    assert book.claim_session(third, 'c').evicted == [first]
+
+
+def test_reset_sessions_free_their_room():
+    book, _ = _book(max_sessions=1)
+    first, second = _open(book)[0], _open(book, '10.0.0.2')[0]
+    book.claim_session(first, 'a')
+    book.drop_sessions(first, ['a'])
+    assert book.claim_session(second, 'b').evicted == []
+
+
+def test_handshakes_that_never_complete_stop_counting():
+    book, clock = _book(max_connections=1, max_connections_per_client=1)
+    stalled, _ = book.admit('10.0.0.1')  # never attached
+    with pytest.raises(CapacityError):
+        book.admit('10.0.0.2')
+    clock.now += 11.0
+    assert book.admit('10.0.0.2')[1] == [] and not book.counts(stalled)
+
+
+def test_limits_are_validated():
+    with pytest.raises(ValueError, match='max_sessions must be >= 1'):
+        CapacityLimits(max_sessions=0)
+    with pytest.raises(ValueError, match='idle_evict_after_s'):
+        CapacityLimits(idle_evict_after_s=-1)
+
+
+@pytest.mark.parametrize(
+    ('free', 'total', 'expected'),
+    [
+        (103 * GIB, 141 * GIB, 6),  # H200 with the 14B model loaded (~38 GiB)
+        (42 * GIB, 80 * GIB, 2),  # 80 GB card
+        (4 * GIB, 32 * GIB, 1),  # never less than one
+        (10_000 * GIB, 10_000 * GIB, 8),  # never more than eight by default
+    ],
+)
+def test_default_session_capacity_is_what_fits_in_gpu_memory(free, total, expected):
+    per_session = int(13.3 * GIB)  # 14B, bfloat16, batched CFG
+    assert sessions_that_fit(free, total, per_session) == expected
