@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         runner = engine
         if config != engine.config:
             runner = DreamZeroEngine(
-                config, engine.modules, engine.tokenizer, engine.normalizer, layout
+                config, engine.modules, engine.tokenizer, engine.embodiment, layout
             )
         try:
             repeats = args.repeats

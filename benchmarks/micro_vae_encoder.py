@@ -36,7 +36,7 @@ def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
     backend = engine.config.acceleration.compile_backend or 'inductor'
-    height, width = engine.config.view.stitched_size
+    height, width = engine.embodiment.stitched_size
     generator = torch.Generator(device).manual_seed(0)
     results = []
     print(f'\nVAE encoder, {height}x{width} frames, mean of {repeats} (ms)')

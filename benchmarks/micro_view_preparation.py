@@ -12,7 +12,7 @@ from bench_timing import timed_ms
 import numpy as np
 import torch
 
-from dreamzero_ros.engine.droid_inputs import prepare_views, to_model_video
+from dreamzero_ros.engine.model_inputs import prepare_views, to_model_video
 from dreamzero_ros.engine.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.policy_types import DROID_CAMERAS
@@ -27,16 +27,17 @@ def inputs_benchmark(engine: DreamZeroEngine, repeats: int = 20) -> dict:
     the device caught up.  Agreement is counted on smooth noisy images, flat ones (every pixel
     200, which lands a hair below 200 in float32 before the truncation) and gradients.
     """
-    device, geometry, dtype = engine.device, engine.config.view, engine.config.torch_dtype
+    device, embodiment, dtype = engine.device, engine.embodiment, engine.config.torch_dtype
     cpu = torch.device('cpu')
     rows = {}
-    print(f'\nview preparation ({", ".join(map(str, geometry.source_size))} -> stitched), ms')
+    source = embodiment.cameras[0].source_size
+    print(f'\nview preparation ({", ".join(map(str, source))} -> stitched), ms')
     for frames in (1, 4):
         clips = random_observation(seed=frames, frames=frames).images
         for label, where in (('host', cpu), ('device', device)):
 
             def run(where: torch.device = where, clips: dict = clips) -> torch.Tensor:
-                return to_model_video(prepare_views(clips, geometry, where), device, dtype)
+                return to_model_video(prepare_views(clips, embodiment, where), device, dtype)
 
             run()
             host = []
@@ -56,7 +57,7 @@ def inputs_benchmark(engine: DreamZeroEngine, repeats: int = 20) -> dict:
                 f'host {statistics.median(host):6.2f} ms, synced {statistics.median(synced):6.2f}'
                 ' ms (medians)'
             )
-    height, width = geometry.source_size
+    height, width = source
     flat = np.full((4, height, width, 3), 200, np.uint8)
     ramp = np.linspace(0, 255, width, dtype=np.float64)[None, None, :, None]
     ramp = np.broadcast_to(ramp, (4, height, width, 3)).astype(np.uint8)
@@ -69,8 +70,8 @@ def inputs_benchmark(engine: DreamZeroEngine, repeats: int = 20) -> dict:
     for name, clip_sets in samples.items():
         differ = total = largest = 0
         for clips in clip_sets:
-            on_host = prepare_views(clips, geometry, cpu).int()
-            on_device = prepare_views(clips, geometry, device).cpu().int()
+            on_host = prepare_views(clips, embodiment, cpu).int()
+            on_device = prepare_views(clips, embodiment, device).cpu().int()
             delta = (on_device - on_host).abs()
             differ += int((delta > 0).sum())
             total += delta.numel()

@@ -41,8 +41,10 @@ class Observation:
     Attributes:
         images: camera name -> RGB uint8 image ``(H, W, 3)``, or a short clip ``(T, H, W, 3)``
             of the most recent frames, oldest first.
-        joint_position: arm joint positions, radians, shape ``(7,)``.
-        gripper_position: gripper closure in ``[0, 1]`` (DROID: 0 = open, 1 = closed), ``(1,)``.
+        joint_position: arm joint positions (the policy's non-gripper state keys, in its
+            order), radians; DROID: ``(7,)``.
+        gripper_position: gripper positions (the policy's gripper state keys); DROID: closure
+            in ``[0, 1]`` (0 = open, 1 = closed), ``(1,)``.
         prompt: natural-language task instruction.
         stamp: time of the observation in seconds (ROS time of the newest sensor message).
         session_id: episode identifier; per-session model state is keyed by it.
@@ -56,8 +58,17 @@ class Observation:
     stamp: float = 0.0
     session_id: str = 'default'
 
-    def validate(self, cameras: tuple[str, ...] = DROID_CAMERAS) -> None:
-        """Raise :class:`ObservationError` if this observation cannot be given to a policy."""
+    def validate(
+        self,
+        cameras: tuple[str, ...] = DROID_CAMERAS,
+        arm_dof: int = DROID_ARM_DOF,
+        gripper_dof: int = 1,
+    ) -> None:
+        """Raise :class:`ObservationError` if this observation cannot be given to a policy.
+
+        ``cameras``, ``arm_dof`` and ``gripper_dof`` are what the policy reads (DROID's by
+        default).
+        """
         for name in cameras:
             if name not in self.images:
                 raise ObservationError(f'missing camera image {name!r}')
@@ -74,8 +85,8 @@ class Observation:
             if min(image.shape[-3:-1]) < 1:
                 raise ObservationError(f'camera {name!r}: empty image {image.shape}')
         for label, value, size in (
-            ('joint_position', self.joint_position, DROID_ARM_DOF),
-            ('gripper_position', self.gripper_position, 1),
+            ('joint_position', self.joint_position, arm_dof),
+            ('gripper_position', self.gripper_position, gripper_dof),
         ):
             array = np.asarray(value)
             if array.shape != (size,):
@@ -91,8 +102,9 @@ class ActionChunk:
     """A chunk of future actions predicted from one observation.
 
     Attributes:
-        actions: ``(H, 8)`` float32: 7 absolute joint positions then the gripper, one row per
-            control step; row ``k`` is the command for time ``stamp + k * step_duration``.
+        actions: ``(H, action_dim)`` float32 in the policy's action key order (DROID: 7
+            absolute joint positions then the gripper), one row per control step; row ``k`` is
+            the command for time ``stamp + k * step_duration``.
         stamp: the :attr:`Observation.stamp` this chunk answers.
         step_duration: seconds between consecutive rows.
         chunk_id: per-session counter, starting at 0 after a reset.

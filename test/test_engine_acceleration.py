@@ -69,7 +69,7 @@ def test_engine_with_speed_options_predicts_like_the_reference():
         EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise')),
         reference.modules,
         reference.tokenizer,
-        reference.normalizer,
+        reference.embodiment,
     )
     assert all(isinstance(p, FastBlockProcessor) for p in fast.denoiser.block_processors)
     assert reference.denoiser.block_processors == [REFERENCE_PROCESSOR] * 2

@@ -15,18 +15,15 @@ from dreamzero_ros.engine import (
     CheckpointError,
     ConfigError,
     DreamZeroEngine,
+    EmbodimentError,
     EngineConfig,
     MetadataError,
 )
-from dreamzero_ros.engine.checkpoint import (
-    INDEX_FILE,
-    checkpoint_state,
-    load_weights,
-    read_weight_map,
-)
-from dreamzero_ros.engine.pipeline import build_modules
+from dreamzero_ros.engine.checkpoint import INDEX_FILE, checkpoint_state, read_weight_map
+from dreamzero_ros.engine.modules import build_modules
 from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.weights import load_checkpoint as load_weights
 
 
 @pytest.fixture(scope='module')
@@ -269,7 +266,7 @@ def test_missing_files_are_named(checkpoint, tmp_path):
         load_weights(folder, _tiny_modules())
     folder = _copy(checkpoint, tmp_path / 'd')
     (folder / 'experiment_cfg' / 'metadata.json').unlink()
-    with pytest.raises(MetadataError, match='metadata.json'):
+    with pytest.raises(EmbodimentError, match='no experiment_cfg/metadata.json.* embodiment file'):
         DreamZeroEngine.from_pretrained(folder, dtype='float32')
     folder = _copy(checkpoint, tmp_path / 'e')
     moved = tmp_path / 'spiece.model'

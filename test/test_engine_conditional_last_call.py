@@ -84,7 +84,7 @@ def test_without_cfg_nothing_changes(dit):
 def test_engine_actions_equal_those_of_chunks_with_video():
     config = EngineConfig.tiny(dtype='float32')
     without = DreamZeroEngine.from_config(config, seed=3)
-    with_video = DreamZeroEngine(config, without.modules, without.tokenizer, without.normalizer)
+    with_video = DreamZeroEngine(config, without.modules, without.tokenizer, without.embodiment)
     for step in range(5):
         observation = random_observation(seed=step, session_id='s', stamp=step / 15)
         a = without.infer(observation)

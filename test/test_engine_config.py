@@ -14,7 +14,6 @@ from dreamzero_ros.errors import ConfigError
     [
         ({'action_horizon': 16}, 'action_horizon'),
         ({'dtype': 'int8'}, 'dtype'),
-        ({'embodiment': 'agibot'}, 'unknown embodiment'),
         ({'num_frames': 30}, 'num_frames'),
         ({'num_inference_steps': 8}, 'static step cache'),
         ({'max_sessions': 0}, 'max_sessions'),

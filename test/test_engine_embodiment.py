@@ -11,16 +11,21 @@ import pytest
 import torch
 import yaml
 
-from dreamzero_ros.engine.droid_inputs import droid_prompt, stitch_droid_views
 from dreamzero_ros.engine.embodiment import (
     Embodiment,
     EmbodimentError,
     KeyStatistics,
     load_embodiment_file,
 )
-from dreamzero_ros.engine.normalization import Quantiles
 from dreamzero_ros.engine.stitching import stitch
 from dreamzero_ros.engine.synthetic_droid import droid_metadata
+
+_DROID_VIEWS = (
+    " The video is split into three views: The top view shows the camera view from the robot's "
+    'wrist, the bottom-left view shows the camera view from the left exterior camera, and the '
+    'bottom-right view shows the camera view from the right exterior camera. During training, one '
+    'of the two bottom exterior views may be a black screen (dropped view). The robot '
+)
 
 
 def test_droid_file_describes_todays_droid_inputs():
@@ -41,18 +46,22 @@ def test_droid_file_describes_todays_droid_inputs():
     assert (droid.state_dim, droid.action_dim) == (8, 8)
     assert droid.gripper_columns == (7,) and droid.arm_columns == tuple(range(7))
     assert droid.control_hz == 15.0
-    for instruction in ('Pick up the RED cup', "['put the fork away', 'other']", '42'):
-        assert droid.prompt(instruction) == droid_prompt(instruction)
+    for instruction, text in (
+        ('Pick up the RED cup', 'pick up the red cup'),
+        ("['put the fork away', 'other']", 'put the fork away'),
+        ('42', '42'),
+    ):
+        expected = 'A multi-view video shows that a robot ' + text + _DROID_VIEWS + text
+        assert droid.prompt(instruction) == expected
 
 
 def test_droid_statistics_normalise_exactly_as_the_q99_quantiles():
     stats = droid_metadata()['oxe_droid']['statistics']['state']['joint_position']
     key = droid_embodiment().state[0]
-    quantiles = Quantiles(key.statistics.values['q01'], key.statistics.values['q99'])
+    q01, q99 = key.statistics.values['q01'], key.statistics.values['q99']
     values = np.linspace(-4, 4, 7)
-    np.testing.assert_array_equal(
-        key.statistics.normalize(values, 'q99'), quantiles.normalize(values)
-    )
+    expected = np.clip(2.0 * (values - q01) / (q99 - q01) - 1, -1.0, 1.0)
+    np.testing.assert_array_equal(key.statistics.normalize(values, 'q99'), expected)
     np.testing.assert_allclose(key.statistics.values['q01'], np.float32(stats['q01']))
 
 
@@ -167,12 +176,13 @@ def _views(count, height=4, width=6):
     ]
 
 
-def test_droid_layout_equals_todays_stitch():
-    rng = np.random.default_rng(0)
-    names = ('exterior_image_1_left', 'exterior_image_2_left', 'wrist_image_left')
-    views = {name: rng.integers(0, 255, (2, 5, 7, 3), dtype=np.uint8) for name in names}
-    ordered = [torch.from_numpy(views[name]) for name in droid_embodiment().camera_keys]
-    np.testing.assert_array_equal(stitch(ordered, 'droid').numpy(), stitch_droid_views(views))
+def test_droid_layout_puts_the_third_view_on_top_doubled():
+    views = _views(3)
+    views[2] = torch.arange(6, dtype=torch.uint8)[None, None, :, None].expand(2, 4, 6, 3)
+    out = stitch(views, 'droid')
+    assert out.shape == (2, 8, 12, 3)
+    assert torch.equal(out[:, :4, 0::2], views[2]) and torch.equal(out[:, :4, 1::2], views[2])
+    assert (out[:, 4:, :6] == 10).all() and (out[:, 4:, 6:] == 20).all()
 
 
 def test_grid_layout_places_views_like_upstream():

@@ -23,9 +23,9 @@ from dreamzero_ros.engine.lora import (
     LoraSettings,
     MergedWeights,
     canonical_name,
-    merged_weights,
 )
 from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.weights import open_checkpoint
 from dreamzero_ros.errors import CheckpointError
 
 SETTINGS = LoraSettings(rank=2, alpha=4.0)
@@ -38,7 +38,7 @@ def folders(tmp_path_factory):
     return {'base': base, **write_lora_checkpoints(base, root, layers=2, rank=2, alpha=4.0)}
 
 
-def _all(source: MergedWeights) -> dict[str, torch.Tensor]:
+def _all(source) -> dict[str, torch.Tensor]:
     return {name: source.read(name) for name in sorted(source.names)}
 
 
@@ -67,7 +67,7 @@ def test_lora_settings_come_from_the_runs_config(folders):
 
 def test_lora_only_checkpoint_on_its_base_reads_as_the_merged_model(folders):
     merged = read_tensors(folders['merged'])
-    with merged_weights(folders['lora_only'], SETTINGS, folders['base']) as source:
+    with open_checkpoint(folders['lora_only'], base=folders['base']) as source:
         assert source.names == set(merged)
         tensors = _all(source)
     base = read_tensors(folders['base'])
@@ -85,7 +85,7 @@ def test_full_save_of_a_peft_model_reads_as_the_merged_model(folders):
     stored = read_tensors(folders['peft_full'])
     assert any('.base_layer.' in name for name in stored)
     merged = read_tensors(folders['merged'])
-    with merged_weights(folders['peft_full'], SETTINGS) as source:
+    with open_checkpoint(folders['peft_full']) as source:
         assert source.names == set(merged)
         for name in merged:
             torch.testing.assert_close(source.read(name).float(), merged[name], rtol=0, atol=1e-6)

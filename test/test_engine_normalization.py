@@ -1,15 +1,18 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""q01/q99 normalisation, relative joint actions, padding and metadata errors."""
+"""Normalisation of an embodiment's state and actions: order, relative keys, padding, errors."""
 
 import json
 
+from embodiment_support import DROID_FILE, ur_embodiment, yam_embodiment
 import numpy as np
 import pytest
+import yaml
 
-from dreamzero_ros.engine.normalization import Quantiles, StateActionNormalizer, load_metadata
-from dreamzero_ros.errors import MetadataError, ObservationError
+from dreamzero_ros.engine.embodiment import Embodiment, KeyStatistics
+from dreamzero_ros.engine.normalization import StateActionNormalizer, load_metadata
+from dreamzero_ros.errors import EmbodimentError, MetadataError, ObservationError
 
 
 def _metadata():
@@ -31,8 +34,17 @@ def _metadata():
     }
 
 
+def _droid(metadata=None) -> Embodiment:
+    statistics = (metadata or _metadata())['oxe_droid']['statistics']
+    return Embodiment.from_mapping(yaml.safe_load(DROID_FILE.read_text()), statistics=statistics)
+
+
+def _normalizer(metadata=None, **dims) -> StateActionNormalizer:
+    return StateActionNormalizer(_droid(metadata), **dims)
+
+
 def test_state_is_normalized_in_concat_order_and_padded():
-    norm = StateActionNormalizer.from_metadata(_metadata(), 'oxe_droid')
+    norm = _normalizer()
     state = np.array([-2.0, 0.0, 2.0, 1.0, -1.0, 3.0, -3.0, 0.25])
     out = norm.normalize_state(state)
     assert out.shape == (64,) and out.dtype == np.float32
@@ -42,7 +54,7 @@ def test_state_is_normalized_in_concat_order_and_padded():
 
 
 def test_joint_actions_are_relative_and_gripper_absolute():
-    norm = StateActionNormalizer.from_metadata(_metadata(), 'oxe_droid')
+    norm = _normalizer()
     state = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.9])
     model_out = np.zeros((24, 32))
     model_out[:, :7] = 1.0  # q99 delta = +0.5 rad
@@ -54,43 +66,31 @@ def test_joint_actions_are_relative_and_gripper_absolute():
     np.testing.assert_allclose(actions[:, 7], 0.0)
 
 
+def _quantiles(q01, q99) -> KeyStatistics:
+    return KeyStatistics({'q01': np.array(q01), 'q99': np.array(q99)})
+
+
 def test_round_trip_inside_the_range():
-    q = Quantiles(np.array([-1.0, 0.0, 3.0]), np.array([2.0, 10.0, 3.0]))
+    q = _quantiles([-1.0, 0.0, 3.0], [2.0, 10.0, 3.0])
     values = np.array([0.5, 7.0, 0.2])
-    np.testing.assert_allclose(q.normalize(values), [0.0, 0.4, 0.2])
-    np.testing.assert_allclose(q.denormalize(q.normalize(values))[:2], values[:2])
+    np.testing.assert_allclose(q.normalize(values, 'q99'), [0.0, 0.4, 0.2])
+    np.testing.assert_allclose(q.denormalize(q.normalize(values, 'q99'), 'q99')[:2], values[:2])
 
 
 def test_degenerate_statistics_pass_through_then_clip():
-    q = Quantiles(np.array([1.0, 1.0]), np.array([1.0, 1.0]))
-    np.testing.assert_allclose(q.normalize(np.array([0.3, 5.0])), [0.3, 1.0])
+    q = _quantiles([1.0, 1.0], [1.0, 1.0])
+    np.testing.assert_allclose(q.normalize(np.array([0.3, 5.0]), 'q99'), [0.3, 1.0])
 
 
 def test_statistics_are_rounded_to_float32_like_upstream():
     metadata = _metadata()
     metadata['oxe_droid']['statistics']['state']['gripper_position'] = {'q01': [0.1], 'q99': [0.7]}
-    norm = StateActionNormalizer.from_metadata(metadata, 'oxe_droid')
-    assert norm.state_stats['gripper_position'].q01[0] == float(np.float32(0.1))
+    gripper = _droid(metadata).state[1]
+    assert gripper.statistics.values['q01'][0] == float(np.float32(0.1))
 
 
 def test_errors_name_what_is_wrong(tmp_path):
-    with pytest.raises(ObservationError, match="unknown embodiment 'franka'"):
-        StateActionNormalizer.from_metadata(_metadata(), 'franka')
-    with pytest.raises(MetadataError, match='no statistics for embodiment'):
-        StateActionNormalizer.from_metadata({'agibot': {}}, 'oxe_droid')
-    broken = _metadata()
-    del broken['oxe_droid']['statistics']['action']['gripper_position']
-    with pytest.raises(MetadataError, match='statistics.action.gripper_position'):
-        StateActionNormalizer.from_metadata(broken, 'oxe_droid')
-    broken = _metadata()
-    broken['oxe_droid']['statistics']['state']['joint_position']['q99'] = [1.0] * 6
-    with pytest.raises(MetadataError, match='joint_position: q01'):
-        StateActionNormalizer.from_metadata(broken, 'oxe_droid')
-    broken = _metadata()
-    broken['oxe_droid']['statistics']['state']['joint_position']['q99'] = [float('nan')] * 7
-    with pytest.raises(MetadataError, match='finite'):
-        StateActionNormalizer.from_metadata(broken, 'oxe_droid')
-    norm = StateActionNormalizer.from_metadata(_metadata(), 'oxe_droid')
+    norm = _normalizer()
     with pytest.raises(ObservationError, match='finite'):
         norm.normalize_state(np.array([np.nan] * 8))
     with pytest.raises(ObservationError, match='shape'):
@@ -105,5 +105,29 @@ def test_errors_name_what_is_wrong(tmp_path):
 
 
 def test_widths_beyond_the_model_maximum_are_refused():
-    with pytest.raises(MetadataError, match='exceed'):
-        StateActionNormalizer.from_metadata(_metadata(), 'oxe_droid', max_action_dim=4)
+    with pytest.raises(EmbodimentError, match='exceed'):
+        _normalizer(max_action_dim=4)
+
+
+def test_relative_keys_of_a_bimanual_embodiment_use_their_own_state():
+    yam = yam_embodiment()
+    norm = StateActionNormalizer(yam)
+    state = np.arange(14, dtype=float) / 10  # left 6 + grip, right 6 + grip
+    model_out = np.zeros((3, 32))  # relative deltas of 0 sit at the middle of +-0.2: 0
+    actions = norm.denormalize_actions(model_out, state)
+    np.testing.assert_allclose(actions[:, 0:6], np.tile(state[0:6], (3, 1)), atol=1e-6)
+    np.testing.assert_allclose(actions[:, 7:13], np.tile(state[7:13], (3, 1)), atol=1e-6)
+    np.testing.assert_allclose(actions[:, [6, 13]], 0.5)  # absolute grippers: middle of [0, 1]
+
+
+def test_absolute_actions_and_min_max_gripper_of_a_ur_arm():
+    ur = ur_embodiment()
+    norm = StateActionNormalizer(ur)
+    state = np.array([0.3, -0.2, 1.0, 0.0, 0.5, -1.0, 0.04])
+    normalized = norm.normalize_state(state)
+    np.testing.assert_allclose(normalized[6], 2 * (0.04 + 0.1) / 0.285 - 1, rtol=1e-6)
+    model_out = np.zeros((2, 32))
+    model_out[:, 6] = 1.0
+    actions = norm.denormalize_actions(model_out, state)
+    np.testing.assert_allclose(actions[:, :6], 0.0, atol=1e-6)  # absolute: not state-relative
+    np.testing.assert_allclose(actions[:, 6], 0.185, rtol=1e-6)  # gripper max

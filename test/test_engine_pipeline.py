@@ -11,7 +11,8 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
-from dreamzero_ros.engine.synthetic_droid import droid_metadata, random_observation
+from dreamzero_ros.engine.synthetic_droid import droid_embodiment, random_observation
+from dreamzero_ros.errors import EmbodimentError
 from dreamzero_ros.policy_types import Policy, PolicyError
 
 CONFIG = EngineConfig.tiny(dtype='float32')
@@ -58,6 +59,9 @@ def test_engine_is_a_policy_with_droid_metadata(engine):
     assert meta['needs_stereo_camera'] is False and meta['needs_session_id'] is True
     assert meta['action_space'] == 'joint_position'
     assert meta['action_horizon'] == 24 and meta['control_hz'] == 15.0
+    assert meta['embodiment'] == 'oxe_droid' and meta['action_dim'] == 8
+    assert meta['cameras'] == ['exterior_image_1_left', 'exterior_image_2_left', 'wrist_image_left']
+    assert (meta['arm_dof'], meta['gripper_dof'], meta['gripper_columns']) == (7, 1, [7])
 
 
 def test_predicted_video_is_decoded_on_request(engine):
@@ -151,8 +155,7 @@ def test_model_failures_become_policy_errors_and_reset_the_session(engine, monke
     assert engine.infer(random_observation(seed=31, session_id='fail')).chunk_id == 0
 
 
-def test_unknown_embodiment_statistics_are_refused():
-    metadata = droid_metadata()
-    metadata['agibot'] = metadata.pop('oxe_droid')
-    with pytest.raises(ValueError, match="no statistics for embodiment 'oxe_droid'"):
-        DreamZeroEngine.from_config(CONFIG, metadata=metadata)
+def test_an_embodiment_that_does_not_fit_the_model_is_refused():
+    two_views = droid_embodiment((16, 48))  # three 16x48 views: 12 tokens per frame, not 8
+    with pytest.raises(EmbodimentError, match='give 12 tokens per latent frame'):
+        DreamZeroEngine.from_config(CONFIG, embodiment=two_views)

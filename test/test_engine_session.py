@@ -36,7 +36,7 @@ def test_store_is_lru_bounded_and_frees_what_it_drops():
         opened.append(object())
         return dataclasses.make_dataclass('D', [])()
 
-    store = SessionStore(2, open_denoise, closed.append)
+    store = SessionStore(2, open_denoise, closed.append, ('front',))
     a = store.get('a')
     store.get('b')
     store.get('a')  # a is now the most recent
@@ -49,7 +49,7 @@ def test_store_is_lru_bounded_and_frees_what_it_drops():
     store.clear()
     assert len(store) == 0 and len(closed) == 3
     with pytest.raises(ValueError):
-        SessionStore(0, open_denoise, closed.append)
+        SessionStore(0, open_denoise, closed.append, ('front',))
 
 
 def test_sessions_do_not_mix(engine):

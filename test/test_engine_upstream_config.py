@@ -10,8 +10,10 @@ import pytest
 
 from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.dit import DiTConfig
+from dreamzero_ros.engine.lora import LoraSettings
+from dreamzero_ros.engine.synthetic_droid import droid_embodiment
 from dreamzero_ros.engine.upstream_config import config_to_json, parse_config, read_config
-from dreamzero_ros.errors import ConfigError
+from dreamzero_ros.errors import ConfigError, EmbodimentError
 
 
 def _upstream_config():
@@ -124,7 +126,7 @@ def test_upstream_config_json_gives_the_published_model():
     assert config == EngineConfig.droid_14b()
     assert config.dit == DiTConfig.full_14b()
     assert config.dit.local_attn_size == 9 and config.window_latent_frames == 9
-    assert config.latent_grid == (44, 80) and config.view.stitched_size == (352, 640)
+    config.check_embodiment(droid_embodiment())  # 880 tokens: three 176x320 views
 
 
 @pytest.mark.parametrize('preset', ['droid_14b', 'small', 'tiny'])
@@ -184,7 +186,7 @@ def test_unknown_extension_keys_are_named():
 @pytest.mark.parametrize(
     ('path', 'value', 'message'),
     [
-        (('train_architecture',), 'lora', 'train_architecture'),
+        (('train_architecture',), 'adapter', 'train_architecture'),
         (('tiled',), True, 'tiled'),
         (('decouple_inference_noise',), True, 'decouple_inference_noise'),
         (('target_video_height',), 160, 'target_video_height'),
@@ -208,9 +210,31 @@ def test_unsupported_settings_are_refused(path, value, message):
 def test_absent_dit_keys_take_upstream_constructor_defaults():
     config = _upstream_config()
     del config['action_head_cfg']['config']['diffusion_model_cfg']['frame_seqlen']
-    # CausalWanModel's default frame_seqlen is 220, which does not fit 176x320 views.
-    with pytest.raises(ConfigError, match='frame_seqlen 220'):
-        parse_config(config)
+    parsed = parse_config(config)
+    # CausalWanModel's default frame_seqlen is 220, which does not fit DROID's 176x320 views.
+    assert parsed.dit.frame_seqlen == 220
+    with pytest.raises(EmbodimentError, match='give 880 tokens .* frame_seqlen is 220'):
+        parsed.check_embodiment(droid_embodiment())
+
+
+def test_lora_fine_tune_configs_parse_with_their_lora_keys():
+    """A LoRA run's config.json, as a published SO-101 fine-tune has it."""
+    config = _upstream_config()
+    head = config['action_head_cfg']['config']
+    head.update(
+        train_architecture='lora',
+        lora_rank=4,
+        lora_alpha=4,
+        lora_target_modules='q,k,v,o,ffn.0,ffn.2',
+        init_lora_weights='kaiming',
+        backbone_features_projector_cfg=None,
+    )
+    head['text_encoder_cfg']['text_encoder_pretrained_path'] = (
+        '/mnt/cluster/checkpoints/Wan2.1-I2V-14B-480P/models_t5_umt5-xxl-enc-bf16.pth'
+    )
+    config['resume_path'] = 'checkpoints/dreamzero-so101-lora'
+    assert parse_config(config) == EngineConfig.droid_14b()
+    assert LoraSettings.from_config(config) == LoraSettings(rank=4, alpha=4.0)
 
 
 def test_structural_errors():

@@ -71,7 +71,7 @@ def test_fused_norm_conv_refuses_other_convolutions():
 def test_engine_with_the_fast_vae_encoding_predicts_like_the_reference():
     reference = DreamZeroEngine.from_config(EngineConfig.tiny(dtype='float32'), seed=3)
     fast = DreamZeroEngine(
-        reference.config, reference.modules, reference.tokenizer, reference.normalizer
+        reference.config, reference.modules, reference.tokenizer, reference.embodiment
     )
     # What compile on CUDA selects, with dynamo tracing only (exact in float32 on the CPU).
     fast.vae_encoding = VAEEncoding(channels_last=True, compile_backend='eager')

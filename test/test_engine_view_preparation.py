@@ -9,14 +9,15 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.droid_inputs import (
+from dreamzero_ros.engine.model_inputs import (
     ViewGeometry,
     prepare_view,
     prepare_views,
-    stitch_droid_views,
+    resize_with_pad,
     to_model_video,
 )
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.stitching import stitch
+from dreamzero_ros.engine.synthetic_droid import droid_embodiment, random_observation
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 
@@ -27,8 +28,6 @@ def _numpy_path(clips, geometry):
         images = torch.from_numpy(np.ascontiguousarray(clips[name])).permute(0, 3, 1, 2)
         images = images.float() / 255.0
         if images.shape[-2:] != geometry.source_size:
-            from dreamzero_ros.engine.droid_inputs import resize_with_pad
-
             images = resize_with_pad(images, geometry.source_size)
         crop_h, crop_w = geometry.crop_size
         top = int(round((geometry.source_size[0] - crop_h) / 2.0))
@@ -57,18 +56,20 @@ def _clip_sets():
     yield {**random_observation(seed=5, frames=1).images, 'wrist_image_left': square}
 
 
-@pytest.mark.parametrize('geometry', [ViewGeometry(), ViewGeometry(view_size=(16, 32))])
-def test_views_prepared_with_torch_equal_the_numpy_path(geometry):
+@pytest.mark.parametrize('view_size', [(176, 320), (16, 32)])
+def test_views_prepared_with_torch_equal_the_numpy_path(view_size):
+    droid = droid_embodiment(view_size)
+    geometry = ViewGeometry(view_size=view_size)
     for clips in _clip_sets():
         clips = {k: v if v.ndim == 4 else v[None] for k, v in clips.items()}
         stitched, video = _numpy_path(clips, geometry)
-        on_torch = prepare_views(clips, geometry, 'cpu')
+        on_torch = prepare_views(clips, droid, 'cpu')
         assert on_torch.dtype == torch.uint8 and on_torch.device.type == 'cpu'
         np.testing.assert_array_equal(on_torch.numpy(), stitched)  # bit for bit
         assert torch.equal(to_model_video(on_torch, 'cpu', torch.float32), video)
         # The NumPy helpers other modules use are the same operations.
-        views = {k: prepare_view(v, geometry) for k, v in clips.items()}
-        np.testing.assert_array_equal(stitch_droid_views(views), stitched)
+        views = [torch.from_numpy(prepare_view(clips[k], geometry)) for k in droid.camera_keys]
+        np.testing.assert_array_equal(stitch(views, droid.layout).numpy(), stitched)
 
 
 def test_engine_reports_the_input_preparation_time():

@@ -4,21 +4,29 @@
 """ROS-free DreamZero inference engine (PyTorch).
 
 ``DreamZeroEngine.from_pretrained(folder, device=...)`` loads a checkpoint in the published
-GEAR-Dreams/DreamZero-DROID layout; :func:`.loader.load_engine` adds the defaults and options
-every entry point shares (random weights of a preset included).
+GEAR-Dreams/DreamZero layout (any embodiment; LoRA fine-tunes on their base);
+:func:`.loader.load_engine` adds the defaults and options every entry point shares (random
+weights of a preset included).
 ``DreamZeroEngine.from_config(EngineConfig.tiny())`` builds a random-weight model in memory;
 :func:`.random_checkpoint.write_random_checkpoint` writes one in the real layout.
 """
 
 from typing import TYPE_CHECKING
 
-from dreamzero_ros.errors import CheckpointError, ConfigError, MetadataError
+from dreamzero_ros.errors import CheckpointError, ConfigError, EmbodimentError, MetadataError
 
 if TYPE_CHECKING:
     from .config import EngineConfig
     from .pipeline import DreamZeroEngine
 
-__all__ = ['CheckpointError', 'ConfigError', 'DreamZeroEngine', 'EngineConfig', 'MetadataError']
+__all__ = [
+    'CheckpointError',
+    'ConfigError',
+    'DreamZeroEngine',
+    'EmbodimentError',
+    'EngineConfig',
+    'MetadataError',
+]
 
 
 def __getattr__(name: str) -> object:

@@ -313,8 +313,9 @@ def spawn_worker(
 ) -> subprocess.Popen:
     """Start ``dreamzero-engine-worker`` for ``rank`` as a child process (``env://`` rendezvous).
 
-    ``model_args`` selects the weights: ``['--checkpoint', folder]`` or
-    ``['--random-weights', seed, '--preset', name]``.
+    ``model_args`` selects the weights: ``['--checkpoint', folder]`` (with
+    ``['--base-checkpoint', base]`` for a LoRA-only checkpoint, ``['--encoder-dir', folder]``)
+    or ``['--random-weights', seed, '--preset', name]``.
     """
     rendezvous = {
         'MASTER_ADDR': master_addr,
@@ -335,17 +336,21 @@ def load_worker_dit(
     checkpoint: str | Path | None = None,
     preset: str = 'droid_14b',
     seed: int = 0,
+    base_checkpoint: str | Path | None = None,
+    encoder_dir: str | Path | None = None,
 ) -> CausalWanDiT:
     """The DiT a worker serves: from a checkpoint, or seeded random weights of a preset.
 
     The random DiT equals that of ``DreamZeroEngine.from_config(EngineConfig.<preset>(), seed)``
-    on the same device type and dtype.  From a checkpoint, the other components are checked
-    (strictly, as the engine does) but loaded only onto the ``meta`` device.
+    on the same device type and dtype.  From a checkpoint (LoRA adapters merged, a LoRA-only
+    one on ``base_checkpoint``), the other components are checked (strictly, as the engine does)
+    but loaded only onto the ``meta`` device.
     """
-    from .checkpoint import load_weights, randomize_, skip_init
+    from .checkpoint import randomize_, skip_init
     from .config import EngineConfig
     from .modules import build_modules
     from .upstream_config import read_config
+    from .weights import load_checkpoint
 
     if checkpoint is not None:
         config = read_config(checkpoint, device=str(device), dtype=dtype)
@@ -357,7 +362,9 @@ def load_worker_dit(
     if checkpoint is None:
         return randomize_(dit, seed)
     modules = build_modules(config.replace(device='meta')).as_dict()
-    load_weights(checkpoint, {**modules, 'dit': dit})
+    load_checkpoint(
+        checkpoint, {**modules, 'dit': dit}, base=base_checkpoint, encoder_dir=encoder_dir
+    )
     return dit
 
 
@@ -376,6 +383,10 @@ def main(argv: list[str] | None = None) -> int:
     weights.add_argument(
         '--random-weights', type=int, metavar='SEED', help='seeded random weights (benchmarks)'
     )
+    parser.add_argument('--base-checkpoint', help='the base checkpoint of a LoRA-only --checkpoint')
+    parser.add_argument(
+        '--encoder-dir', help='folder with the Wan2.1 encoder files a checkpoint lacks'
+    )
     parser.add_argument('--preset', default='droid_14b', help='preset for --random-weights')
     parser.add_argument('--init-method', default='env://', help='rendezvous (default env://)')
     parser.add_argument('--rank', type=int, help='this rank (default: $RANK)')
@@ -388,7 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
     dit = load_worker_dit(
-        args.device, args.dtype, args.checkpoint, args.preset, args.random_weights or 0
+        args.device,
+        args.dtype,
+        args.checkpoint,
+        args.preset,
+        args.random_weights or 0,
+        args.base_checkpoint,
+        args.encoder_dir,
     )
     init_process_group(rank, world_size, args.init_method, args.backend, args.device, args.timeout)
     try:

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Strict loading of DreamZero weights in the published checkpoint layout.
+"""The published checkpoint layout: files, tensor names, shards; building modules to load into.
 
 A checkpoint folder (``GEAR-Dreams/DreamZero-DROID`` layout)::
 
@@ -21,15 +21,10 @@ Tensor names are those of upstream's ``VLA`` module; each prefix goes to one eng
 Ignored on purpose (inference never reads them): ``action_head.image_encoder.model.textual.*``,
 the text tower of the open-CLIP model that upstream keeps inside its image encoder, and
 ``backbone.*`` (upstream's IdentityBackbone has no weights; nothing is expected there).
-Everything else is strict: a tensor the engine does not know, a tensor it needs that is absent,
-a shape mismatch, a tensor stored in an incompatible dtype (integer or boolean where the model
-holds floating point; floating dtypes are cast), a shard listed in the index that is missing or
-unreadable, an index that disagrees with its shards, or a JSON file of the folder that cannot be
-parsed is a :class:`CheckpointError` (:class:`ConfigError` for ``config.json``,
-:class:`MetadataError` for ``metadata.json``) naming the tensor, the shard or the file.
-
-Tensors are copied one at a time from memory-mapped shards into modules that already live on the
-target device in the target dtype, so a checkpoint never needs more memory than the model.
+A shard listed in the index that is missing or unreadable, an index that disagrees with its
+shards, or a JSON file of the folder that cannot be parsed is a :class:`CheckpointError`
+(:class:`ConfigError` for ``config.json``, :class:`MetadataError` for ``metadata.json``) naming
+the shard or the file.  :mod:`.weights` loads the tensors, strictly.
 """
 
 from __future__ import annotations
@@ -54,10 +49,11 @@ __all__ = [
     'METADATA_FILE',
     'SINGLE_FILE',
     'checkpoint_state',
-    'load_weights',
+    'open_shard',
     'randomize_',
     'read_weight_map',
     'skip_init',
+    'verify_shards',
 ]
 
 CONFIG_FILE = 'config.json'
@@ -98,13 +94,13 @@ def read_weight_map(folder: str | Path) -> dict[str, str]:
         return weight_map
     single = folder / SINGLE_FILE
     if single.is_file():
-        with _open_shard(single) as handle:
+        with open_shard(single) as handle:
             return dict.fromkeys(handle.keys(), SINGLE_FILE)
     raise CheckpointError(f'{folder} has neither {INDEX_FILE} nor {SINGLE_FILE}')
 
 
 @contextlib.contextmanager
-def _open_shard(path: Path) -> Iterator:
+def open_shard(path: Path) -> Iterator:
     """``safe_open`` a shard on the CPU, turning a corrupt file into :class:`CheckpointError`."""
     try:
         handle = safe_open(str(path), framework='pt', device='cpu')
@@ -126,80 +122,24 @@ def checkpoint_state(modules: Mapping[str, nn.Module]) -> dict[str, torch.Tensor
     }
 
 
-def load_weights(folder: str | Path, modules: Mapping[str, nn.Module]) -> None:
-    """Load every tensor of ``modules`` from the checkpoint in ``folder``, strictly.
-
-    Each tensor is cast to the dtype and moved to the device of the module tensor it fills.
-    """
-    folder = Path(folder)
-    targets = checkpoint_state(modules)
-    weight_map = read_weight_map(folder)
-    unexpected = sorted(
-        key for key in weight_map if key not in targets and not key.startswith(IGNORED_PREFIXES)
-    )
-    if unexpected:
-        raise CheckpointError(
-            f'{len(unexpected)} unexpected tensor(s) in the checkpoint, e.g. '
-            f'{unexpected[0]!r} in {weight_map[unexpected[0]]}: {unexpected[:8]}'
-        )
-    missing = sorted(key for key in targets if key not in weight_map)
-    if missing:
-        raise CheckpointError(
-            f'{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]!r}: '
-            f'{missing[:8]}'
-        )
-    by_shard: dict[str, list[str]] = {}
+def verify_shards(folder: str | Path, weight_map: Mapping[str, str]) -> None:
+    """Check that every shard holds exactly the tensors the index places there."""
+    by_shard: dict[str, set[str]] = {}
     for key, shard in weight_map.items():
-        by_shard.setdefault(shard, []).append(key)
-    with torch.no_grad():
-        for shard, keys in sorted(by_shard.items()):
-            with _open_shard(folder / shard) as handle:
-                present = set(handle.keys())
-                absent = sorted(set(keys) - present)
-                if absent:
-                    raise CheckpointError(
-                        f'shard {shard} lacks tensor {absent[0]!r} that the index places there'
-                    )
-                extra = sorted(present - set(keys))
-                if extra:
-                    raise CheckpointError(
-                        f'shard {shard} holds tensor {extra[0]!r} that the index does not list'
-                    )
-                for key in keys:
-                    if key in targets:
-                        _copy_tensor(handle, key, shard, targets[key])
-
-
-def _copy_tensor(handle, key: str, shard: str, target: torch.Tensor) -> None:
-    """Copy one checkpoint tensor into ``target`` after checking its shape and dtype.
-
-    A floating-point tensor may be stored in any floating dtype (it is cast); any other
-    tensor must be stored in exactly the dtype of ``target``.
-    """
-    shape = tuple(handle.get_slice(key).get_shape())
-    if shape != tuple(target.shape):
-        raise CheckpointError(
-            f'tensor {key!r} in {shard} has shape {shape}, the model expects {tuple(target.shape)}'
-        )
-    try:
-        tensor = handle.get_tensor(key)
-    except (SafetensorError, OSError, RuntimeError) as error:
-        raise CheckpointError(f'tensor {key!r} in {shard} is unreadable: {error}') from error
-    if target.dtype.is_floating_point:
-        compatible = tensor.dtype.is_floating_point
-    else:
-        compatible = tensor.dtype == target.dtype
-    if not compatible:
-        kind = 'a floating-point dtype' if target.dtype.is_floating_point else 'exactly'
-        raise CheckpointError(
-            f'tensor {key!r} in {shard} is stored as {_dtype_name(tensor.dtype)}, the model '
-            f'expects {kind} {_dtype_name(target.dtype)}'
-        )
-    target.data.copy_(tensor)
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix('torch.')
+        by_shard.setdefault(shard, set()).add(key)
+    for shard, keys in sorted(by_shard.items()):
+        with open_shard(Path(folder) / shard) as handle:
+            present = set(handle.keys())
+        absent = sorted(keys - present)
+        if absent:
+            raise CheckpointError(
+                f'shard {shard} lacks tensor {absent[0]!r} that the index places there'
+            )
+        extra = sorted(present - keys)
+        if extra:
+            raise CheckpointError(
+                f'shard {shard} holds tensor {extra[0]!r} that the index does not list'
+            )
 
 
 _INIT_FUNCTIONS = (

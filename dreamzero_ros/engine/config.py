@@ -1,11 +1,13 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Engine settings: model shapes, view geometry, sampling, speed and resource limits.
+"""Engine settings: model shapes, sampling, speed and resource limits.
 
 :class:`EngineConfig` composes the shapes of the four networks (:class:`DiTConfig`,
-:class:`T5Config`, :class:`CLIPConfig`, :class:`VAEConfig`), the DROID view geometry and the
-sampling settings upstream hard-codes (16 UniPC steps, shift 5, CFG 5, seed 1140, DiT on 8 steps).
+:class:`T5Config`, :class:`CLIPConfig`, :class:`VAEConfig`) and the sampling settings upstream
+hard-codes (16 UniPC steps, shift 5, CFG 5, seed 1140, DiT on 8 steps).  The robot's cameras,
+state and actions are the checkpoint's :class:`~.embodiment.Embodiment`, which
+:meth:`EngineConfig.check_embodiment` fits to the model.
 
 Presets:
 
@@ -25,13 +27,13 @@ from typing import Any
 
 import torch
 
-from dreamzero_ros.errors import ConfigError
+from dreamzero_ros.errors import ConfigError, EmbodimentError
 
 from .acceleration import AccelerationConfig
 from .dit import DiTConfig
-from .droid_inputs import NEGATIVE_PROMPT, ViewGeometry
+from .embodiment import Embodiment
 from .image_encoder import CLIPConfig
-from .normalization import EMBODIMENT_LAYOUTS
+from .model_inputs import NEGATIVE_PROMPT
 from .option_names import DTYPE_NAMES
 from .step_cache import StepCacheConfig
 from .text_encoder import T5Config
@@ -52,8 +54,6 @@ class EngineConfig:
         text_encoder: umT5 encoder shape.
         image_encoder: CLIP vision tower shape.
         vae: Wan VAE shape.
-        view: per-view crop/resize geometry (the stitched frame is twice its size).
-        embodiment: embodiment tag whose statistics and layout are used.
         action_horizon: action rows per chunk (``dit.num_action_per_block``).
         num_frames: video frames of a context window's I2V conditioning (33 -> 9 latents).
         max_state_dim: padded state width (``dit.max_state_dim``).
@@ -69,7 +69,6 @@ class EngineConfig:
         device: torch device the engine runs on.
         max_sessions: sessions kept at once (least recently used ones are dropped).
         max_cached_prompts: prompt encodings kept at once.
-        control_hz: control rate the actions are meant for (one row per step).
         acceleration: the speed options (``compile``, ``fp8_linear``, ``attention_backend``;
             see :class:`~.acceleration.AccelerationConfig`); the default is the reference path.
             FP8 linears need ``bfloat16``.
@@ -80,8 +79,6 @@ class EngineConfig:
     text_encoder: T5Config = field(default_factory=T5Config.umt5_xxl)
     image_encoder: CLIPConfig = field(default_factory=CLIPConfig.vit_h_14)
     vae: VAEConfig = field(default_factory=VAEConfig.wan21)
-    view: ViewGeometry = field(default_factory=ViewGeometry)
-    embodiment: str = 'oxe_droid'
     action_horizon: int = 24
     num_frames: int = 33
     max_state_dim: int = 64
@@ -96,7 +93,6 @@ class EngineConfig:
     device: str = 'cpu'
     max_sessions: int = 4
     max_cached_prompts: int = 16
-    control_hz: float = 15.0
     acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
 
     def __post_init__(self) -> None:
@@ -111,7 +107,6 @@ class EngineConfig:
             raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
         dit = self.dit
         checks = [
-            (self.embodiment in EMBODIMENT_LAYOUTS, f'unknown embodiment {self.embodiment!r}'),
             (self.dtype in DTYPES, f'dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}'),
             (
                 self.action_horizon == dit.num_action_per_block,
@@ -144,16 +139,6 @@ class EngineConfig:
                 f'{self.vae.z_dim} (in = 2 z + 4 mask channels)',
             ),
             (
-                all(s % SPATIAL_FACTOR == 0 for s in self.view.view_size),
-                f'view_size {self.view.view_size} must be multiples of {SPATIAL_FACTOR}',
-            ),
-            (
-                self.latent_grid[0] * self.latent_grid[1]
-                == dit.frame_seqlen * dit.patch_size[1] * dit.patch_size[2],
-                f'view_size {self.view.view_size} gives latent grid {self.latent_grid}, which does '
-                f'not match dit.frame_seqlen {dit.frame_seqlen}',
-            ),
-            (
                 (self.num_frames - 1) % TEMPORAL_FACTOR == 0
                 and self.window_latent_frames >= dit.num_frame_per_block + 1,
                 f'num_frames {self.num_frames} must be 1 + 4k and cover the first chunk',
@@ -163,7 +148,6 @@ class EngineConfig:
             (self.cfg_scale > 0, 'cfg_scale must be > 0'),
             (self.max_sessions >= 1, 'max_sessions must be >= 1'),
             (self.max_cached_prompts >= 1, 'max_cached_prompts must be >= 1'),
-            (self.control_hz > 0, 'control_hz must be > 0'),
         ]
         for ok, message in checks:
             if not ok:
@@ -176,11 +160,33 @@ class EngineConfig:
         """:attr:`dtype` as a ``torch.dtype``."""
         return DTYPES[self.dtype]
 
-    @property
-    def latent_grid(self) -> tuple[int, int]:
-        """Latent height and width of the stitched frame."""
-        height, width = self.view.stitched_size
-        return height // SPATIAL_FACTOR, width // SPATIAL_FACTOR
+    def check_embodiment(self, embodiment: Embodiment) -> None:
+        """Raise :class:`EmbodimentError` unless ``embodiment`` fits this model.
+
+        Its stitched frame must give ``dit.frame_seqlen`` tokens per latent frame, and its state
+        and action must fit the model's padded widths.
+        """
+        _, patch_h, patch_w = self.dit.patch_size
+        height, width = embodiment.stitched_size
+        factor_h, factor_w = SPATIAL_FACTOR * patch_h, SPATIAL_FACTOR * patch_w
+        where = f'embodiment {embodiment.tag!r}'
+        if height % factor_h or width % factor_w:
+            raise EmbodimentError(
+                f'{where}: its {height}x{width} frame is not a multiple of '
+                f'{factor_h}x{factor_w} pixels (VAE and patch size)'
+            )
+        tokens = (height // factor_h) * (width // factor_w)
+        if tokens != self.dit.frame_seqlen:
+            raise EmbodimentError(
+                f'{where}: {len(embodiment.cameras)} view(s) of {embodiment.view_size} stitched '
+                f"{embodiment.layout!r} give {tokens} tokens per latent frame, the model's "
+                f'frame_seqlen is {self.dit.frame_seqlen}'
+            )
+        if embodiment.state_dim > self.max_state_dim or embodiment.action_dim > self.max_action_dim:
+            raise EmbodimentError(
+                f'{where}: state ({embodiment.state_dim}) / action ({embodiment.action_dim}) '
+                f'widths exceed the model maximum ({self.max_state_dim} / {self.max_action_dim})'
+            )
 
     @property
     def window_latent_frames(self) -> int:
@@ -199,7 +205,10 @@ class EngineConfig:
 
     @classmethod
     def small(cls, **changes: Any) -> EngineConfig:
-        """A small model of the same structure for the embedded demo (32x64 views)."""
+        """A small model of the same structure for the embedded demo.
+
+        32 tokens per latent frame (DROID's three views at 32x64).
+        """
         fields = dict(
             dit=DiTConfig(
                 dim=256,
@@ -219,7 +228,6 @@ class EngineConfig:
                 image_size=56, dim=64, num_heads=4, num_layers=3, embed_dim=32
             ),
             vae=VAEConfig(dim=8),
-            view=ViewGeometry(view_size=(32, 64)),
         )
         fields.update(changes)
         return cls(**fields)
@@ -228,7 +236,8 @@ class EngineConfig:
     def tiny(cls, **changes: Any) -> EngineConfig:
         """The smallest model of the same structure, for unit tests.
 
-        16x32 views (8 tokens per latent frame) and context windows of 2 chunks (17 frames).
+        8 tokens per latent frame (DROID's three views at 16x32) and context windows of 2 chunks
+        (17 frames).
         """
         fields = dict(
             dit=DiTConfig(
@@ -248,7 +257,6 @@ class EngineConfig:
                 image_size=28, dim=32, num_heads=4, num_layers=2, embed_dim=16
             ),
             vae=VAEConfig(dim=4),
-            view=ViewGeometry(view_size=(16, 32)),
             num_frames=17,
         )
         fields.update(changes)

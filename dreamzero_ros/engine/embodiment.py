@@ -280,6 +280,31 @@ class Embodiment:
         return _columns(self.action, gripper=False)
 
     @property
+    def arm_state_dim(self) -> int:
+        """Width of the non-gripper state keys together (a robot's arm joints)."""
+        return sum(key.dim for key in self.state if not key.gripper)
+
+    @property
+    def gripper_state_dim(self) -> int:
+        """Width of the gripper state keys together."""
+        return sum(key.dim for key in self.state if key.gripper)
+
+    def state_vector(self, arm: np.ndarray, grippers: np.ndarray) -> np.ndarray:
+        """The state in the model's key order from the arm joints and the grippers.
+
+        ``arm`` holds the non-gripper state keys one after the other, ``grippers`` the gripper
+        keys, each in the embodiment's order; they are interleaved back into key order.
+        """
+        arm, grippers = np.asarray(arm, np.float64), np.asarray(grippers, np.float64)
+        parts, taken = [], {False: 0, True: 0}
+        for key in self.state:
+            source = grippers if key.gripper else arm
+            start = taken[key.gripper]
+            parts.append(source[start : start + key.dim])
+            taken[key.gripper] = start + key.dim
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
     def stitched_size(self) -> tuple[int, int]:
         """``(height, width)`` of the model's frame."""
         return stitched_size(self.view_size, self.layout)

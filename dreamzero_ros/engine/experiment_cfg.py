@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from dreamzero_ros.errors import EmbodimentError, MetadataError
+from dreamzero_ros.errors import EmbodimentError
 
 from .embodiment import INSTRUCTION, Embodiment, read_yaml
 from .normalization import load_metadata
@@ -130,7 +130,7 @@ def embodiment_from_checkpoint(
             '(YAML: cameras, state and action keys with their statistics, prompt template; see '
             'docs/embodiments.md)'
         )
-    metadata = _read_metadata(metadata_path)
+    metadata = load_metadata(metadata_path)
     tag = _choose_tag(metadata, tag, metadata_path)
     conf = read_yaml(conf_path, EmbodimentError)
     try:
@@ -149,7 +149,7 @@ def _from_file(
         data['prompt_template'] = prompt_template
     statistics = None
     if 'statistics' not in data and metadata_path.is_file():
-        entry = _read_metadata(metadata_path).get(data.get('tag'))
+        entry = load_metadata(metadata_path).get(data.get('tag'))
         if isinstance(entry, Mapping):
             statistics = entry.get('statistics')
     return Embodiment.from_mapping(data, str(path), statistics)
@@ -205,13 +205,6 @@ def embodiment_from_training_config(
 
 
 # ---------------------------------------------------------------------- conf.yaml parts
-def _read_metadata(path: Path) -> dict[str, Any]:
-    try:
-        return load_metadata(path)
-    except MetadataError as error:
-        raise EmbodimentError(str(error)) from error
-
-
 def _choose_tag(metadata: Mapping[str, Any], tag: str | None, path: Path) -> str:
     tags = sorted(metadata)
     if tag is not None:

@@ -49,6 +49,11 @@ def load_engine(
     num_threads: int = 0,
     layout: BranchLayout | None = None,
     max_sessions: int | None = None,
+    base_checkpoint: str | Path | None = None,
+    encoder_dir: str | Path | None = None,
+    embodiment_tag: str | None = None,
+    embodiment_file: str | Path | None = None,
+    prompt_template: str | None = None,
 ) -> DreamZeroEngine:
     """The DreamZero engine of a checkpoint folder, or of random weights of ``preset``.
 
@@ -64,6 +69,12 @@ def load_engine(
         num_threads: torch CPU threads; 0 lets torch decide.
         layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one).
         max_sessions: sessions kept at once; None keeps the default (4).
+        base_checkpoint: the checkpoint a LoRA-only ``checkpoint`` was trained on.
+        encoder_dir: folder of the Wan2.1 encoder files, for a checkpoint without encoders.
+        embodiment_tag: the embodiment, where the checkpoint's ``metadata.json`` holds several.
+        embodiment_file: an embodiment file (YAML), for a checkpoint without
+            ``experiment_cfg/`` or to replace its description.
+        prompt_template: the prompt template, for an embodiment upstream knows none for.
 
     """
     import torch
@@ -77,7 +88,13 @@ def load_engine(
         torch.set_num_threads(num_threads)
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = {
+        'base_checkpoint': base_checkpoint,
+        'encoder_dir': encoder_dir,
+        'embodiment_tag': embodiment_tag,
+        'embodiment_file': embodiment_file,
+        'prompt_template': prompt_template,
+    }
     if step_cache is not None:
         settings['step_cache'] = step_cache
     if acceleration is not None:
@@ -106,8 +123,10 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     from .random_checkpoint import write_random_checkpoint
 
     folder = cache_dir / f'random-{preset}'
-    if (folder / 'config.json').is_file():
+    if (folder / 'experiment_cfg' / 'conf.yaml').is_file():
         return folder, False
+    if folder.exists():  # written by an earlier version, without experiment_cfg/conf.yaml
+        shutil.rmtree(folder, ignore_errors=True)
     partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
     write_random_checkpoint(partial, preset=preset)
     try:
@@ -119,7 +138,7 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the device, dtype, thread and speed options :func:`engine_arguments` reads."""
+    """Add the checkpoint, device, dtype, thread and speed options of :func:`engine_arguments`."""
     parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
     parser.add_argument(
         '--dtype',
@@ -129,6 +148,30 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
+    )
+    model = parser.add_argument_group('checkpoint and robot (docs/embodiments.md)')
+    model.add_argument(
+        '--base-checkpoint', default=None, help='the base checkpoint of a LoRA-only checkpoint'
+    )
+    model.add_argument(
+        '--encoder-dir',
+        default=None,
+        help='folder with the Wan2.1 encoder files, for a checkpoint that carries no encoders',
+    )
+    model.add_argument(
+        '--embodiment-tag',
+        default=None,
+        help="embodiment of the checkpoint's metadata.json to serve (where it holds several)",
+    )
+    model.add_argument(
+        '--embodiment-file',
+        default=None,
+        help='embodiment file (YAML) for a checkpoint without experiment_cfg/',
+    )
+    model.add_argument(
+        '--prompt-template',
+        default=None,
+        help='prompt template with {instruction}, for an embodiment upstream knows none for',
     )
     speed = parser.add_argument_group('engine speed (docs/performance.md)')
     speed.add_argument(
@@ -164,6 +207,11 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
         'dtype': args.dtype,
         'num_threads': args.num_threads,
         'step_cache': args.step_cache,
+        'base_checkpoint': args.base_checkpoint,
+        'encoder_dir': args.encoder_dir,
+        'embodiment_tag': args.embodiment_tag,
+        'embodiment_file': args.embodiment_file,
+        'prompt_template': args.prompt_template,
         'acceleration': AccelerationConfig(
             compile=args.compile,
             fp8_linear=args.fp8_linear,

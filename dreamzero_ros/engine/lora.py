@@ -23,27 +23,33 @@ that lacks a tensor an adapter targets, or holds it with another shape, is refus
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 import re
 from typing import Any
 
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 import torch
 
 from dreamzero_ros.errors import CheckpointError
 
-from .checkpoint import read_weight_map
+from .checkpoint import open_shard, read_weight_map, verify_shards
 
-__all__ = ['CheckpointTensors', 'LoraSettings', 'MergedWeights', 'canonical_name', 'merged_weights']
+__all__ = ['CheckpointTensors', 'LoraSettings', 'MergedWeights', 'canonical_name']
 
 _DIT = 'action_head.model.'
 _PEFT_DIT = 'action_head.model.base_model.model.'
 _ADAPTER = re.compile(r'^(?P<module>.+)\.lora_(?P<part>[AB])\.(?P<name>[^.]+)\.weight$')
-#: PEFT tensors this engine does not merge (DoRA, lora biases, trainable embeddings, copies).
-_UNSUPPORTED_PEFT = ('lora_', 'modules_to_save', 'original_module')
+#: PEFT tensors this engine does not merge (DoRA, trainable embeddings, module copies); other
+#: names it does not know are refused as unexpected tensors when loading.
+_UNSUPPORTED_PEFT = (
+    'lora_magnitude_vector',
+    'lora_embedding_',
+    'modules_to_save',
+    'original_module',
+)
 #: safetensors dtype names of floating-point tensors.
 _FLOATS = ('F', 'BF')
 
@@ -99,18 +105,24 @@ class CheckpointTensors:
     Args:
         folder: checkpoint folder (safetensors shards and index, or one file).
         settings: the run's LoRA rank and alpha; needed when the folder holds adapters.
+        label: added to the places named in messages (``' of the base <folder>'``).
 
     """
 
-    def __init__(self, folder: str | Path, settings: LoraSettings | None = None) -> None:
+    def __init__(
+        self, folder: str | Path, settings: LoraSettings | None = None, label: str = ''
+    ) -> None:
         self.folder = Path(folder)
         self.settings = settings
+        self.label = label
         self.tensors: dict[str, _Stored] = {}
         #: Name of the weight an adapter modifies -> its ``lora_A`` and ``lora_B`` tensors.
         self.adapters: dict[str, tuple[_Stored, _Stored]] = {}
         halves: dict[str, dict[str, _Stored]] = {}
         names: set[str] = set()
-        for key, shard in read_weight_map(self.folder).items():
+        weight_map = read_weight_map(self.folder)
+        verify_shards(self.folder, weight_map)
+        for key, shard in weight_map.items():
             name = canonical_name(key)
             match = _ADAPTER.match(name)
             if match:
@@ -119,7 +131,10 @@ class CheckpointTensors:
                 halves.setdefault(target, {})[match['part']] = _Stored(shard, key)
                 continue
             if any(f'.{part}' in name for part in _UNSUPPORTED_PEFT):
-                raise CheckpointError(f'{self.folder}: PEFT tensor {key!r} is not supported')
+                raise CheckpointError(
+                    f'PEFT tensor {key!r} in {shard}{label} is not supported (DoRA, trainable '
+                    'embeddings and modules_to_save are not merged here)'
+                )
             if name in self.tensors:
                 raise CheckpointError(
                     f'{self.folder}: tensors {self.tensors[name].key!r} and {key!r} are both '
@@ -147,8 +162,8 @@ class CheckpointTensors:
         return any(target not in self.tensors for target in self.adapters)
 
     def where(self, stored: _Stored) -> str:
-        """``'<key>' in <shard> of <folder>``, for messages."""
-        return f'{stored.key!r} in {stored.shard} of {self.folder}'
+        """``'<key>' in <shard>`` (and the label), for messages."""
+        return f'{stored.key!r} in {stored.shard}{self.label}'
 
     def shape(self, stored: _Stored) -> tuple[int, ...]:
         """Shape of a stored tensor, without reading it."""
@@ -172,12 +187,7 @@ class CheckpointTensors:
 
     def _handle(self, shard: str) -> Any:
         if shard not in self._handles:
-            path = self.folder / shard
-            try:
-                handle = safe_open(str(path), framework='pt', device='cpu')
-            except (SafetensorError, OSError) as error:
-                raise CheckpointError(f'shard {shard} is unreadable: {error}') from error
-            self._handles[shard] = self._shards.enter_context(handle)
+            self._handles[shard] = self._shards.enter_context(open_shard(self.folder / shard))
         return self._handles[shard]
 
 
@@ -310,19 +320,3 @@ class MergedWeights:
                         f'tensor {name!r} is {own} in {self.checkpoint.folder} and {base} in '
                         f'the base {self.base.folder}'
                     )
-
-
-@contextlib.contextmanager
-def merged_weights(
-    folder: str | Path,
-    settings: LoraSettings | None,
-    base: str | Path | None = None,
-    base_settings: LoraSettings | None = None,
-) -> Iterator[MergedWeights]:
-    """:class:`MergedWeights` of ``folder`` (and ``base``), closed on exit."""
-    source = MergedWeights(
-        CheckpointTensors(folder, settings),
-        None if base is None else CheckpointTensors(base, base_settings),
-    )
-    with source:
-        yield source

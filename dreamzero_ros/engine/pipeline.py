@@ -1,16 +1,16 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DreamZero engine: DROID observations in, absolute joint action chunks out.
+"""The DreamZero engine: observations of the checkpoint's robot in, absolute action chunks out.
 
 One :meth:`DreamZeroEngine.infer` call is upstream's ``lazy_joint_video_action`` plus the
 evaluation transforms around it (``GrootSimPolicy.lazy_joint_forward_causal`` and the OpenPI
 server wrapper):
 
 1. **inputs** -- the views of the session's recent frames (1 on the first call, then 4) are
-   cropped, resized and stitched (:mod:`.droid_inputs`; on the engine's GPU, the host only
-   uploads the uint8 frames); the state is q01/q99-normalised (:mod:`.normalization`); the
-   prompt is wrapped in the DROID template.
+   cropped, resized and stitched as the embodiment says (:mod:`.model_inputs`; on the engine's
+   GPU, the host only uploads the uint8 frames); the state is normalised (:mod:`.normalization`);
+   the prompt is put into the embodiment's template.
 2. **encode** -- umT5 embeddings of the prompt and of the negative prompt (cached per text).
    On a new context window (first call, prompt change, single-frame input, window used up):
    CLIP tokens of the conditioning frame (the last frame of a 4-frame input, else the first) and
@@ -19,8 +19,12 @@ server wrapper):
    each repeated ``num_frame_per_block`` times after the first, as upstream feeds them.
 3. **prefill / denoise** -- :class:`~.denoise.ChunkDenoiser`: clean context into the K/V caches
    of both CFG branches, then 16 UniPC steps over video latents and actions.
-4. **decode** -- de-normalised actions, joints made absolute by adding the current state; on
-   request, the predicted video latents decoded to frames.
+4. **decode** -- de-normalised actions, relative keys made absolute by adding the current state;
+   on request, the predicted video latents decoded to frames.
+
+The embodiment (cameras, state and action keys, statistics, prompt template) comes from the
+checkpoint's ``experiment_cfg/`` or an embodiment file (:mod:`.experiment_cfg`); the weights are
+loaded by :mod:`.weights` (LoRA adapters merged, a LoRA-only checkpoint on its base).
 
 The engine is thread-safe: one inference at a time.  Sessions are isolated and bounded
 (:mod:`.session`).
@@ -29,9 +33,8 @@ The engine is thread-safe: one inference at a time.  Sessions are isolated and b
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 import contextlib
-import dataclasses
 from pathlib import Path
 import tempfile
 import threading
@@ -41,21 +44,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from dreamzero_ros.errors import CheckpointError, MetadataError, PolicyError
-from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
+from dreamzero_ros.errors import CheckpointError, PolicyError
+from dreamzero_ros.policy_types import ActionChunk, Observation
 
 from .acceleration import VAEEncoding
-from .checkpoint import METADATA_FILE, load_weights
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
-from .droid_inputs import ViewGeometry, prepare_views, to_model_video, validate_observation
-from .droid_inputs import droid_prompt as apply_prompt_template
+from .embodiment import Embodiment
+from .experiment_cfg import embodiment_from_checkpoint
+from .model_inputs import prepare_views, to_model_video, validate_observation
 from .modules import EngineModules, build_modules
-from .normalization import StateActionNormalizer, load_metadata
+from .normalization import StateActionNormalizer
 from .session import Session, SessionStore
-from .synthetic_droid import droid_metadata
+from .synthetic_droid import droid_embodiment_for
 from .tokenizer import TOKENIZER_FILE, UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
 from .upstream_config import read_config
+from .weights import load_checkpoint
 
 __all__ = ['DreamZeroEngine']
 
@@ -78,7 +82,8 @@ class DreamZeroEngine:
         config: shapes and settings.
         modules: the networks, on ``config.device`` in ``config.dtype``.
         tokenizer: prompt tokenizer.
-        normalizer: state/action statistics of ``config.embodiment``.
+        embodiment: the robot's cameras, state, actions and prompt template (it must fit
+            the model: :meth:`.EngineConfig.check_embodiment`).
         layout: CFG branch layout (default: both branches batched in this process).
 
     """
@@ -88,13 +93,17 @@ class DreamZeroEngine:
         config: EngineConfig,
         modules: EngineModules,
         tokenizer: UMT5Tokenizer,
-        normalizer: StateActionNormalizer,
+        embodiment: Embodiment,
         layout: BranchLayout | None = None,
     ) -> None:
+        config.check_embodiment(embodiment)
         self.config = config
         self.modules = modules
         self.tokenizer = tokenizer
-        self.normalizer = normalizer
+        self.embodiment = embodiment
+        self.normalizer = StateActionNormalizer(
+            embodiment, config.max_state_dim, config.max_action_dim
+        )
         self.device = torch.device(config.device)
         self.denoiser = ChunkDenoiser(
             modules.dit,
@@ -114,7 +123,10 @@ class DreamZeroEngine:
         if self.vae_encoding.compile_backend is not None:
             torch.backends.cudnn.benchmark = True
         self.sessions = SessionStore(
-            config.max_sessions, self.denoiser.open_session, self.denoiser.close_session
+            config.max_sessions,
+            self.denoiser.open_session,
+            self.denoiser.close_session,
+            embodiment.camera_keys,
         )
         self._prompts: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._negative: torch.Tensor | None = None
@@ -134,62 +146,69 @@ class DreamZeroEngine:
         dtype: str | None = None,
         layout: BranchLayout | None = None,
         tokenizer_file: str | Path | None = None,
+        *,
+        base_checkpoint: str | Path | None = None,
+        encoder_dir: str | Path | None = None,
+        embodiment_tag: str | None = None,
+        embodiment_file: str | Path | None = None,
+        prompt_template: str | None = None,
         **settings: Any,
     ) -> DreamZeroEngine:
         """Load a checkpoint folder (see :mod:`.checkpoint` for the layout).
 
         Args:
-            folder: checkpoint folder.
+            folder: checkpoint folder (a full checkpoint, or a LoRA-only one with
+                ``base_checkpoint``).
             device: torch device to run on.
             dtype: ``bfloat16`` (default), ``float16`` or ``float32``.
             layout: CFG branch layout (:mod:`.cfg_parallel` gives the 2-process one).
-            tokenizer_file: the umT5 sentencepiece model, if not ``<folder>/tokenizer/spiece.model``
-                (the published checkpoint does not ship it: take ``spiece.model`` of
-                ``google/umt5-xxl``).
+            tokenizer_file: the umT5 sentencepiece model, if not ``tokenizer/spiece.model`` of
+                the checkpoint (or of its base); the published checkpoint does not ship it: take
+                ``spiece.model`` of ``google/umt5-xxl``.
+            base_checkpoint: the checkpoint a LoRA-only checkpoint was trained on.
+            encoder_dir: a folder holding the Wan2.1 encoder files, for a checkpoint that
+                carries no encoder weights.
+            embodiment_tag: the embodiment, where ``metadata.json`` holds several.
+            embodiment_file: an embodiment file (YAML) instead of the checkpoint's
+                ``experiment_cfg/conf.yaml``.
+            prompt_template: the prompt template, for an embodiment upstream has none for.
             settings: other :class:`EngineConfig` fields (sampling, sessions, ...).
 
         """
         folder = Path(folder)
-        tokenizer_path = Path(tokenizer_file) if tokenizer_file else folder / TOKENIZER_FILE
-        if not tokenizer_path.is_file():
-            raise CheckpointError(
-                f'missing tokenizer {tokenizer_path}: copy spiece.model of google/umt5-xxl there '
-                'or pass tokenizer_file'
-            )
-        metadata = load_metadata(folder / METADATA_FILE)
+        tokenizer_path = _tokenizer_path(folder, base_checkpoint, tokenizer_file)
+        embodiment = embodiment_from_checkpoint(
+            folder, embodiment_tag, embodiment_file, prompt_template
+        )
         settings = {'device': str(device), **settings}
         if dtype is not None:
             settings['dtype'] = dtype
         config = read_config(folder, **settings)
-        config = config.replace(view=_view_from_metadata(config, metadata))
-        normalizer = StateActionNormalizer.from_metadata(
-            metadata, config.embodiment, config.max_state_dim, config.max_action_dim
-        )
+        config.check_embodiment(embodiment)
         tokenizer = UMT5Tokenizer(tokenizer_path, config.text_encoder.text_len)
         modules = build_modules(config)
-        load_weights(folder, modules.as_dict())
-        return cls(config, modules, tokenizer, normalizer, layout)
+        load_checkpoint(folder, modules.as_dict(), base=base_checkpoint, encoder_dir=encoder_dir)
+        return cls(config, modules, tokenizer, embodiment, layout)
 
     @classmethod
     def from_config(
         cls,
         config: EngineConfig,
         seed: int = 0,
-        metadata: Mapping[str, Any] | None = None,
+        embodiment: Embodiment | None = None,
         layout: BranchLayout | None = None,
     ) -> DreamZeroEngine:
-        """An engine with seeded random weights, a tiny trained tokenizer and ``metadata``.
+        """An engine with seeded random weights, a tiny trained tokenizer and ``embodiment``.
 
-        ``metadata`` defaults to :func:`.synthetic_droid.droid_metadata` (plausible statistics).
+        ``embodiment`` defaults to DROID with plausible statistics at the view size of the
+        preset (:func:`.synthetic_droid.droid_embodiment_for`).
         """
-        metadata = droid_metadata() if metadata is None else metadata
-        normalizer = StateActionNormalizer.from_metadata(
-            metadata, config.embodiment, config.max_state_dim, config.max_action_dim
-        )
+        if embodiment is None:
+            embodiment = droid_embodiment_for(config.dit.frame_seqlen)
         with tempfile.TemporaryDirectory() as folder:
             train_tiny_tokenizer(folder)
             tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
-        return cls(config, build_modules(config, seed), tokenizer, normalizer, layout)
+        return cls(config, build_modules(config, seed), tokenizer, embodiment, layout)
 
     # ------------------------------------------------------------------ sessions
     @property
@@ -215,19 +234,33 @@ class DreamZeroEngine:
     # ------------------------------------------------------------------ Policy
     @property
     def metadata(self) -> dict[str, Any]:
-        """What clients need to know (the OpenPI server sends this first)."""
+        """What clients need to know (the OpenPI server sends this first).
+
+        DROID's keys (``image_resolution``: the first camera's, ``n_external_cameras``: the
+        cameras whose key does not name a wrist, ...) and the embodiment: its cameras in the
+        model's order with their resolutions, the state and action keys, the arm and gripper
+        widths of an observation and the gripper columns of an action row.
+        """
+        e = self.embodiment
+        wrist = [key for key in e.camera_keys if 'wrist' in key]
         return {
-            'image_resolution': tuple(self.config.view.source_size),
-            'n_external_cameras': 2,
-            'needs_wrist_camera': True,
+            'image_resolution': tuple(e.cameras[0].source_size),
+            'n_external_cameras': len(e.cameras) - len(wrist),
+            'needs_wrist_camera': bool(wrist),
             'needs_stereo_camera': False,
             'needs_session_id': True,
             'action_space': 'joint_position',
             'action_horizon': self.config.action_horizon,
-            'action_dim': self.normalizer.action_dim,
-            'control_hz': self.config.control_hz,
-            'cameras': list(DROID_CAMERAS),
-            'embodiment': self.config.embodiment,
+            'action_dim': e.action_dim,
+            'control_hz': e.control_hz,
+            'cameras': list(e.camera_keys),
+            'camera_resolutions': {c.key: list(c.source_size) for c in e.cameras},
+            'embodiment': e.tag,
+            'state_keys': [key.key for key in e.state],
+            'action_keys': [key.key for key in e.action],
+            'arm_dof': e.arm_state_dim,
+            'gripper_dof': e.gripper_state_dim,
+            'gripper_columns': list(e.gripper_columns),
         }
 
     def reset(self, session_id: str = 'default') -> None:
@@ -247,7 +280,7 @@ class DreamZeroEngine:
         """Predict the next action chunk of ``observation.session_id``.
 
         Args:
-            observation: the newest observation (images of the three DROID views).
+            observation: the newest observation (an image per camera of the embodiment).
             return_video: also decode the predicted future frames (slow).
 
         Raises:
@@ -255,12 +288,9 @@ class DreamZeroEngine:
             PolicyError: inference failed; the session is reset.
 
         """
-        validate_observation(observation)
-        state = np.concatenate(
-            [
-                np.asarray(observation.joint_position, dtype=np.float64),
-                np.asarray(observation.gripper_position, dtype=np.float64),
-            ]
+        validate_observation(observation, self.embodiment)
+        state = self.embodiment.state_vector(
+            observation.joint_position, observation.gripper_position
         )
         normalized_state = self.normalizer.normalize_state(state)
         with self._lock:
@@ -314,7 +344,7 @@ class DreamZeroEngine:
         uint8 frames only); a GPU may round a resized pixel to the neighbouring uint8 value.
         """
         frames = session.history.select(session.frames_per_call)
-        stitched = prepare_views(frames, self.config.view, self.device)
+        stitched = prepare_views(frames, self.embodiment, self.device)
         return to_model_video(stitched, self.device, self.config.torch_dtype)
 
     def _window_conditioning(
@@ -363,7 +393,7 @@ class DreamZeroEngine:
         with self._timed(timings, 'inputs'):
             video = self._video(session)
         # Upstream restarts the window when the prompt's tokens change: compare the model's text.
-        text = clean_prompt(apply_prompt_template(observation.prompt))
+        text = clean_prompt(self.embodiment.prompt(observation.prompt))
         new_window = session.needs_new_window(text, video.shape[2])
         with self._timed(timings, 'encode'):
             prompt = self.encode_prompt(text)
@@ -414,26 +444,25 @@ class DreamZeroEngine:
         return ActionChunk(
             actions=actions,
             stamp=observation.stamp,
-            step_duration=1.0 / self.config.control_hz,
+            step_duration=1.0 / self.embodiment.control_hz,
             chunk_id=session.calls - 1,
             timing_ms=timings,
             video=frames,
         )
 
 
-def _view_from_metadata(config: EngineConfig, metadata: Mapping[str, Any]) -> ViewGeometry:
-    """The view geometry with the dataset resolution of ``metadata`` as its source size."""
-    entry = metadata.get(config.embodiment, {})
-    videos = entry.get('modalities', {}).get('video', {}) if isinstance(entry, Mapping) else {}
-    sizes = set()
-    for name in DROID_CAMERAS:
-        resolution = videos.get(name, {}).get('resolution')
-        if resolution is not None:
-            if len(resolution) != 2:
-                raise MetadataError(f'{name}: video resolution must be [width, height]')
-            sizes.add((int(resolution[1]), int(resolution[0])))
-    if len(sizes) > 1:
-        raise MetadataError(f'camera resolutions differ in metadata.json: {sorted(sizes)}')
-    if not sizes:
-        return config.view
-    return dataclasses.replace(config.view, source_size=sizes.pop())
+def _tokenizer_path(
+    folder: Path, base: str | Path | None, tokenizer_file: str | Path | None
+) -> Path:
+    """The sentencepiece model: the given file, else the checkpoint's, else its base's."""
+    if tokenizer_file is not None:
+        candidates = [Path(tokenizer_file)]
+    else:
+        candidates = [Path(f) / TOKENIZER_FILE for f in (folder, base) if f is not None]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise CheckpointError(
+        f'missing tokenizer {candidates[0]}: copy spiece.model of google/umt5-xxl there '
+        'or pass tokenizer_file'
+    )

@@ -4,9 +4,11 @@
 """A checkpoint of random weights in the published layout, for the demo and random-weight serving.
 
 :func:`write_random_checkpoint` writes what ``DreamZeroEngine.from_pretrained`` reads, with the
-real tensor names and file layout (see :mod:`.checkpoint`), random seeded weights, plausible DROID
-q01/q99 statistics (:func:`.synthetic_droid.droid_metadata`) and a tiny trained sentencepiece
-tokenizer.  The weights make the actions meaningless; everything else is the real pipeline.
+real tensor names and file layout (see :mod:`.checkpoint`), random seeded weights, the
+``experiment_cfg/`` of an embodiment (DROID with plausible statistics,
+:func:`.synthetic_droid.droid_embodiment`, unless another is given) and a tiny trained
+sentencepiece tokenizer.  The weights make the actions meaningless; everything else is the real
+pipeline.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from pathlib import Path
 from safetensors.torch import save_file
 import torch
 
-from .checkpoint import CONFIG_FILE, INDEX_FILE, METADATA_FILE, SINGLE_FILE, checkpoint_state
+from .checkpoint import CONFIG_FILE, INDEX_FILE, SINGLE_FILE, checkpoint_state
 from .config import DTYPES, EngineConfig
+from .embodiment import Embodiment
+from .experiment_cfg import write_experiment_cfg
 from .modules import build_modules
-from .synthetic_droid import droid_metadata
+from .synthetic_droid import droid_embodiment_for
 from .tokenizer import train_tiny_tokenizer
 from .upstream_config import config_to_json
 
@@ -33,6 +37,7 @@ def write_random_checkpoint(
     seed: int = 0,
     num_shards: int = 2,
     dtype: str = 'bfloat16',
+    embodiment: Embodiment | None = None,
 ) -> Path:
     """Write a random-weight checkpoint in the published layout and return its folder.
 
@@ -44,10 +49,15 @@ def write_random_checkpoint(
         num_shards: ``model-0000i-of-0000N.safetensors`` shards plus an index; 0 writes a
             single ``model.safetensors`` without an index.
         dtype: dtype of the stored tensors (the published checkpoint stores ``bfloat16``).
+        embodiment: the robot the checkpoint describes in its ``experiment_cfg/`` (it must fit
+            the model); default: DROID at the preset's view size.
 
     """
     config = preset if isinstance(preset, EngineConfig) else EngineConfig.preset(preset)
     config = config.replace(device='cpu', dtype=dtype)
+    if embodiment is None:
+        embodiment = droid_embodiment_for(config.dit.frame_seqlen)
+    config.check_embodiment(embodiment)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     modules = build_modules(config, seed)
@@ -57,9 +67,9 @@ def write_random_checkpoint(
     }
     _write_tensors(folder, tensors, num_shards)
     (folder / CONFIG_FILE).write_text(json.dumps(config_to_json(config), indent=2) + '\n')
-    metadata = folder / METADATA_FILE
-    metadata.parent.mkdir(parents=True, exist_ok=True)
-    metadata.write_text(json.dumps(droid_metadata(config.view.source_size), indent=2) + '\n')
+    write_experiment_cfg(
+        folder, embodiment, action_horizon=config.action_horizon, num_frames=config.num_frames
+    )
     train_tiny_tokenizer(folder)
     return folder
 

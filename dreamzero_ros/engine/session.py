@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .denoise import DenoiseSession
-from .droid_inputs import FRAMES_AFTER_FIRST_CALL, FrameHistory
+from .model_inputs import FRAMES_AFTER_FIRST_CALL, FrameHistory
 
 __all__ = ['Session', 'SessionStore']
 
@@ -39,7 +39,7 @@ class Session:
 
     session_id: str
     denoise: DenoiseSession
-    history: FrameHistory = field(default_factory=FrameHistory)
+    history: FrameHistory
     prompt: str | None = None
     calls: int = 0
 
@@ -64,6 +64,7 @@ class SessionStore:
         max_sessions: capacity.
         open_denoise: creates the DiT-side state of a new session.
         close_denoise: frees the DiT-side state of a dropped or reset session.
+        cameras: the cameras whose frames a session keeps.
 
     """
 
@@ -72,12 +73,14 @@ class SessionStore:
         max_sessions: int,
         open_denoise: Callable[[], DenoiseSession],
         close_denoise: Callable[[DenoiseSession], None],
+        cameras: tuple[str, ...],
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f'max_sessions must be >= 1, got {max_sessions}')
         self.max_sessions = max_sessions
         self._open = open_denoise
         self._close = close_denoise
+        self.cameras = cameras
         self._sessions: OrderedDict[str, Session] = OrderedDict()
 
     def __len__(self) -> int:
@@ -99,7 +102,7 @@ class SessionStore:
         while len(self._sessions) >= self.max_sessions:
             _, oldest = self._sessions.popitem(last=False)
             self._close(oldest.denoise)
-        session = Session(session_id, self._open())
+        session = Session(session_id, self._open(), FrameHistory(self.cameras))
         self._sessions[session_id] = session
         return session
 

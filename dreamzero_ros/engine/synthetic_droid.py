@@ -1,21 +1,38 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Synthetic DROID data: plausible ``metadata.json`` statistics and random observations.
+"""Synthetic DROID data: plausible statistics, DROID's embodiment with them, observations.
 
 Random-weight engines (:meth:`.pipeline.DreamZeroEngine.from_config`, :mod:`.random_checkpoint`)
-normalise with :func:`droid_metadata`; benchmarks and tests feed :func:`random_observation`.
+serve :func:`droid_embodiment` (the packaged DROID embodiment file with the statistics of
+:func:`droid_metadata`) at the view size of their preset; benchmarks and tests feed
+:func:`random_observation`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.errors import EmbodimentError
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
-__all__ = ['droid_metadata', 'random_observation']
+from .embodiment import EMBODIMENTS_DIR, Camera, Embodiment, load_embodiment_file
+
+__all__ = [
+    'DROID_VIEW_SIZES',
+    'droid_embodiment',
+    'droid_embodiment_for',
+    'droid_metadata',
+    'random_observation',
+]
+
+#: DROID's view size for each model preset, by its tokens per latent frame (``frame_seqlen``):
+#: the published 14B model, the demo's ``small`` and the tests' ``tiny``.
+DROID_VIEW_SIZES: dict[int, tuple[int, int]] = {880: (176, 320), 32: (32, 64), 8: (16, 32)}
 
 # Franka Panda joint limits (rad), the range of DROID joint positions.
 _JOINT_LOW = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
@@ -80,6 +97,34 @@ def droid_metadata(resolution: tuple[int, int] = (180, 320)) -> dict[str, Any]:
             'embodiment_tag': 'oxe_droid',
         }
     }
+
+
+@functools.cache
+def _droid_file() -> Embodiment:
+    statistics = droid_metadata()['oxe_droid']['statistics']
+    return load_embodiment_file(EMBODIMENTS_DIR / 'oxe_droid.yaml', statistics)
+
+
+def droid_embodiment(
+    view_size: tuple[int, int] = (176, 320), resolution: tuple[int, int] = (180, 320)
+) -> Embodiment:
+    """DROID with the synthetic statistics, its views resized to ``view_size``.
+
+    ``resolution`` is the cameras' dataset resolution (height, width).
+    """
+    droid = _droid_file()
+    cameras = tuple(Camera(camera.key, tuple(resolution)) for camera in droid.cameras)
+    return dataclasses.replace(droid, cameras=cameras, view_size=tuple(view_size))
+
+
+def droid_embodiment_for(frame_seqlen: int) -> Embodiment:
+    """:func:`droid_embodiment` at the view size of the preset with ``frame_seqlen`` tokens."""
+    if frame_seqlen not in DROID_VIEW_SIZES:
+        raise EmbodimentError(
+            f'no DROID view size gives {frame_seqlen} tokens per latent frame (presets: '
+            f'{sorted(DROID_VIEW_SIZES)}): give the embodiment'
+        )
+    return droid_embodiment(DROID_VIEW_SIZES[frame_seqlen])
 
 
 def random_observation(

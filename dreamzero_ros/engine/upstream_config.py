@@ -5,8 +5,10 @@
 
 ``config.json`` is upstream's ``VLAConfig`` as ``save_pretrained`` writes it.  Parsing is strict:
 every key at every level must be known (:data:`IGNORED_HEAD_KEYS` lists the training-only ones
-that are accepted and ignored), and settings this engine does not implement (LoRA weights,
-decoupled inference noise, tiled VAE, Wan 2.2 resizing) are refused.  Upstream leaves the encoder
+that are accepted and ignored), and settings this engine does not implement (decoupled
+inference noise, tiled VAE, Wan 2.2 resizing) are refused.  A LoRA run (``train_architecture``
+``lora``) is accepted: its rank and alpha are read by :class:`~.lora.LoraSettings`, and the
+adapters are merged as the weights load.  Upstream leaves the encoder
 shapes implicit (always umT5-XXL, CLIP ViT-H/14, Wan 2.1 VAE); checkpoints of the smaller presets
 state theirs in one extra top-level block, ``"dreamzero_ros"``.
 """
@@ -22,7 +24,6 @@ from dreamzero_ros.errors import ConfigError
 
 from .config import EngineConfig
 from .dit import DiTConfig
-from .droid_inputs import ViewGeometry
 from .image_encoder import CLIPConfig
 from .json_files import read_json
 from .text_encoder import T5Config
@@ -62,7 +63,7 @@ _PRETRAINED_CONFIG_KEYS = frozenset(
 #: Top-level ``VLAConfig`` keys: parsed (``action_*``) or ignored (the rest).
 _VLA_KEYS = frozenset(
     {'action_dim', 'action_head_cfg', 'action_horizon', 'backbone_cfg', 'compute_dtype'}
-    | {'hidden_size', 'model_dtype', 'dreamzero_ros'}
+    | {'hidden_size', 'model_dtype', 'dreamzero_ros', 'resume_path'}
 )
 
 #: ``action_head_cfg.config`` keys that only matter for training (accepted and ignored).
@@ -79,13 +80,13 @@ IGNORED_HEAD_KEYS = frozenset(
     ' video_noise_beta_beta vl_self_attention_cfg'.split()
 )
 
-#: ``action_head_cfg.config`` keys that must hold the value this engine implements.
-_REQUIRED_HEAD_VALUES: dict[str, Any] = {
-    'train_architecture': 'full',
-    'tiled': False,
-    'decouple_inference_noise': False,
-    'target_video_height': None,
-    'target_video_width': None,
+#: ``action_head_cfg.config`` keys that must hold one of the values this engine implements.
+_REQUIRED_HEAD_VALUES: dict[str, tuple[Any, ...]] = {
+    'train_architecture': ('full', 'lora'),
+    'tiled': (False,),
+    'decouple_inference_noise': (False,),
+    'target_video_height': (None,),
+    'target_video_width': (None,),
 }
 
 _PARSED_HEAD_KEYS = frozenset(
@@ -133,7 +134,7 @@ _ENCODER_CFG_KEYS = {
     'vae_cfg': frozenset({'_target_', '_convert_', 'vae_pretrained_path', 'z_dim'}),
 }
 
-_EXTENSION_KEYS = frozenset({'text_encoder', 'image_encoder', 'vae', 'clip_dim', 'view_size'})
+_EXTENSION_KEYS = frozenset({'text_encoder', 'image_encoder', 'vae', 'clip_dim'})
 
 
 def config_to_json(engine: EngineConfig) -> dict[str, Any]:
@@ -206,8 +207,6 @@ def _extension(engine: EngineConfig) -> dict[str, Any]:
             extension[name] = _jsonable(dataclasses.asdict(value))
     if engine.dit.clip_dim != published.dit.clip_dim:
         extension['clip_dim'] = engine.dit.clip_dim
-    if engine.view.view_size != published.view.view_size:
-        extension['view_size'] = list(engine.view.view_size)
     return extension
 
 
@@ -215,7 +214,7 @@ def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
     """Parse upstream ``config.json`` content strictly; ``settings`` override the rest.
 
     ``settings`` are :class:`EngineConfig` fields that ``config.json`` does not describe
-    (sampling, device, dtype, session limits, view source size ...).
+    (sampling, device, dtype, session limits ...).
     """
     _check_keys(config, _VLA_KEYS | _PRETRAINED_CONFIG_KEYS, 'config.json')
     head_cfg = _mapping(config, 'action_head_cfg', 'config.json')
@@ -226,11 +225,11 @@ def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
         IGNORED_HEAD_KEYS | _PARSED_HEAD_KEYS | set(_REQUIRED_HEAD_VALUES),
         'action_head_cfg.config',
     )
-    for key, required in _REQUIRED_HEAD_VALUES.items():
-        if key in head and head[key] != required:
+    for key, supported in _REQUIRED_HEAD_VALUES.items():
+        if key in head and head[key] not in supported:
             raise ConfigError(
                 f'action_head_cfg.config.{key} = {head[key]!r} is not supported '
-                f'(this engine implements {required!r})'
+                f'(this engine implements {" or ".join(map(repr, supported))})'
             )
     for key, allowed in _ENCODER_CFG_KEYS.items():
         sub = head.get(key, {})
@@ -275,10 +274,6 @@ def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
             raise ConfigError(f'config.json {key} {config[key]} != action_head_cfg {head[key]}')
     if 'action_dim' in head and head['action_dim'] != fields.get('max_action_dim', 32):
         raise ConfigError('action_head_cfg.config.action_dim differs from max_action_dim')
-    view = settings.pop('view', ViewGeometry())
-    if 'view_size' in extension:
-        view = dataclasses.replace(view, view_size=tuple(extension['view_size']))
-    fields['view'] = view
     fields.update(settings)
     try:
         return EngineConfig(**fields)

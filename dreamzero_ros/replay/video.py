@@ -20,7 +20,7 @@ import numpy as np
 
 from dreamzero_ros.core.image_codec import decode_compressed, encode_compressed, msg_to_rgb
 from dreamzero_ros.core.observation_cache import stamp_seconds
-from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.evaluation import ChunkRecord
 from dreamzero_ros.replay.observations import camera_topics
@@ -41,13 +41,18 @@ def _resize_nearest(image: np.ndarray, height: int, width: int) -> np.ndarray:
 
 def _stitch(messages: dict[str, object]) -> np.ndarray:
     """Decode one image message per view and stitch them as the engine stitches DROID views."""
-    from dreamzero_ros.engine.droid_inputs import ViewGeometry, prepare_view, stitch_droid_views
+    import torch
 
-    geometry = ViewGeometry()
-    prepared = {
-        name: prepare_view(msg_to_rgb(messages[name])[None], geometry) for name in DROID_CAMERAS
-    }
-    return stitch_droid_views(prepared)[0]
+    from dreamzero_ros.engine.model_inputs import ViewGeometry, prepare_view
+    from dreamzero_ros.engine.stitching import stitch
+    from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+
+    droid = droid_embodiment()
+    views = [
+        torch.from_numpy(prepare_view(msg_to_rgb(messages[c.key])[None], ViewGeometry.of(droid, c)))
+        for c in droid.cameras
+    ]
+    return stitch(views, droid.layout).numpy()[0]
 
 
 class VideoComparison:

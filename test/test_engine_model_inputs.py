@@ -1,23 +1,25 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""DROID view crop/resize/stitch, prompt template, frame history and observation errors."""
+"""View crop/resize/stitch, DROID's prompt template, frame history and observation errors."""
 
 import numpy as np
 import pytest
 import torch
 
-from dreamzero_ros.engine.droid_inputs import (
+from dreamzero_ros.engine.model_inputs import (
     NEGATIVE_PROMPT,
     FrameHistory,
     ViewGeometry,
-    droid_prompt,
     prepare_view,
-    stitch_droid_views,
     to_model_video,
     validate_observation,
 )
+from dreamzero_ros.engine.stitching import stitch
+from dreamzero_ros.engine.synthetic_droid import droid_embodiment
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
+
+DROID = droid_embodiment()
 
 
 def _coordinate_image(height, width):
@@ -29,7 +31,8 @@ def _coordinate_image(height, width):
 def test_published_geometry():
     geometry = ViewGeometry()
     assert geometry.crop_size == (171, 304)
-    assert geometry.stitched_size == (352, 640)
+    assert ViewGeometry.of(DROID, DROID.cameras[0]) == geometry
+    assert DROID.stitched_size == (352, 640)
 
 
 def test_centre_crop_offsets_match_torchvision_rounding():
@@ -65,7 +68,8 @@ def test_stitch_layout():
         'exterior_image_1_left': np.full((1, h, w, 3), 100, np.uint8),
         'exterior_image_2_left': np.full((1, h, w, 3), 200, np.uint8),
     }
-    out = stitch_droid_views(views)
+    droid = droid_embodiment()
+    out = stitch([torch.from_numpy(views[key]) for key in droid.camera_keys], droid.layout).numpy()
     assert out.shape == (1, 2 * h, 2 * w, 3)
     # Every wrist column appears twice, side by side (nearest 2x upscaling in width).
     np.testing.assert_array_equal(out[0, :h, 0::2], wrist[0])
@@ -81,7 +85,8 @@ def test_model_video_range_and_layout():
     assert video[0, :, 0].eq(-1).all() and video[0, :, 1].eq(1).all()
 
 
-def test_prompt_template():
+def test_droid_prompt_template():
+    droid_prompt = droid_embodiment().prompt
     text = droid_prompt('Put the Marker in the bowl.')
     assert text.startswith('A multi-view video shows that a robot put the marker in the bowl.')
     assert "The top view shows the camera view from the robot's wrist" in text
@@ -92,7 +97,7 @@ def test_prompt_template():
 
 
 def test_frame_history_first_one_then_last_four_padded_with_oldest():
-    history = FrameHistory()
+    history = FrameHistory(DROID_CAMERAS)
 
     def images(value, frames=None):
         shape = (2, 2, 3) if frames is None else (frames, 2, 2, 3)
@@ -111,7 +116,7 @@ def test_frame_history_first_one_then_last_four_padded_with_oldest():
 
 
 def test_frame_history_copies_frames():
-    history = FrameHistory()
+    history = FrameHistory(DROID_CAMERAS)
     frame = {name: np.zeros((2, 2, 3), np.uint8) for name in DROID_CAMERAS}
     history.append(frame)
     frame['wrist_image_left'][:] = 9
@@ -130,26 +135,26 @@ def _observation(**overrides):
 
 
 def test_observation_errors():
-    validate_observation(_observation())
+    validate_observation(_observation(), DROID)
     images = {name: np.zeros((180, 320, 3), np.uint8) for name in DROID_CAMERAS[:2]}
     with pytest.raises(ObservationError, match='exterior_image_2_left'):
-        validate_observation(_observation(images=images))
+        validate_observation(_observation(images=images), DROID)
     images = {name: np.zeros((180, 320, 3), np.float32) for name in DROID_CAMERAS}
     with pytest.raises(ObservationError, match='uint8'):
-        validate_observation(_observation(images=images))
+        validate_observation(_observation(images=images), DROID)
     images = {name: np.zeros((180, 320), np.uint8) for name in DROID_CAMERAS}
     with pytest.raises(ObservationError, match='shape'):
-        validate_observation(_observation(images=images))
+        validate_observation(_observation(images=images), DROID)
     with pytest.raises(ObservationError, match='finite'):
-        validate_observation(_observation(joint_position=np.full(7, np.nan)))
+        validate_observation(_observation(joint_position=np.full(7, np.nan)), DROID)
     with pytest.raises(ObservationError, match='session_id'):
-        validate_observation(_observation(session_id=''))
+        validate_observation(_observation(session_id=''), DROID)
     with pytest.raises(ObservationError, match='Observation'):
-        validate_observation({'images': {}})
+        validate_observation({'images': {}}, DROID)
 
 
 def test_frame_history_refuses_a_size_change_without_changing():
-    history = FrameHistory()
+    history = FrameHistory(DROID_CAMERAS)
     history.append({name: np.zeros((4, 6, 3), np.uint8) for name in DROID_CAMERAS})
     bigger = {name: np.ones((8, 12, 3), np.uint8) for name in DROID_CAMERAS}
     with pytest.raises(ObservationError, match='differs from the session'):

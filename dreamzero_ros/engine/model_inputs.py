@@ -1,30 +1,27 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""DROID observations -> DreamZero model inputs: view stitching, prompt template, frame history.
+"""Observations -> DreamZero model inputs: view preparation and stitching, frame history.
 
-Upstream's evaluation transform for ``oxe_droid``, reproduced step by step:
+Upstream's evaluation transform, reproduced step by step for every camera of the embodiment:
 
-1. each view (RGB uint8 at the dataset resolution, 180x320) becomes float ``/ 255``, is
-   centre-cropped to ``int(0.95 * size)`` (171x304) and resized bilinearly (antialiased) to the
-   per-view size (176x320), then converted back to uint8 by truncation;
-2. the views are stitched into one ``2h x 2w`` frame: the wrist view on top, each column repeated
-   twice to fill the width; exterior 1 bottom-left, exterior 2 bottom-right;
+1. each view (RGB uint8 at its dataset resolution, DROID: 180x320) becomes float ``/ 255``, is
+   centre-cropped to ``int(crop_scale * size)`` (DROID: 171x304) and resized bilinearly
+   (antialiased) to the view size (DROID: 176x320), then converted back to uint8 by truncation;
+2. the views are stitched into one frame in the embodiment's layout (:mod:`.stitching`);
 3. the model sees ``x / 255`` mapped to ``[-1, 1]``.
 
 Frames of another size are first letterboxed to the dataset resolution the way OpenPI clients do
-(``resize_with_pad``).  The same torch operations run on the host (:func:`prepare_view`,
-:func:`stitch_droid_views`: NumPy in and out) or on any device (:func:`prepare_views`: the
-uint8 frames are uploaded and cropped, resized and stitched there).
+(``resize_with_pad``).  The same torch operations run on the host (:func:`prepare_view`: NumPy
+in and out) or on any device (:func:`prepare_views`: the uint8 frames are uploaded and cropped,
+resized and stitched there).
 
-The instruction is wrapped in the multi-view template the model was trained with; the
-unconditional branch uses Wan's negative prompt.  The first call of a session sees one frame per
-view, later calls the last four (padded with the oldest frame held).
+The unconditional branch uses Wan's negative prompt.  The first call of a session sees one frame
+per view, later calls the last four (padded with the oldest frame held).
 """
 
 from __future__ import annotations
 
-import ast
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,20 +31,20 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from dreamzero_ros.errors import ObservationError
-from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
+from dreamzero_ros.policy_types import Observation
+
+from .embodiment import Camera, Embodiment
+from .stitching import stitch
 
 __all__ = [
     'FRAMES_AFTER_FIRST_CALL',
     'NEGATIVE_PROMPT',
     'FrameHistory',
     'ViewGeometry',
-    'droid_prompt',
     'prepare_view',
     'prepare_view_frames',
     'prepare_views',
     'resize_with_pad',
-    'stitch_droid_views',
-    'stitch_views',
     'to_model_video',
     'validate_observation',
 ]
@@ -63,30 +60,6 @@ NEGATIVE_PROMPT = (
     'fingers, stagnant image, cluttered background, three legs, many people in the background, '
     'walking backwards.'
 )
-
-_DROID_VIEWS_SENTENCE = (
-    " The video is split into three views: The top view shows the camera view from the robot's "
-    'wrist, the bottom-left view shows the camera view from the left exterior camera, and the '
-    'bottom-right view shows the camera view from the right exterior camera. During training, one '
-    'of the two bottom exterior views may be a black screen (dropped view). The robot '
-)
-
-
-def droid_prompt(instruction: str) -> str:
-    """Wrap a task instruction in the DROID multi-view template, as upstream's collator does.
-
-    Like upstream, an instruction that parses as a Python literal is replaced by its value
-    (the first element of a list or tuple) before it is lower-cased.
-    """
-    text = instruction
-    try:
-        value = ast.literal_eval(instruction)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    else:
-        text = str(value[0]) if isinstance(value, list | tuple) and value else str(value)
-    text = text.lower()
-    return 'A multi-view video shows that a robot ' + text + _DROID_VIEWS_SENTENCE + text
 
 
 @dataclass(frozen=True)
@@ -112,10 +85,10 @@ class ViewGeometry:
             int(self.source_size[1] * self.crop_scale),
         )
 
-    @property
-    def stitched_size(self) -> tuple[int, int]:
-        """Size of the stitched three-view frame."""
-        return 2 * self.view_size[0], 2 * self.view_size[1]
+    @classmethod
+    def of(cls, embodiment: Embodiment, camera: Camera) -> ViewGeometry:
+        """The geometry of one camera of ``embodiment``."""
+        return cls(camera.source_size, embodiment.view_size, embodiment.crop_scale)
 
 
 def _resize(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -164,39 +137,19 @@ def prepare_view(frames: np.ndarray, geometry: ViewGeometry) -> np.ndarray:
     return prepare_view_frames(torch.from_numpy(np.ascontiguousarray(frames)), geometry).numpy()
 
 
-def stitch_views(views: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Stitch prepared ``(T, h, w, 3)`` uint8 views into ``(T, 2h, 2w, 3)`` on their device.
-
-    Top: the wrist view with every column doubled; bottom-left exterior 1, bottom-right exterior 2.
-    """
-    wrist, exterior_1, exterior_2 = (views[name] for name in DROID_CAMERAS)
-    frames, height, width, _ = wrist.shape
-    stitched = wrist.new_zeros((frames, 2 * height, 2 * width, 3))
-    stitched[:, :height] = wrist.repeat_interleave(2, dim=2)
-    stitched[:, height:, :width] = exterior_1
-    stitched[:, height:, width:] = exterior_2
-    return stitched
-
-
-def stitch_droid_views(views: Mapping[str, np.ndarray]) -> np.ndarray:
-    """:func:`stitch_views` of NumPy views."""
-    tensors = {name: torch.from_numpy(np.ascontiguousarray(views[name])) for name in DROID_CAMERAS}
-    return stitch_views(tensors).numpy()
-
-
 def prepare_views(
-    clips: Mapping[str, np.ndarray], geometry: ViewGeometry, device: torch.device | str
+    clips: Mapping[str, np.ndarray], embodiment: Embodiment, device: torch.device | str
 ) -> torch.Tensor:
-    """The stitched uint8 ``(T, 2h, 2w, 3)`` frames of the DROID views, computed on ``device``.
+    """The stitched uint8 ``(T, H, W, 3)`` frames of the embodiment's views, computed on ``device``.
 
     The host uploads each camera's uint8 ``(T, H, W, 3)`` frames; the crop, resize and stitch
     run where they land.
     """
-    views = {}
-    for name in DROID_CAMERAS:
-        frames = torch.from_numpy(np.ascontiguousarray(clips[name])).to(device)
-        views[name] = prepare_view_frames(frames, geometry)
-    return stitch_views(views)
+    views = []
+    for camera in embodiment.cameras:
+        frames = torch.from_numpy(np.ascontiguousarray(clips[camera.key])).to(device)
+        views.append(prepare_view_frames(frames, ViewGeometry.of(embodiment, camera)))
+    return stitch(views, embodiment.layout)
 
 
 def to_model_video(
@@ -207,29 +160,33 @@ def to_model_video(
     return (video.float() / 255.0 - 0.5).div(0.5).to(dtype)
 
 
-def validate_observation(observation: Observation) -> None:
+def validate_observation(observation: Observation, embodiment: Embodiment) -> None:
     """Raise :class:`ObservationError` for anything the engine cannot use."""
     if not isinstance(observation, Observation):
         raise ObservationError(f'expected an Observation, got {type(observation).__name__}')
-    observation.validate(DROID_CAMERAS)
+    observation.validate(
+        embodiment.camera_keys, embodiment.arm_state_dim, embodiment.gripper_state_dim
+    )
     if not isinstance(observation.session_id, str) or not observation.session_id:
         raise ObservationError('session_id must be a non-empty str')
 
 
 class FrameHistory:
-    """The recent frames of each DROID view of one session.
+    """The recent frames of each camera of one session.
 
     Holds up to :data:`FRAMES_AFTER_FIRST_CALL` frames per view, which is all that upstream's
     frame selection (the last 4 frames, padded with the oldest buffered frame) can ever read.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cameras: tuple[str, ...]) -> None:
+        if not cameras:
+            raise ValueError('a frame history needs at least one camera')
         self._frames: dict[str, deque[np.ndarray]] = {
-            name: deque(maxlen=FRAMES_AFTER_FIRST_CALL) for name in DROID_CAMERAS
+            name: deque(maxlen=FRAMES_AFTER_FIRST_CALL) for name in cameras
         }
 
     def __len__(self) -> int:
-        return len(self._frames[DROID_CAMERAS[0]])
+        return len(next(iter(self._frames.values())))
 
     def append(self, images: Mapping[str, np.ndarray]) -> None:
         """Add the frame(s) of one observation, ``(H, W, 3)`` or ``(T, H, W, 3)`` per view.
@@ -238,7 +195,7 @@ class FrameHistory:
         :class:`ObservationError`, raised before anything is added.
         """
         clips = {}
-        for name in DROID_CAMERAS:
+        for name in self._frames:
             image = images[name]
             clips[name] = image[None] if image.ndim == 3 else image
             held = self._frames[name]

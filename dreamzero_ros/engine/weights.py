@@ -1,0 +1,202 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Loading the engine's weights from a checkpoint folder, strictly.
+
+:func:`load_checkpoint` fills every tensor of the engine's modules from
+
+* the checkpoint's safetensors, under the engine's names (PEFT's renaming undone) and with its
+  LoRA adapters merged (:mod:`.lora`; rank and alpha from its ``config.json``);
+* for a LoRA-only checkpoint, the base checkpoint it was trained on (``base``), whose tensors
+  the checkpoint's own replace;
+* for an encoder neither holds any tensor of, the Wan2.1 file its ``config.json`` names,
+  found in ``encoder_dir`` or the checkpoint folder (:mod:`.encoder_files`).
+
+Strict: a tensor the engine does not know, a tensor it needs that is absent, a shape mismatch,
+a tensor stored in an incompatible dtype (integer or boolean where the model holds floating
+point; floating dtypes are cast) or a base that does not fit the adapters is a
+:class:`CheckpointError` naming the tensor and where it was read.  Tensors are copied one at a
+time from memory-mapped shards into modules that already live on the target device in the target
+dtype, so a checkpoint never needs more memory than the model (and one merged tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+import contextlib
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from dreamzero_ros.errors import CheckpointError
+
+from .checkpoint import (
+    COMPONENT_PREFIXES,
+    CONFIG_FILE,
+    IGNORED_PREFIXES,
+    checkpoint_state,
+)
+from .encoder_files import ENCODERS, EncoderFile, resolve_encoder_file
+from .json_files import read_json
+from .lora import CheckpointTensors, LoraSettings, MergedWeights
+
+__all__ = ['WeightSource', 'load_checkpoint', 'load_weights', 'open_checkpoint']
+
+
+class WeightSource(Protocol):
+    """Tensors by checkpoint name: what :func:`load_weights` copies from."""
+
+    @property
+    def names(self) -> set[str]:
+        """Every tensor name the source provides."""
+        ...
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """Shape of tensor ``name``, without reading it."""
+        ...
+
+    def read(self, name: str) -> torch.Tensor:
+        """Tensor ``name`` on the CPU."""
+        ...
+
+    def where(self, name: str) -> str:
+        """Where ``name`` is read from, for messages."""
+        ...
+
+
+class _Sources:
+    """Several sources as one: each name from the first source that has it."""
+
+    def __init__(self, sources: Sequence[WeightSource]) -> None:
+        self._owner: dict[str, WeightSource] = {}
+        for source in reversed(sources):
+            self._owner.update(dict.fromkeys(source.names, source))
+
+    @property
+    def names(self) -> set[str]:
+        return set(self._owner)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self._owner[name].shape(name)
+
+    def read(self, name: str) -> torch.Tensor:
+        return self._owner[name].read(name)
+
+    def where(self, name: str) -> str:
+        return self._owner[name].where(name)
+
+
+def _config_json(folder: Path) -> Mapping:
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        raise CheckpointError(f'{folder} has no {CONFIG_FILE}')
+    config = read_json(path, CheckpointError)
+    if not isinstance(config, Mapping):
+        raise CheckpointError(f'{path}: expected a JSON object')
+    return config
+
+
+@contextlib.contextmanager
+def open_checkpoint(
+    folder: str | Path,
+    *,
+    base: str | Path | None = None,
+    encoder_dir: str | Path | None = None,
+    components: Sequence[str] = tuple(COMPONENT_PREFIXES),
+) -> Iterator[WeightSource]:
+    """The tensors of a checkpoint (see the module docstring), open while in the block.
+
+    ``components`` are the engine modules to be loaded: an encoder among them that has no
+    tensor in the checkpoint (or its base) is read from its Wan2.1 file.
+    """
+    folder = Path(folder)
+    config = _config_json(folder)
+    checkpoint = CheckpointTensors(folder, LoraSettings.from_config(config))
+    with contextlib.ExitStack() as stack:
+        stack.callback(checkpoint.close)
+        base_tensors = None
+        if base is not None:
+            base = Path(base)
+            settings = LoraSettings.from_config(_config_json(base))
+            base_tensors = CheckpointTensors(base, settings, f' of the base {base}')
+            stack.callback(base_tensors.close)
+        merged = MergedWeights(checkpoint, base_tensors)
+        sources: list[WeightSource] = [merged]
+        held = merged.names
+        folders = [Path(p) for p in (encoder_dir, folder, base) if p is not None]
+        for component in components:
+            prefix = COMPONENT_PREFIXES[component]
+            if component in ENCODERS and not any(name.startswith(prefix) for name in held):
+                path = resolve_encoder_file(config, component, folders)
+                sources.append(EncoderFile(path, component))
+        yield _Sources(sources)
+
+
+def load_weights(source: WeightSource, modules: Mapping[str, nn.Module]) -> None:
+    """Load every tensor of ``modules`` from ``source``, strictly.
+
+    Each tensor is cast to the dtype and moved to the device of the module tensor it fills.
+    """
+    targets = checkpoint_state(modules)
+    names = source.names
+    unexpected = sorted(
+        name for name in names if name not in targets and not name.startswith(IGNORED_PREFIXES)
+    )
+    if unexpected:
+        raise CheckpointError(
+            f'{len(unexpected)} unexpected tensor(s) in the checkpoint, e.g. '
+            f'{source.where(unexpected[0])}: {unexpected[:8]}'
+        )
+    missing = sorted(name for name in targets if name not in names)
+    if missing:
+        raise CheckpointError(
+            f'{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]!r}: '
+            f'{missing[:8]}'
+        )
+    with torch.no_grad():
+        for name, target in targets.items():
+            _copy_tensor(source, name, target)
+
+
+def load_checkpoint(
+    folder: str | Path,
+    modules: Mapping[str, nn.Module],
+    *,
+    base: str | Path | None = None,
+    encoder_dir: str | Path | None = None,
+) -> None:
+    """:func:`load_weights` of :func:`open_checkpoint`."""
+    with open_checkpoint(folder, base=base, encoder_dir=encoder_dir, components=list(modules)) as s:
+        load_weights(s, modules)
+
+
+def _copy_tensor(source: WeightSource, name: str, target: torch.Tensor) -> None:
+    """Copy one tensor into ``target`` after checking its shape and dtype.
+
+    A floating-point tensor may be stored in any floating dtype (it is cast); any other
+    tensor must be stored in exactly the dtype of ``target``.
+    """
+    shape = source.shape(name)
+    if shape != tuple(target.shape):
+        raise CheckpointError(
+            f'tensor {source.where(name)} has shape {shape}, the model expects '
+            f'{tuple(target.shape)}'
+        )
+    tensor = source.read(name)
+    if target.dtype.is_floating_point:
+        compatible = tensor.dtype.is_floating_point
+    else:
+        compatible = tensor.dtype == target.dtype
+    if not compatible:
+        kind = 'a floating-point dtype' if target.dtype.is_floating_point else 'exactly'
+        raise CheckpointError(
+            f'tensor {source.where(name)} is stored as {_dtype_name(tensor.dtype)}, the model '
+            f'expects {kind} {_dtype_name(target.dtype)}'
+        )
+    target.data.copy_(tensor)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix('torch.')
