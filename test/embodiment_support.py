@@ -3,8 +3,12 @@
 
 """Embodiments for tests: DROID from its shipped file, and robots unlike DROID."""
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.embodiment import (
     EMBODIMENTS_DIR,
     Camera,
@@ -14,10 +18,14 @@ from dreamzero_ros.engine.embodiment import (
     load_embodiment_file,
 )
 from dreamzero_ros.engine.experiment_cfg import KNOWN_PROMPT_TEMPLATES
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.synthetic_droid import droid_metadata
+from dreamzero_ros.policy_types import Observation
 
 DROID_FILE = EMBODIMENTS_DIR / 'oxe_droid.yaml'
 
+#: The prompt template of :func:`ur_embodiment` (a tag upstream has none for).
+UR_TEMPLATE = 'A video from a front and a wrist camera of a UR arm that {instruction}'
 #: A UR-style arm: 6 joints (rad) within +-2*pi.
 UR_JOINT_LIMIT = 2 * np.pi
 
@@ -63,7 +71,7 @@ def ur_embodiment(
             ModalityKey('arm_joints', 6, 'q99', joints),
             ModalityKey('gripper_width', 1, 'min_max', gripper, gripper=True),
         ),
-        prompt_template='A video from a front and a wrist camera of a UR arm that {instruction}',
+        prompt_template=UR_TEMPLATE,
         control_hz=10.0,
     )
 
@@ -95,3 +103,30 @@ def yam_embodiment() -> Embodiment:
         prompt_template=KNOWN_PROMPT_TEMPLATES['yam'],
         control_hz=30.0,
     )
+
+
+def tiny_config(frame_seqlen: int) -> EngineConfig:
+    """The tiny preset with another number of tokens per latent frame."""
+    tiny = EngineConfig.tiny()
+    return tiny.replace(dit=dataclasses.replace(tiny.dit, frame_seqlen=frame_seqlen))
+
+
+def write_ur_checkpoint(folder: Path, seed: int = 4) -> Path:
+    """A random tiny checkpoint of :func:`ur_embodiment` (12 tokens per latent frame)."""
+    return write_random_checkpoint(folder, tiny_config(12), seed=seed, embodiment=ur_embodiment())
+
+
+def ur_observation(seed: int = 0, **changes) -> Observation:
+    """An observation of :func:`ur_embodiment`: front and wrist frames, 6 joints, a gripper."""
+    rng = np.random.default_rng(seed)
+    fields = dict(
+        images={
+            name: rng.integers(0, 255, (24, 64, 3), dtype=np.uint8) for name in ('front', 'wrist')
+        },
+        joint_position=rng.uniform(-1, 1, 6),
+        gripper_position=np.array([0.04]),
+        prompt='stack the blocks',
+        session_id='ur',
+    )
+    fields.update(changes)
+    return Observation(**fields)

@@ -5,7 +5,14 @@
 
 import dataclasses
 
-from embodiment_support import statistics, ur_embodiment, yam_embodiment
+from embodiment_support import (
+    UR_TEMPLATE,
+    statistics,
+    ur_embodiment,
+    ur_observation,
+    write_ur_checkpoint,
+    yam_embodiment,
+)
 from lora_support import read_tensors, write_lora_checkpoints, write_tensors
 import numpy as np
 import pytest
@@ -19,34 +26,11 @@ from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.errors import CheckpointError, EmbodimentError, ObservationError
 from dreamzero_ros.policy_types import Observation
 
-UR_TEMPLATE = ur_embodiment().prompt_template
-
-
-def _tiny(frame_seqlen: int) -> EngineConfig:
-    tiny = EngineConfig.tiny()
-    return tiny.replace(dit=dataclasses.replace(tiny.dit, frame_seqlen=frame_seqlen))
-
-
-def _ur_observation(seed: int = 0, **changes) -> Observation:
-    rng = np.random.default_rng(seed)
-    fields = dict(
-        images={
-            name: rng.integers(0, 255, (24, 64, 3), dtype=np.uint8) for name in ('front', 'wrist')
-        },
-        joint_position=rng.uniform(-1, 1, 6),
-        gripper_position=np.array([0.04]),
-        prompt='stack the blocks',
-        session_id='ur',
-    )
-    fields.update(changes)
-    return Observation(**fields)
-
 
 @pytest.fixture(scope='module')
 def ur_checkpoint(tmp_path_factory):
     """6 joints + gripper, two cameras in a grid, absolute actions, 12 tokens per frame."""
-    folder = tmp_path_factory.mktemp('ur')
-    return write_random_checkpoint(folder, _tiny(12), seed=4, embodiment=ur_embodiment())
+    return write_ur_checkpoint(tmp_path_factory.mktemp('ur'))
 
 
 def test_a_six_joint_two_camera_robot_runs_end_to_end(ur_checkpoint):
@@ -58,15 +42,15 @@ def test_a_six_joint_two_camera_robot_runs_end_to_end(ur_checkpoint):
     assert meta['cameras'] == ['front', 'wrist'] and meta['embodiment'] == 'ur5e_lab'
     assert (meta['arm_dof'], meta['gripper_dof'], meta['action_dim']) == (6, 1, 7)
     assert meta['image_resolution'] == (24, 64) and meta['control_hz'] == 10.0
-    first = engine.infer(_ur_observation(0))
-    second = engine.infer(_ur_observation(1))
+    first = engine.infer(ur_observation(0))
+    second = engine.infer(ur_observation(1))
     for chunk in (first, second):
         assert chunk.actions.shape == (24, 7) and np.all(np.isfinite(chunk.actions))
         assert chunk.step_duration == pytest.approx(0.1)
     assert engine.last_stats['frames'] == 4  # the second call sees the last four frames
     # Any size of camera frame is letterboxed to the dataset resolution, as for DROID.
     big = {name: np.zeros((96, 256, 3), np.uint8) for name in ('front', 'wrist')}
-    assert engine.infer(_ur_observation(2, images=big, session_id='b')).actions.shape == (24, 7)
+    assert engine.infer(ur_observation(2, images=big, session_id='b')).actions.shape == (24, 7)
 
 
 def test_observations_of_another_robot_are_refused(ur_checkpoint):
@@ -76,7 +60,7 @@ def test_observations_of_another_robot_are_refused(ur_checkpoint):
     with pytest.raises(ObservationError, match="missing camera image 'front'"):
         engine.infer(random_observation(seed=0))
     with pytest.raises(ObservationError, match=r'joint_position: expected shape \(6,\)'):
-        engine.infer(_ur_observation(joint_position=np.zeros(7)))
+        engine.infer(ur_observation(joint_position=np.zeros(7)))
     with pytest.raises(EmbodimentError, match="no prompt template is known for embodiment 'ur5e"):
         DreamZeroEngine.from_pretrained(ur_checkpoint, dtype='float32')
 
@@ -109,7 +93,7 @@ def test_a_single_camera_robot(tmp_path):
     )  # 32x64 frame: 8 tokens
     folder = write_random_checkpoint(tmp_path / 'one', 'tiny', embodiment=single)
     engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', prompt_template=UR_TEMPLATE)
-    observation = _ur_observation(images={'front': np.zeros((24, 64, 3), np.uint8)})
+    observation = ur_observation(images={'front': np.zeros((24, 64, 3), np.uint8)})
     assert engine.infer(observation).actions.shape == (24, 7)
 
 
@@ -139,7 +123,7 @@ def test_a_checkpoint_without_experiment_cfg_needs_an_embodiment_file(ur_checkpo
     reference = DreamZeroEngine.from_pretrained(
         ur_checkpoint, dtype='float32', prompt_template=UR_TEMPLATE
     )
-    observation = _ur_observation(3)
+    observation = ur_observation(3)
     np.testing.assert_array_equal(
         engine.infer(observation).actions, reference.infer(observation).actions
     )

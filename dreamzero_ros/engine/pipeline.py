@@ -238,8 +238,9 @@ class DreamZeroEngine:
 
         DROID's keys (``image_resolution``: the first camera's, ``n_external_cameras``: the
         cameras whose key does not name a wrist, ...) and the embodiment: its cameras in the
-        model's order with their resolutions, the state and action keys, the arm and gripper
-        widths of an observation and the gripper columns of an action row.
+        model's order with their resolutions ``[height, width]``, the state keys with their
+        widths and which are grippers, the action keys, the arm and gripper widths of an
+        observation and the gripper columns of an action row.
         """
         e = self.embodiment
         wrist = [key for key in e.camera_keys if 'wrist' in key]
@@ -253,10 +254,12 @@ class DreamZeroEngine:
             'action_horizon': self.config.action_horizon,
             'action_dim': e.action_dim,
             'control_hz': e.control_hz,
-            'cameras': list(e.camera_keys),
-            'camera_resolutions': {c.key: list(c.source_size) for c in e.cameras},
             'embodiment': e.tag,
+            'cameras': list(e.camera_keys),
+            'camera_resolutions': [list(c.source_size) for c in e.cameras],
             'state_keys': [key.key for key in e.state],
+            'state_dims': [key.dim for key in e.state],
+            'gripper_state_keys': [key.key for key in e.state if key.gripper],
             'action_keys': [key.key for key in e.action],
             'arm_dof': e.arm_state_dim,
             'gripper_dof': e.gripper_state_dim,

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DROID and RoboArena observation key sets of OpenPI requests, to and from Observation.
+"""The observation key sets of OpenPI requests, to and from Observation.
 
 DROID clients (the DROID main loop, sim-evals) name the exterior cameras
 ``observation/exterior_image_1_left`` and ``..._2_left``; RoboArena clients count from 0
@@ -11,12 +11,17 @@ stacks (uint8, or float and channels-first, which are converted as openpi's DROI
 usually shrunk by ``resize_with_pad``; the padding is cropped (where the camera's aspect puts it)
 and the content resized to the resolution the policy asks for. A missing prompt is ``""``.
 
+A policy for another robot (its metadata names an embodiment other than ``oxe_droid``) takes
+one key per camera, ``observation/<video key>``, and one per state key,
+``observation/<state key>`` (:class:`EmbodimentKeys`); its metadata lists them.
+
 Everything DROID-specific of the bridge lives here (keys, cameras, camera aspect).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 import enum
 from typing import Any
 
@@ -45,9 +50,10 @@ class KeySet(enum.Enum):
 
     DROID = 'droid'
     ROBOARENA = 'roboarena'
+    EMBODIMENT = 'embodiment'
 
     def camera_keys(self) -> dict[str, str]:
-        """Policy camera name -> request key."""
+        """Policy camera name -> request key (DROID and RoboArena naming)."""
         first = 1 if self is KeySet.DROID else 0
         keys = {WRIST_CAMERA: f'observation/{WRIST_CAMERA}'}
         for index, camera in enumerate(EXTERIOR_CAMERAS):
@@ -224,5 +230,143 @@ def observation_to_request(
         request[keys[camera]] = np.ascontiguousarray(image)
     request[JOINT_KEY] = np.asarray(observation.joint_position, dtype=np.float64)
     request[GRIPPER_KEY] = np.asarray(observation.gripper_position, dtype=np.float64)
+    request[PROMPT_KEY] = observation.prompt
+    return request
+
+
+#: Embodiment tag of DROID policies, served with the DROID and RoboArena key sets.
+DROID_TAG = 'oxe_droid'
+#: Metadata keys that describe a non-DROID policy's request keys (always sent for one).
+EMBODIMENT_METADATA_KEYS = (
+    'embodiment',
+    'cameras',
+    'camera_resolutions',
+    'state_keys',
+    'state_dims',
+    'gripper_state_keys',
+    'action_keys',
+    'action_dim',
+    'action_horizon',
+    'control_hz',
+)
+
+
+@dataclass(frozen=True)
+class EmbodimentKeys:
+    """The request keys of a policy for a robot other than DROID.
+
+    Attributes:
+        cameras: video keys, in the policy's order; requested as ``observation/<key>``.
+        camera_sizes: each camera's ``(height, width)`` before clients shrink it.
+        state: ``(key, width, gripper)`` of each state key; requested as ``observation/<key>``.
+
+    """
+
+    cameras: tuple[str, ...]
+    camera_sizes: tuple[tuple[int, int], ...]
+    state: tuple[tuple[str, int, bool], ...]
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> EmbodimentKeys | None:
+        """The keys a policy's metadata describes; None for DROID (or a DROID-only policy)."""
+        if metadata.get('embodiment', DROID_TAG) == DROID_TAG:
+            return None
+        try:
+            cameras = tuple(str(c) for c in metadata['cameras'])
+            sizes = tuple((int(h), int(w)) for h, w in metadata['camera_resolutions'])
+            grippers = set(metadata.get('gripper_state_keys', ()))
+            state = tuple(
+                (str(key), int(dim), key in grippers)
+                for key, dim in zip(metadata['state_keys'], metadata['state_dims'], strict=True)
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(
+                f'policy metadata does not describe its request keys: {error}'
+            ) from None
+        if len(sizes) != len(cameras):
+            raise ValueError('policy metadata: camera_resolutions and cameras differ in length')
+        return cls(cameras, sizes, state)
+
+    @staticmethod
+    def key(name: str) -> str:
+        """The request key of a camera or state key."""
+        return f'observation/{name}'
+
+    @property
+    def arm_dof(self) -> int:
+        """Width of the non-gripper state keys together."""
+        return sum(dim for _, dim, gripper in self.state if not gripper)
+
+    @property
+    def gripper_dof(self) -> int:
+        """Width of the gripper state keys together."""
+        return sum(dim for _, dim, gripper in self.state if gripper)
+
+
+def embodiment_request_to_observation(
+    request: Mapping[str, Any],
+    keys: EmbodimentKeys,
+    *,
+    detect_padding: bool = False,
+    max_prompt_chars: int = MAX_PROMPT_CHARS,
+    session_id: str = 'default',
+    stamp: float = 0.0,
+) -> Observation:
+    """Build an :class:`Observation` from a request in a policy's own keys.
+
+    ``resize_with_pad`` bands are cropped where each camera's aspect puts them (or detected with
+    ``detect_padding``); the policy letterboxes each camera to its resolution itself.
+
+    Raises:
+        ObservationError: on a missing key, a wrong shape or dtype, non-finite state or a
+            prompt over ``max_prompt_chars``.
+
+    """
+    frames = {}
+    for camera, (height, width) in zip(keys.cameras, keys.camera_sizes, strict=True):
+        key = keys.key(camera)
+        if key not in request:
+            expected = ', '.join(repr(keys.key(c)) for c in keys.cameras)
+            raise ObservationError(f'missing camera {key!r} (expected {expected})')
+        aspect = None if detect_padding else width / height
+        frames[camera] = np.ascontiguousarray(
+            images.remove_padding(_image(key, request[key]), aspect)
+        )
+    arm, grippers = [], []
+    for name, dim, gripper in keys.state:
+        key = keys.key(name)
+        (grippers if gripper else arm).append(_vector(key, request.get(key), dim))
+    observation = Observation(
+        images=frames,
+        joint_position=np.concatenate(arm) if arm else np.zeros(0),
+        gripper_position=np.concatenate(grippers) if grippers else np.zeros(0),
+        prompt=_prompt(request.get(PROMPT_KEY), max_prompt_chars),
+        stamp=stamp,
+        session_id=session_id,
+    )
+    observation.validate(keys.cameras, keys.arm_dof, keys.gripper_dof)
+    return observation
+
+
+def embodiment_observation_to_request(
+    observation: Observation, keys: EmbodimentKeys, resize: bool = True
+) -> dict[str, Any]:
+    """Build a request in a policy's own keys from an :class:`Observation`.
+
+    With ``resize``, each camera is shrunk with ``resize_with_pad`` to its resolution.
+    """
+    observation.validate(keys.cameras, keys.arm_dof, keys.gripper_dof)
+    request: dict[str, Any] = {}
+    for camera, size in zip(keys.cameras, keys.camera_sizes, strict=True):
+        image = np.asarray(observation.images[camera])
+        if resize:
+            image = images.resize_with_pad(image, *size)
+        request[keys.key(camera)] = np.ascontiguousarray(image)
+    taken = {False: 0, True: 0}
+    for name, dim, gripper in keys.state:
+        source = observation.gripper_position if gripper else observation.joint_position
+        start = taken[gripper]
+        request[keys.key(name)] = np.asarray(source[start : start + dim], dtype=np.float64)
+        taken[gripper] = start + dim
     request[PROMPT_KEY] = observation.prompt
     return request

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dreamzero_ros.openpi import msgpack_numpy
+from dreamzero_ros.openpi.observation_keys import DROID_TAG, EMBODIMENT_METADATA_KEYS
 from dreamzero_ros.policy_types import ObservationError
 
 ENDPOINT_KEY = 'endpoint'
@@ -64,17 +65,31 @@ def build_metadata(policy_metadata: Mapping[str, Any], extras: bool = False) -> 
         extras: also send the policy's other plain-valued metadata (horizon, control rate, ...).
             RoboArena clients reject unknown keys, so this is off by default.
 
+    A policy for a robot other than DROID always sends its embodiment (cameras and their
+    resolutions, state keys and widths, action keys, ...): its clients need them to build a
+    request, and no RoboArena client serves such a robot.
     """
     metadata = {
         key: policy_metadata.get(key, DREAMZERO_CLIENT_CONFIG[key]) for key in CLIENT_CONFIG_KEYS
     }
     resolution = metadata['image_resolution']
     metadata['image_resolution'] = None if resolution is None else [int(v) for v in resolution]
+    if policy_metadata.get('embodiment', DROID_TAG) != DROID_TAG:
+        for key in EMBODIMENT_METADATA_KEYS:
+            if key in policy_metadata:
+                metadata[key] = _plain(policy_metadata[key])
     if extras:
         for key, value in policy_metadata.items():
             if key not in metadata and isinstance(value, str | int | float | bool | list | tuple):
                 metadata[key] = list(value) if isinstance(value, tuple) else value
     return metadata
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, recursively (msgpack sends both as arrays)."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def preview(value: Any, limit: int = 48) -> str:

@@ -97,18 +97,27 @@ class RemoteOpenPIPolicy:
 
     def infer(self, observation: Observation) -> ActionChunk:
         """Send one observation and wait for its action chunk."""
-        cameras = observation_keys.required_cameras(self._metadata)
-        observation.validate(cameras)
-        resolution = self._metadata.get('image_resolution')
-        size = tuple(resolution) if resolution is not None and self._resize_images else None
-        request = observation_keys.observation_to_request(observation, cameras, size, self._key_set)
+        embodiment = observation_keys.EmbodimentKeys.from_metadata(self._metadata)
+        if embodiment is not None:  # a robot other than DROID: the policy's own keys
+            request = observation_keys.embodiment_observation_to_request(
+                observation, embodiment, self._resize_images
+            )
+        else:
+            cameras = observation_keys.required_cameras(self._metadata)
+            observation.validate(cameras)
+            resolution = self._metadata.get('image_resolution')
+            size = tuple(resolution) if resolution is not None and self._resize_images else None
+            request = observation_keys.observation_to_request(
+                observation, cameras, size, self._key_set
+            )
         request[protocol.SESSION_KEY] = observation.session_id
         request[protocol.ENDPOINT_KEY] = protocol.INFER
         start = time.monotonic()
         with self._lock:
             reply = _decoded(self._uri, self._round_trip(request))
         round_trip_ms = (time.monotonic() - start) * 1000.0
-        actions, extra = _parse_actions(reply)
+        action_dim = int(self._metadata.get('action_dim', DROID_ACTION_DIM))
+        actions, extra = _parse_actions(reply, action_dim)
         timing = {'round_trip': round_trip_ms}
         for name, value in (extra.get('server_timing') or {}).items():
             if isinstance(value, int | float):
@@ -198,7 +207,9 @@ def _decoded(uri: str, reply: bytes | str) -> Any:
         raise PolicyError(f'OpenPI server {uri} sent a malformed reply: {error}') from error
 
 
-def _parse_actions(reply: Any) -> tuple[np.ndarray, dict[str, Any]]:
+def _parse_actions(
+    reply: Any, action_dim: int = DROID_ACTION_DIM
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Actions and the rest of a reply, which is a map with ``actions`` or a bare array."""
     extra: dict[str, Any] = {}
     if isinstance(reply, dict):
@@ -207,8 +218,10 @@ def _parse_actions(reply: Any) -> tuple[np.ndarray, dict[str, Any]]:
     if not isinstance(reply, np.ndarray) or reply.dtype.kind not in 'iuf':
         raise PolicyError('OpenPI reply holds no numeric actions array')
     actions = np.array(reply, dtype=np.float32)
-    if actions.ndim != 2 or actions.shape[1] != DROID_ACTION_DIM or actions.shape[0] < 1:
-        raise PolicyError(f'OpenPI reply actions have shape {actions.shape}, expected (H, 8)')
+    if actions.ndim != 2 or actions.shape[1] != action_dim or actions.shape[0] < 1:
+        raise PolicyError(
+            f'OpenPI reply actions have shape {actions.shape}, expected (H, {action_dim})'
+        )
     if not np.all(np.isfinite(actions)):
         raise PolicyError('OpenPI reply actions are not finite')
     return actions, extra

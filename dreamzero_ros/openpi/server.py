@@ -203,6 +203,9 @@ class OpenPIServer:
         self._config = config = config or ServerConfig()
         self._metadata = protocol.build_metadata(policy.metadata, config.metadata_extras)
         self._cameras = observation_keys.required_cameras(self._metadata)
+        #: The request keys of a policy for a robot other than DROID (None for DROID).
+        self._embodiment = observation_keys.EmbodimentKeys.from_metadata(policy.metadata)
+        self._action_dim = int(policy.metadata.get('action_dim', DROID_ACTION_DIM))
         resolution = self._metadata['image_resolution']
         self._image_size = None if resolution is None else (int(resolution[0]), int(resolution[1]))
         self._aspect = None
@@ -452,6 +455,16 @@ class OpenPIServer:
 
     def _observation(self, request: dict[str, Any], key: str) -> tuple[Observation, Any]:
         """The request's observation and key set (on a decoder thread)."""
+        if self._embodiment is not None:
+            observation = observation_keys.embodiment_request_to_observation(
+                request,
+                self._embodiment,
+                detect_padding=self._config.detect_padding,
+                max_prompt_chars=self._config.max_prompt_chars,
+                session_id=key,
+                stamp=time.time(),
+            )
+            return observation, observation_keys.KeySet.EMBODIMENT
         return observation_keys.request_to_observation(
             request,
             self._cameras,
@@ -490,7 +503,7 @@ class OpenPIServer:
             self._evict(victim, f'connection {state.peer.number} needed a session')
         queued = time.monotonic()
         chunk, infer_ms = await self._in_worker(self._run_policy, observation)
-        actions = _checked_actions(chunk)
+        actions = _checked_actions(chunk, self._action_dim)
         if self._array_reply(state, key_set):
             return msgpack_numpy.packb(actions)
         timing = {
@@ -556,11 +569,13 @@ def _log_failure(future: Future) -> None:
         logger.error('resetting sessions failed: %s', future.exception())
 
 
-def _checked_actions(chunk: ActionChunk) -> np.ndarray:
+def _checked_actions(chunk: ActionChunk, action_dim: int = DROID_ACTION_DIM) -> np.ndarray:
     """The chunk's actions as C-order float32, refusing anything a robot must not receive."""
     actions = np.ascontiguousarray(chunk.actions, dtype=np.float32)
-    if actions.ndim != 2 or actions.shape[1] != DROID_ACTION_DIM or actions.shape[0] < 1:
-        raise PolicyError(f'policy returned actions of shape {actions.shape}, expected (H, 8)')
+    if actions.ndim != 2 or actions.shape[1] != action_dim or actions.shape[0] < 1:
+        raise PolicyError(
+            f'policy returned actions of shape {actions.shape}, expected (H, {action_dim})'
+        )
     if not np.all(np.isfinite(actions)):
         raise PolicyError('policy returned non-finite actions')
     return actions
