@@ -1,25 +1,27 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Launch the DreamZero policy node and, for CFG parallel, its engine worker ranks.
+"""Launch the DreamZero policy node (which starts its CFG-parallel engine worker ranks itself).
 
 Example (two GPUs, the unconditional CFG branch on the second)::
 
     ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 cfg_parallel:=2
 
-The config file is checked before anything starts: an unknown parameter stops the launch.
+The config file is checked before anything starts: an unknown parameter or a bad value stops
+the launch. SIGTERM to ``ros2 launch`` stops the node as Ctrl-C does (it holds, then exits);
+if launch is killed outright, the node notices its parent's end and does the same.
 """
 
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import ExecutableInPackage
 
 from dreamzero_ros.core.launch_plan import plan_launch
 from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
+from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
 from launch import LaunchContext, LaunchDescription
 
 ARGUMENTS = {
@@ -32,11 +34,11 @@ ARGUMENTS = {
     'gpus': (
         '',
         'Comma-separated GPU indices, one per CFG-parallel rank (rank r uses the r-th); empty: '
-        "GPUs 0, 1, ... when engine.device is CUDA, else the config's engine.device.",
+        "the config's engine.device for the node, the devices after it for the workers.",
     ),
     'cfg_parallel': (
         '',
-        'CFG-parallel world size: 1 runs both branches in the node, 2 starts one '
+        'CFG-parallel world size: 1 runs both branches in the node, 2 has the node start one '
         'dreamzero-engine-worker for the unconditional branch; empty keeps the config value.',
     ),
     'openpi_bridge': ('', 'true serves the engine over OpenPI too; empty keeps the config value.'),
@@ -55,7 +57,7 @@ def _launch_setup(context: LaunchContext) -> list:
     config = args.pop('config')
     namespace = args.pop('namespace')
     plan = plan_launch(read_params_file(config), **args)
-    actions = [
+    return [
         Node(
             package='dreamzero_ros',
             executable='dreamzero-policy-node',
@@ -67,24 +69,13 @@ def _launch_setup(context: LaunchContext) -> list:
             emulate_tty=True,
         )
     ]
-    for rank, worker in enumerate(plan.workers, start=1):
-        # console scripts live in lib/dreamzero_ros of the install, which is not on PATH
-        executable = ExecutableInPackage(executable=worker.cmd[0], package='dreamzero_ros')
-        actions.append(
-            ExecuteProcess(
-                cmd=[executable, *worker.cmd[1:]],
-                additional_env=worker.env,
-                name=f'dreamzero_engine_rank{rank}',
-                output='screen',
-            )
-        )
-    return actions
 
 
 def generate_launch_description() -> LaunchDescription:
-    """The launch description: declared arguments, then the node and its workers."""
+    """The launch description: SIGTERM handling, declared arguments, then the node."""
     return LaunchDescription(
         [
+            OpaqueFunction(function=stop_cleanly_on_sigterm),
             *(
                 DeclareLaunchArgument(name, default_value=default, description=description)
                 for name, (default, description) in ARGUMENTS.items()

@@ -30,10 +30,24 @@ def ros_env() -> dict[str, str]:
     return dict(os.environ)
 
 
-class NodeProcess:
-    """``dreamzero-policy-node`` in its own process, its output in a log file."""
+#: Stands in for ``ros2 launch``: starts the command given and waits.
+_LAUNCHER = 'import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); time.sleep(3600)'
 
-    def __init__(self, log_path: Path, *ros_args: str, params_file: Path | None = None) -> None:
+
+class NodeProcess:
+    """``dreamzero-policy-node`` in its own process, its output in a log file.
+
+    With ``launcher``, :attr:`process` is a parent process that started the node (as
+    ``ros2 launch`` does) and :meth:`node_pid` the node's process id.
+    """
+
+    def __init__(
+        self,
+        log_path: Path,
+        *ros_args: str,
+        params_file: Path | None = None,
+        launcher: bool = False,
+    ) -> None:
         args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
         if params_file is not None:
             args += ['--params-file', str(params_file)]
@@ -42,9 +56,21 @@ class NodeProcess:
         self.log_path = log_path
         self._log = open(log_path, 'w')  # noqa: SIM115 - closed in stop()
         env = {**ros_env(), 'PYTHONUNBUFFERED': '1', 'OMP_NUM_THREADS': '1'}
+        if launcher:
+            args = [sys.executable, '-c', _LAUNCHER, *args]
         self.process = subprocess.Popen(
             args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env
         )
+
+    def node_pid(self, timeout: float = 10.0) -> int:
+        """The node's process id (the launcher's child where there is a launcher)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            children = child_pids(self.process.pid)
+            if children:
+                return children.pop()
+            time.sleep(0.05)
+        raise AssertionError('the launcher started no node')
 
     def log(self) -> str:
         """Everything the node printed so far."""
@@ -160,6 +186,21 @@ class Harness:
             parameters=[Parameter(name, value=value).to_parameter_msg()]
         )
         return self.call(SetParameters, f'{node}/set_parameters', request).results[0]
+
+    def change_state(self, node: str, transition: str, timeout: float = 120.0) -> bool:
+        """Request a lifecycle transition (``configure``, ``activate``, ...); its success."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        request = ChangeState.Request()
+        request.transition.id = getattr(Transition, f'TRANSITION_{transition.upper()}')
+        return self.call(ChangeState, f'{node}/change_state', request, timeout).success
+
+    def lifecycle_state(self, node: str) -> str:
+        """The node's lifecycle state label (``unconfigured``, ``inactive``, ``active``, ...)."""
+        from lifecycle_msgs.srv import GetState
+
+        return self.call(GetState, f'{node}/get_state', GetState.Request()).current_state.label
 
     def close(self) -> None:
         """Stop spinning and shut the context down."""
@@ -312,3 +353,23 @@ def latched_qos() -> Any:
     return QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
     )
+
+
+def child_pids(pid: int) -> set[int]:
+    """Process ids of the children of process ``pid`` (Linux ``/proc``)."""
+    children: set[int] = set()
+    for task in Path(f'/proc/{pid}/task').glob('*'):
+        try:
+            children.update(int(text) for text in (task / 'children').read_text().split())
+        except OSError:
+            continue
+    return children
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie."""
+    try:
+        status = Path(f'/proc/{pid}/stat').read_text()
+    except OSError:
+        return False
+    return status.rpartition(')')[2].split()[0] != 'Z'

@@ -1,19 +1,19 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Unit tests of what the launch file starts: node overrides and CFG-parallel worker ranks."""
+"""Unit tests of what the launch file starts: the node, its overrides and its GPUs."""
 
 from pathlib import Path
 
 import pytest
 
-from dreamzero_ros.core.launch_plan import WORKER_EXECUTABLE, parse_gpus, plan_launch
+from dreamzero_ros.core.launch_plan import parse_gpus, plan_launch
 from dreamzero_ros.core.node_config import read_params_file
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
 
-def test_droid_on_two_gpus_starts_one_worker_rank():
+def test_droid_on_two_gpus_gives_the_node_one_and_its_worker_the_other():
     plan = plan_launch(
         read_params_file(CONFIG / 'droid.yaml'),
         checkpoint='/data/DreamZero-DROID',
@@ -31,37 +31,14 @@ def test_droid_on_two_gpus_starts_one_worker_rank():
         'openpi_bridge.enabled': True,
         'openpi_bridge.port': 8123,
         'engine.device': 'cuda:0',
+        'engine.worker_gpus': '3',
     }
     assert plan.node_env == {'CUDA_VISIBLE_DEVICES': '2'}
-    (worker,) = plan.workers
-    assert worker.cmd[0] == WORKER_EXECUTABLE
-    assert worker.cmd[1:] == [
-        '--checkpoint',
-        '/data/DreamZero-DROID',
-        '--device',
-        'cuda:0',
-        '--dtype',
-        'bfloat16',
-    ]
-    assert worker.env == {
-        'RANK': '1',
-        'WORLD_SIZE': '2',
-        'MASTER_ADDR': '127.0.0.1',
-        'MASTER_PORT': '29512',
-        'CUDA_VISIBLE_DEVICES': '3',
-    }
 
 
 def test_empty_arguments_keep_the_config_values():
     plan = plan_launch(read_params_file(CONFIG / 'cpu_small.yaml'))
-    assert plan.node_parameters == {'use_sim_time': False}
-    assert plan.workers == [] and plan.node_env == {}
-
-
-def test_config_cfg_parallel_without_gpus_runs_workers_on_the_config_device():
-    config = {**read_params_file(CONFIG / 'cpu_small.yaml'), 'engine.cfg_parallel': 2}
-    plan = plan_launch(config, checkpoint='/ckpt')
-    assert plan.workers[0].cmd[4] == 'cpu' and 'CUDA_VISIBLE_DEVICES' not in plan.workers[0].env
+    assert plan.node_parameters == {'use_sim_time': False} and plan.node_env == {}
 
 
 @pytest.mark.parametrize(
@@ -89,7 +66,7 @@ def test_parse_gpus():
     assert parse_gpus(' 0, 1 ,') == ['0', '1'] and parse_gpus('') == []
 
 
-def test_cuda_ranks_without_gpus_get_one_gpu_each():
-    plan = plan_launch(read_params_file(CONFIG / 'droid.yaml'), checkpoint='/c')
-    assert plan.node_env == {'CUDA_VISIBLE_DEVICES': '0'}
-    assert plan.workers[0].env['CUDA_VISIBLE_DEVICES'] == '1'
+def test_bad_config_values_stop_the_launch():
+    config = {**read_params_file(CONFIG / 'cpu_small.yaml'), 'max_age': 'soon'}
+    with pytest.raises(ValueError, match="max_age: expected a double, got 'soon'"):
+        plan_launch(config)

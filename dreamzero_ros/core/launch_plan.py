@@ -3,36 +3,25 @@
 
 """What ``dreamzero.launch.py`` starts, computed from its arguments without ROS.
 
-The policy node is rank 0 of the CFG-parallel group; ranks 1.. are ``dreamzero-engine-worker``
-processes, each pinned to one GPU through ``CUDA_VISIBLE_DEVICES`` and joined through the
-``torch.distributed`` environment variables, so that nobody has to run ``torchrun``.
+One process: the policy node. With CFG parallel it starts its worker ranks itself at each
+configure (:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first GPU
+(``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dreamzero_ros.core.node_config import build_settings
 
-WORKER_EXECUTABLE = 'dreamzero-engine-worker'
-
-
-@dataclass(frozen=True)
-class ProcessSpec:
-    """One process to start: command line and extra environment."""
-
-    cmd: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """Node parameter overrides, the node's environment, and the worker processes."""
+    """Node parameter overrides and the node's environment."""
 
     node_parameters: dict[str, Any]
     node_env: dict[str, str]
-    workers: list[ProcessSpec]
 
 
 def _truthy(text: str) -> bool:
@@ -61,15 +50,15 @@ def plan_launch(
     openpi_bridge: str = '',
     openpi_port: str = '',
 ) -> LaunchPlan:
-    """Turn the config file's values and the launch-argument strings into processes.
+    """Turn the config file's values and the launch-argument strings into the node's overrides.
 
     ``config`` is what :func:`~dreamzero_ros.core.node_config.read_params_file` read from the
     config file. An empty argument keeps the config's value. With ``gpus``, rank ``r`` sees only
-    ``gpus[r]`` (as ``cuda:0``); without, CUDA ranks get GPUs 0, 1, ... and CPU ranks use the
-    config's ``engine.device``.
+    ``gpus[r]`` (as ``cuda:0``); without, the config's ``engine.device`` holds (CUDA workers
+    then take the devices after it).
 
     Raises:
-        ValueError: a malformed argument, or fewer GPUs than CFG-parallel ranks.
+        ValueError: a malformed argument or value, or fewer GPUs than CFG-parallel ranks.
 
     """
     parameters: dict[str, Any] = {'use_sim_time': _truthy(use_sim_time)}
@@ -88,37 +77,15 @@ def plan_launch(
     engine = build_settings(values).engine
     world_size = engine.cfg_parallel
     gpu_list = parse_gpus(gpus)
-    if not gpu_list and world_size > 1 and engine.device.startswith('cuda'):
-        gpu_list = [str(rank) for rank in range(world_size)]  # NCCL needs one GPU per rank
-    node_env: dict[str, str] = {}
-    device = engine.device
-    if gpu_list:
-        parameters['engine.device'] = device = 'cuda:0'
-        node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
     if gpu_list and len(gpu_list) < world_size:
         raise ValueError(f'cfg_parallel {world_size} needs {world_size} GPUs, got gpus:={gpus}')
     if world_size > 1 and engine.backend != 'local':
         raise ValueError('cfg_parallel > 1 needs engine.backend local')
     if world_size > 1 and not engine.checkpoint:
         raise ValueError('cfg_parallel > 1 needs a checkpoint (the workers load it too)')
-    workers = []
-    for rank in range(1, world_size):
-        env = {
-            'RANK': str(rank),
-            'WORLD_SIZE': str(world_size),
-            'MASTER_ADDR': engine.master_addr,
-            'MASTER_PORT': str(engine.master_port),
-        }
-        if gpu_list:
-            env['CUDA_VISIBLE_DEVICES'] = gpu_list[rank]
-        cmd = [
-            WORKER_EXECUTABLE,
-            '--checkpoint',
-            engine.checkpoint,
-            '--device',
-            device,
-            '--dtype',
-            engine.dtype,
-        ]
-        workers.append(ProcessSpec(cmd, env))
-    return LaunchPlan(parameters, node_env, workers)
+    node_env: dict[str, str] = {}
+    if gpu_list:
+        parameters['engine.device'] = 'cuda:0'
+        parameters['engine.worker_gpus'] = ','.join(gpu_list[1:world_size])
+        node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
+    return LaunchPlan(parameters, node_env)

@@ -232,12 +232,29 @@ class EngineSettings:
     )
     cfg_parallel: int = parameter(
         1,
-        'CFG-parallel world size: 2 runs the unconditional branch '
-        'in a dreamzero-engine-worker process (rank 1).',
+        'CFG-parallel world size: 2 runs the unconditional branch in a dreamzero-engine-worker '
+        'process (rank 1) that the node starts at configure and ends at cleanup.',
         range=(1, 2),
     )
+    worker_gpus: str = parameter(
+        '',
+        'CUDA_VISIBLE_DEVICES of each worker rank, comma-separated (rank 1 first); each then '
+        'uses cuda:0. Empty: workers use the devices after engine.device (cuda:0 -> cuda:1), '
+        'or the CPU.',
+    )
     master_addr: str = parameter('127.0.0.1', 'torch.distributed rendezvous address.')
-    master_port: int = parameter(29512, 'torch.distributed rendezvous port.', range=_PORT)
+    master_port: int = parameter(
+        0,
+        'torch.distributed rendezvous port; 0 chooses a free one at each configure (so that '
+        'two nodes on one host never collide).',
+        range=_PORT,
+    )
+    worker_timeout: float = parameter(
+        600.0,
+        'Longest wait, seconds, for the worker ranks to load and join at configure, and for '
+        'any collective operation between the ranks.',
+        range=(1.0, 3600.0),
+    )
     warmup: bool = parameter(
         True, 'Run one inference at configure time so that the first chunk is not slow.'
     )

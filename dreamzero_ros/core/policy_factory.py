@@ -5,8 +5,8 @@
 
 ``engine.backend: local`` loads :class:`~dreamzero_ros.engine.DreamZeroEngine` from
 ``engine.checkpoint`` in this process (rank 0 of the CFG-parallel group when
-``engine.cfg_parallel`` > 1; the other ranks are ``dreamzero-engine-worker`` processes started
-by the launch file). ``remote`` connects to an OpenPI server
+``engine.cfg_parallel`` > 1; the other ranks are ``dreamzero-engine-worker`` processes it
+starts, :mod:`~dreamzero_ros.core.engine_workers`). ``remote`` connects to an OpenPI server
 (:class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`).
 """
 
@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from dreamzero_ros.core.engine_workers import EngineWorkers
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.droid_clips import FRANKA_HOME
@@ -25,12 +26,17 @@ from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, Policy
 WARMUP_SESSION = '__warmup__'
 
 
-def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) -> SerializedPolicy:
+def create_policy(
+    settings: NodeSettings,
+    log: Callable[[str], None] = print,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> SerializedPolicy:
     """The policy of ``engine.backend``; raises on anything that prevents serving.
 
-    With ``engine.cfg_parallel`` > 1 this process joins the CFG-parallel group as rank 0 (it
-    blocks until the worker ranks have joined); closing the policy ends the workers and leaves
-    the group.
+    With ``engine.cfg_parallel`` > 1 this process starts the worker ranks and joins the
+    CFG-parallel group as rank 0 (:class:`~dreamzero_ros.core.engine_workers.EngineWorkers`;
+    ``stop_requested`` is polled while the workers load); closing the policy ends the workers and
+    leaves the group.
     """
     options = settings.engine
     if options.backend == 'remote':
@@ -49,24 +55,10 @@ def create_policy(settings: NodeSettings, log: Callable[[str], None] = print) ->
 
     folder = options.checkpoint
     device = options.device
-    world_size = options.cfg_parallel
     driver, on_close = None, None
-    if world_size > 1:
-        from dreamzero_ros.engine import cfg_parallel
-
-        address = f'{options.master_addr}:{options.master_port}'
-        log(f'CFG parallel: rank 0 of {world_size}, waiting for the worker ranks at {address}')
-        driver = cfg_parallel.connect_driver(
-            options.master_addr,
-            options.master_port,
-            device=device,
-            world_size=world_size,
-        )
-
-        def on_close() -> None:
-            driver.shutdown()
-            torch.distributed.destroy_process_group()
-
+    if options.cfg_parallel > 1:
+        workers = EngineWorkers(options, log, stop_requested)
+        driver, on_close = workers.start(), workers.close
     log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
     start = time.monotonic()
     try:

@@ -69,10 +69,12 @@ from .parallel_layout import mesh_problem, setup_rank
 
 __all__ = [
     'ParallelDriver',
+    'announce_loaded',
     'connect_driver',
     'free_port',
     'init_process_group',
     'load_worker_dit',
+    'loaded_key',
     'main',
     'run_worker',
     'spawn_worker',
@@ -330,6 +332,26 @@ def spawn_worker(
     return subprocess.Popen(command, env={**os.environ, **rendezvous, **(env or {})})
 
 
+def loaded_key(rank: int) -> str:
+    """Rendezvous-store key a worker sets once its weights are loaded, before it joins."""
+    return f'dreamzero/worker_loaded/{rank}'
+
+
+def announce_loaded(rank: int, timeout_s: float) -> None:
+    """Set :func:`loaded_key` in the ``MASTER_ADDR:MASTER_PORT`` store.
+
+    Rank 0 may wait for it (watching the worker processes) before it joins the group, so that a
+    worker that fails while loading is noticed at once rather than after the join timeout.
+    """
+    store = dist.TCPStore(
+        os.environ['MASTER_ADDR'],
+        int(os.environ['MASTER_PORT']),
+        is_master=False,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
+    store.set(loaded_key(rank), '1')
+
+
 def load_worker_dit(
     device: torch.device | str,
     dtype: str,
@@ -407,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         args.base_checkpoint,
         args.encoder_dir,
     )
+    if args.init_method == 'env://':
+        announce_loaded(rank, args.timeout)
     init_process_group(rank, world_size, args.init_method, args.backend, args.device, args.timeout)
     try:
         chunks = run_worker(dit)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 import queue
+import threading
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -69,19 +70,30 @@ LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
+#: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
+DELIVERY_TIMEOUT = 0.25
 
 
 class PolicyNode(LifecycleNode):
     """Lifecycle node running a DreamZero policy (local engine or remote OpenPI server)."""
 
-    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        node_name: str = NODE_NAME,
+        stop_requested: threading.Event | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Declare the parameters and the always-present interfaces.
+
+        ``stop_requested`` (set by the process's signal handling) makes a configure that waits
+        for engine worker ranks give up at once.
 
         Raises:
             ValueError: an unknown parameter, or a value of the wrong type or out of range.
 
         """
         super().__init__(node_name, **kwargs)
+        self._stop_requested = stop_requested or threading.Event()
         # rclpy keeps the parameter-file and -p values here and ignores those of undeclared
         # parameters: a typo must not pass silently, and an integer given for a double is fine.
         unknown = node_config.unknown_parameters(self._parameter_overrides)
@@ -171,7 +183,9 @@ class PolicyNode(LifecycleNode):
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
-            self.policy = create_policy(settings, self.get_logger().info)
+            self.policy = create_policy(
+                settings, self.get_logger().info, self._stop_requested.is_set
+            )
             if settings.engine.warmup:
                 self.engine_state = 'warming up'
                 seconds = warm_up(self.policy, settings)
@@ -220,6 +234,7 @@ class PolicyNode(LifecycleNode):
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Hold the current command, stop querying; an answer still in flight is discarded."""
         self._publish_hold(self.loop.reset(self._now()))
+        self._await_delivery()
         self._destroy_timers()
         self.lifecycle_state = 'inactive'
         self.publish_diagnostics()
@@ -237,6 +252,7 @@ class PolicyNode(LifecycleNode):
         """Hold if active, then release everything."""
         if self.lifecycle_state == 'active':
             self._publish_hold(self.loop.hold(self._now(), 'shutdown'))
+            self._await_delivery()
         self._release()
         self.lifecycle_state = 'finalized'
         return TransitionCallbackReturn.SUCCESS
@@ -581,6 +597,12 @@ class PolicyNode(LifecycleNode):
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
         )
+
+    def _await_delivery(self) -> None:
+        """Wait (briefly) until the controller has acknowledged what was sent, e.g. a last hold."""
+        trajectory = self._outputs.get('trajectory')
+        if trajectory is not None:
+            trajectory.wait_for_all_acked(Duration(seconds=DELIVERY_TIMEOUT))
 
     def _publish_hold(self, plan: ActionPlan | None) -> None:
         """Send a (braking) hold plan to the preview, and to the controller when commanding."""

@@ -1,10 +1,12 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Console script ``dreamzero-policy-node``: run the policy node until SIGINT or SIGTERM.
+"""Console script ``dreamzero-policy-node``: run the policy node until asked to stop.
 
-The first signal asks the spin loop to stop; the node then holds (if it was commanding),
-deactivates and cleans up in order. A second signal interrupts.
+SIGINT, SIGTERM, or the end of the parent process (``ros2 launch`` killed, a closed terminal)
+ask the spin loop to stop; the node then holds (if it was commanding), deactivates and cleans
+up in order. A second signal interrupts; after the parent's end the process exits within
+:data:`PARENT_LOST_GRACE` seconds whatever the clean-up is doing.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.signals import SignalHandlerOptions
 
 from dreamzero_ros.core import node_config
+from dreamzero_ros.core.process_lifetime import ParentWatchdog
 
 #: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
 SIGNAL_POLL_PERIOD = 0.2
+#: Seconds from noticing the parent's end to exiting: time to hold, not to finish an inference.
+PARENT_LOST_GRACE = 0.7
 
 
 class StopRequest:
@@ -40,6 +45,11 @@ class StopRequest:
         """Handle one signal."""
         if self.requested.is_set():
             raise KeyboardInterrupt
+        self.requested.set()
+
+    def parent_lost(self) -> None:
+        """The parent process ended (called from the watchdog thread): stop like on SIGTERM."""
+        print('dreamzero-policy-node: parent process ended, stopping', file=sys.stderr)
         self.requested.set()
 
 
@@ -69,8 +79,9 @@ def main(args: list[str] | None = None) -> int:
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    ParentWatchdog(stop.parent_lost, grace=PARENT_LOST_GRACE).start()
     try:
-        node = PolicyNode()
+        node = PolicyNode(stop_requested=stop.requested)
     except ValueError as error:
         print(f'dreamzero-policy-node: {error}', file=sys.stderr)
         rclpy.try_shutdown()

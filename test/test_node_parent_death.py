@@ -1,0 +1,100 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""No orphan: the node holds and exits with its worker ranks when its parent process dies.
+
+When the node itself dies, its worker ranks die with it. A small launcher process stands in
+for ``ros2 launch``; the node commands a robot stream over real DDS with a CFG-parallel worker
+rank over gloo; everything runs in separate processes.
+"""
+
+import os
+import signal
+import time
+
+from node_support import CONFIG, Harness, NodeProcess, RobotStream, alive, child_pids
+import pytest
+
+TIMEOUT = 120.0
+#: The promise: a held robot and no process left, this long after the parent's death.
+EXIT_WITHIN = 1.0
+
+
+@pytest.fixture(scope='module')
+def checkpoint(tmp_path_factory):
+    from dreamzero_ros.engine.testing import write_random_checkpoint
+
+    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
+
+
+def _commanding_node(checkpoint, tmp_path, harness):
+    """A launcher, its node (commanding the controller) and the node's worker rank."""
+    from dreamzero_ros.droid_clips import demo_clips
+
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        f'engine.checkpoint:={checkpoint}',
+        'engine.cfg_parallel:=2',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        params_file=CONFIG / 'cpu_small.yaml',
+        launcher=True,
+    )
+    stream = RobotStream(harness, demo_clips(15)[0])
+    harness.wait_for(
+        lambda: any(m.header.stamp.sec for m in harness.messages('controller')),
+        TIMEOUT,
+        'a chunk on the controller topic',
+        node.log,
+    )
+    node_pid = node.node_pid()
+    (worker_pid,) = child_pids(node_pid)
+    return node, stream, node_pid, worker_pid
+
+
+def _gone_within(pids, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not any(alive(pid) for pid in pids):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _is_hold(msg):
+    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0 and len(msg.points) == 1
+
+
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
+def test_parent_death_holds_and_leaves_no_process(checkpoint, tmp_path, signum):
+    from trajectory_msgs.msg import JointTrajectory
+
+    harness = Harness('parent_death_harness')
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    node, stream, node_pid, worker_pid = _commanding_node(checkpoint, tmp_path, harness)
+    try:
+        killed_at = harness.now()
+        node.process.send_signal(signum)
+        assert _gone_within([node_pid, worker_pid], EXIT_WITHIN), node.log()[-3000:]
+        holds = [m for m in harness.messages('controller', killed_at) if _is_hold(m)]
+        assert holds, f'no hold reached the controller\n{node.log()[-3000:]}'
+        assert 'parent process ended' in node.log()
+    finally:
+        stream.close()
+        harness.close()
+        node.stop()
+
+
+def test_node_death_ends_its_worker_rank(checkpoint, tmp_path):
+    from trajectory_msgs.msg import JointTrajectory
+
+    harness = Harness('node_death_harness')
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    node, stream, node_pid, worker_pid = _commanding_node(checkpoint, tmp_path, harness)
+    try:
+        os.kill(node_pid, signal.SIGKILL)
+        assert _gone_within([node_pid, worker_pid], EXIT_WITHIN)
+    finally:
+        stream.close()
+        harness.close()
+        node.stop()
