@@ -196,7 +196,7 @@ def test_unknown_parameter_stops_the_node(tmp_path):
     bad.write_text((CONFIG / 'cpu_small.yaml').read_text().replace('max_skew:', 'max_skwe:'))
     node = NodeProcess(tmp_path / 'node.log', params_file=bad)
     assert node.wait_exit(30) == 2
-    assert "unknown parameters for dreamzero_policy: ['max_skwe']" in node.log()
+    assert "dreamzero_policy: unknown parameters ['max_skwe']" in node.log()
     node.stop()
 
 

@@ -22,6 +22,8 @@ from node_support import (
 import pytest
 
 TIMEOUT = 120.0
+#: Rank 0's wait for the worker and for each collective; the node idles longer than this.
+WORKER_TIMEOUT = 20.0
 
 
 @pytest.fixture(scope='module')
@@ -50,6 +52,7 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpo
         'autostart:=false',
         f'engine.checkpoint:={checkpoint}',
         'engine.cfg_parallel:=2',
+        f'engine.worker_timeout:={WORKER_TIMEOUT}',
         'engine.warmup:=false',
         'engine.num_threads:=1',
         params_file=CONFIG / 'cpu_small.yaml',
@@ -72,6 +75,9 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpo
             assert not refused.successful and 'unconfigured' in refused.reason
             assert harness.get_parameters(NODE, ['max_age'])['max_age'] == float(max_age)
 
+            if round_trip == 0:  # idle (inactive) past the collective timeout: the worker waits
+                time.sleep(WORKER_TIMEOUT + 2)
+                assert alive(workers_seen[-1])
             assert harness.change_state(NODE, 'activate')
             assert harness.lifecycle_state(NODE) == 'active'
             _assert_serves_chunks(harness, node, f'a chunk from CFG parallel, round {round_trip}')

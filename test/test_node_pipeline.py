@@ -14,7 +14,7 @@ from node_support import ARM, CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotS
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.node_config import defaults, read_params_file
+from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
 
 TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
 STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
@@ -55,8 +55,20 @@ def bridge_port():
     return _free_port()
 
 
+#: The key bridge clients must send; the node reads it from a file.
+BRIDGE_KEY = 'bridge-key-7f3a'
+
+
 @pytest.fixture(scope='module')
-def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port):
+def bridge_key_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp('secrets') / 'bridge_key'
+    path.write_text(BRIDGE_KEY + '\n')
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_file):
     """(harness, stream, node): a dry-run node with per-step commands and the OpenPI bridge."""
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Float64MultiArray
@@ -81,6 +93,7 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port):
         'step_command.enabled:=true',
         'openpi_bridge.enabled:=true',
         f'openpi_bridge.port:={bridge_port}',
+        f'openpi_bridge.api_key_file:={bridge_key_file}',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     stream = RobotStream(harness, clips)
@@ -199,14 +212,23 @@ def test_status_and_diagnostics_report_the_running_node(system):
         assert status.chunks_published >= 2 and status.latency_p50 > 0
 
 
-def test_openpi_bridge_serves_the_same_engine(system, bridge_port):
+def test_openpi_bridge_serves_the_same_engine_to_clients_with_the_key(system, bridge_port):
     from dreamzero_ros.engine.synthetic_droid import random_observation
     from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
-    with RemoteOpenPIPolicy(f'ws://127.0.0.1:{bridge_port}') as remote:
+    url = f'ws://127.0.0.1:{bridge_port}'
+    with RemoteOpenPIPolicy(url, api_key=BRIDGE_KEY) as remote:
         assert remote.metadata['action_space'] == 'joint_position'
         chunk = remote.infer(random_observation(session_id='bridge-test'))
     assert chunk.actions.shape == (24, 8) and np.all(np.isfinite(chunk.actions))
+    with pytest.raises(Exception, match='401'), RemoteOpenPIPolicy(url, api_key='wrong') as other:
+        other.infer(random_observation(session_id='bridge-test'))
+
+
+def test_no_parameter_reveals_the_bridge_key(system):
+    harness, _, _ = system
+    values = harness.get_parameters(NODE, [spec.name for spec in PARAMETERS])
+    assert not [name for name, value in values.items() if BRIDGE_KEY in str(value)]
 
 
 def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):

@@ -1,17 +1,21 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The node with ``engine.backend: remote`` (an OpenPI server process), fed JPEG frames."""
+"""The node with ``engine.backend: remote`` (an OpenPI server with an API key), JPEG frames."""
 
 import socket
 import subprocess
 import sys
 import time
 
-from node_support import ARM, CONFIG, REPO, Harness, NodeProcess, RobotStream, ros_env
+from node_support import ARM, CONFIG, NODE, REPO, Harness, NodeProcess, RobotStream, ros_env
 import pytest
 
+from dreamzero_ros.core.node_config import PARAMETERS
+
 TIMEOUT = 90.0
+#: The remote server's key; the node reads it from a file, no parameter shows it.
+KEY = 'remote-key-91c2'
 
 
 def _free_port() -> int:
@@ -37,18 +41,21 @@ def _chunk_trajectories(harness) -> list:
     return [m for m in harness.messages('controller') if m.header.stamp.sec]
 
 
-def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
+def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories(tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
     from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    key_file = tmp_path / 'remote_key'
+    key_file.write_text(KEY + '\n')
+    key_file.chmod(0o600)
     port = _free_port()
     server_log = open(tmp_path / 'server.log', 'w')  # noqa: SIM115 - closed below
     server = subprocess.Popen(
         [sys.executable, '-m', 'dreamzero_ros.openpi.cli', str(checkpoint), '--device', 'cpu',
-         '--num-threads', '1', '--port', str(port)],
+         '--num-threads', '1', '--port', str(port), '--api-key', KEY],
         cwd=REPO, env=ros_env(), stdout=server_log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     harness = Harness('remote_harness')
@@ -63,6 +70,7 @@ def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
             tmp_path / 'node.log',
             'engine.backend:=remote',
             f'engine.remote_uri:=ws://127.0.0.1:{port}',
+            f'engine.remote_api_key_file:={key_file}',
             'engine.warmup:=false',
             'image_transport:=compressed',
             params_file=CONFIG / 'cpu_small.yaml',
@@ -78,6 +86,8 @@ def test_remote_backend_and_compressed_frames_give_trajectories(tmp_path):
         chunks = _chunk_trajectories(harness)
         assert all(m.joint_names == ARM for m in chunks)
         assert 'connecting to the OpenPI server' in node.log()
+        values = harness.get_parameters(NODE, [spec.name for spec in PARAMETERS])
+        assert not [name for name, value in values.items() if KEY in str(value)]
     finally:
         if stream is not None:
             stream.close()

@@ -31,6 +31,10 @@ from dreamzero_ros.core.process_lifetime import die_with_parent
 WORKER_MODULE = 'dreamzero_ros.engine.cfg_parallel'
 #: Seconds a worker gets to leave after the shutdown command before it is killed.
 WORKER_EXIT_TIMEOUT = 10.0
+#: A worker's collective timeout, seconds: it waits for rank 0's next command for as long as the
+#: node stays configured (inactive for hours, say); it ends with the node anyway (parent-death
+#: signal, or rank 0's closed connection). Rank 0 keeps ``engine.worker_timeout``.
+WORKER_IDLE_TIMEOUT = 30 * 24 * 3600.0
 _POLL_PERIOD = 0.1
 _PORT_TRIES = 5
 
@@ -91,7 +95,7 @@ def worker_command(engine: EngineSettings, worker: WorkerLaunch) -> list[str]:
         '--dtype',
         engine.dtype,
         '--timeout',
-        str(engine.worker_timeout),
+        str(WORKER_IDLE_TIMEOUT),
     ]
 
 
@@ -132,6 +136,8 @@ class EngineWorkers:
 
         try:
             self._open_store()
+            for rank in range(1, self.engine.cfg_parallel):  # a reused port's earlier run
+                self._store.delete_key(cfg_parallel.loaded_key(rank))
             world_size = self.engine.cfg_parallel
             for worker in plan_workers(self.engine):
                 rendezvous = {

@@ -259,7 +259,12 @@ class EngineSettings:
         True, 'Run one inference at configure time so that the first chunk is not slow.'
     )
     remote_uri: str = parameter('ws://127.0.0.1:8000', 'OpenPI server URI (engine.backend remote).')
-    remote_api_key: str = parameter('', 'API key sent to the remote OpenPI server, if any.')
+    remote_api_key_file: str = parameter(
+        '',
+        'File holding the API key sent to the remote OpenPI server (one line; keep it mode 600); '
+        'empty: $DREAMZERO_REMOTE_API_KEY, else no key. Never the key itself: parameters are '
+        'readable by any DDS participant.',
+    )
 
 
 @dataclass(frozen=True)
@@ -269,7 +274,11 @@ class BridgeSettings:
     enabled: bool = parameter(False, 'Also serve the engine over the OpenPI WebSocket protocol.')
     host: str = parameter('127.0.0.1', 'Bridge bind address.')
     port: int = parameter(8000, 'Bridge TCP port.', range=_PORT)
-    api_key: str = parameter('', 'Required Api-Key of bridge clients; empty accepts all.')
+    api_key_file: str = parameter(
+        '',
+        'File holding the Api-Key that bridge clients must send (one line; keep it mode 600); '
+        'empty: $DREAMZERO_OPENPI_API_KEY, else every client is accepted. Never the key itself.',
+    )
 
 
 @dataclass(frozen=True)
@@ -510,6 +519,13 @@ def defaults() -> dict[str, Any]:
     return {spec.name: spec.default for spec in PARAMETERS}
 
 
+#: Parameters that are no longer declared -> what replaces them (named in the error).
+RETIRED_PARAMETERS = {
+    'engine.remote_api_key': 'engine.remote_api_key_file or $DREAMZERO_REMOTE_API_KEY',
+    'openpi_bridge.api_key': 'openpi_bridge.api_key_file or $DREAMZERO_OPENPI_API_KEY',
+}
+
+
 def unknown_parameters(names: Iterable[str]) -> list[str]:
     """The names that are neither declared by the node nor built into rclpy, sorted."""
     return sorted(
@@ -519,6 +535,17 @@ def unknown_parameters(names: Iterable[str]) -> list[str]:
         and name not in BUILTIN_PARAMETERS
         and not name.startswith('qos_overrides.')
     )
+
+
+def unknown_parameters_message(unknown: list[str]) -> str:
+    """``unknown parameters [...]``, with what replaces any retired one."""
+    hints = [
+        f'; {name} is replaced by {RETIRED_PARAMETERS[name]} (a parameter is readable by any '
+        'DDS participant)'
+        for name in unknown
+        if name in RETIRED_PARAMETERS
+    ]
+    return f'unknown parameters {unknown}' + ''.join(hints)
 
 
 def read_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, Any]:
@@ -544,7 +571,7 @@ def read_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, 
         raise ValueError(f'{path}: no "/**:" or "{node_name}:" ros__parameters section')
     unknown = unknown_parameters(values)
     if unknown:
-        raise ValueError(f'{path}: unknown parameters {unknown}')
+        raise ValueError(f'{path}: {unknown_parameters_message(unknown)}')
     return values
 
 
@@ -568,5 +595,5 @@ def build_settings(values: Mapping[str, Any]) -> NodeSettings:
     """
     unknown = unknown_parameters(values)
     if unknown:
-        raise ValueError(f'unknown parameters {unknown}')
+        raise ValueError(unknown_parameters_message(unknown))
     return build(NodeSettings, values)

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.engine_workers import EngineWorkers
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
@@ -44,7 +45,8 @@ def create_policy(
 
         uri = options.remote_uri
         log(f'connecting to the OpenPI server at {uri}')
-        return SerializedPolicy(RemoteOpenPIPolicy(uri, options.remote_api_key or None))
+        api_key = read_api_key(options.remote_api_key_file, REMOTE_API_KEY_ENV, log)
+        return SerializedPolicy(RemoteOpenPIPolicy(uri, api_key))
 
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')

@@ -56,7 +56,7 @@ class ParentWatchdog:
     is still alive ``grace`` seconds later, it exits with status 1 without further clean-up.
     """
 
-    def __init__(self, on_lost: Callable[[], None], period: float = 0.05, grace: float = 0.7):
+    def __init__(self, on_lost: Callable[[], None], period: float = 0.02, grace: float = 0.7):
         self._parent = os.getppid()
         self._on_lost = on_lost
         self._period = period

@@ -52,6 +52,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core import node_config
+from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.gripper import GripperCommander
@@ -98,7 +99,7 @@ class PolicyNode(LifecycleNode):
         # parameters: a typo must not pass silently, and an integer given for a double is fine.
         unknown = node_config.unknown_parameters(self._parameter_overrides)
         if unknown:
-            raise ValueError(f'unknown parameters for {node_name}: {unknown}')
+            raise ValueError(f'{node_name}: {node_config.unknown_parameters_message(unknown)}')
         self._parameter_overrides = parameters.coerce_overrides(self._parameter_overrides, _SPECS)
         for spec in node_config.PARAMETERS:
             self.declare_parameter(
@@ -341,7 +342,9 @@ class PolicyNode(LifecycleNode):
         config = ServerConfig(
             host=settings.openpi_bridge.host,
             port=settings.openpi_bridge.port,
-            api_key=settings.openpi_bridge.api_key or None,
+            api_key=read_api_key(
+                settings.openpi_bridge.api_key_file, BRIDGE_API_KEY_ENV, self.get_logger().warning
+            ),
             reserved_sessions=1,  # the node's own control loop
         )
         self._bridge = OpenPIServer(self.policy, config).start()

@@ -12,6 +12,8 @@ up in order. A second signal interrupts; after the parent's end the process exit
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+import os
 import signal
 import sys
 import threading
@@ -27,7 +29,8 @@ from dreamzero_ros.core.process_lifetime import ParentWatchdog
 
 #: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
 SIGNAL_POLL_PERIOD = 0.2
-#: Seconds from noticing the parent's end to exiting: time to hold, not to finish an inference.
+#: Seconds from noticing the parent's end to exiting whatever the main thread is doing (it
+#: normally exits sooner, as soon as the hold is out): time to hold, not to finish an inference.
 PARENT_LOST_GRACE = 0.7
 
 
@@ -40,6 +43,8 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.requested = threading.Event()
+        self.parent_gone = False
+        self.wake: Callable[[], None] = lambda: None
 
     def __call__(self, signum: int, frame: Any) -> None:
         """Handle one signal."""
@@ -50,7 +55,9 @@ class StopRequest:
     def parent_lost(self) -> None:
         """The parent process ended (called from the watchdog thread): stop like on SIGTERM."""
         print('dreamzero-policy-node: parent process ended, stopping', file=sys.stderr)
+        self.parent_gone = True
         self.requested.set()
+        self.wake()
 
 
 def _parameter_help() -> str:
@@ -88,6 +95,7 @@ def main(args: list[str] | None = None) -> int:
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    stop.wake = node.create_guard_condition(lambda: None).trigger
     status = 0
     try:
         if node.get_parameter('autostart').value:
@@ -105,6 +113,10 @@ def main(args: list[str] | None = None) -> int:
     finally:
         if node.lifecycle_state == 'active':
             node.trigger_deactivate()
+        if stop.parent_gone:  # the hold is out; the kernel ends the worker ranks with us
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
         if node.lifecycle_state == 'inactive':
             node.trigger_cleanup()
         executor.shutdown()
