@@ -216,3 +216,28 @@ def test_parameters_change_while_unconfigured_with_ranges_enforced(harness, tmp_
         assert not result.successful and 'must be one of' in result.reason
     finally:
         node.stop()
+
+
+def test_integer_overrides_for_doubles_start_the_node(harness, tmp_path):
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'autostart:=false',
+        'max_age:=1',
+        'gripper_range:=[0, 1]',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    try:
+        values = harness.get_parameters(NODE, ['max_age', 'gripper_range'])
+        assert values['max_age'] == 1.0 and isinstance(values['max_age'], float)
+        assert list(values['gripper_range']) == [0.0, 1.0]
+    finally:
+        assert node.stop() == 0, node.log()[-3000:]
+
+
+def test_out_of_range_override_stops_the_node_naming_the_range(tmp_path):
+    node = NodeProcess(
+        tmp_path / 'node.log', 'control_rate_hz:=5000.0', params_file=CONFIG / 'cpu_small.yaml'
+    )
+    assert node.wait_exit(30) == 2
+    assert 'control_rate_hz: 5000.0 is outside the range [0.1, 1000.0]' in node.log()
+    node.stop()

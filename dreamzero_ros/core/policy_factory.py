@@ -50,7 +50,6 @@ def create_policy(
 
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')
-    import torch
 
     from dreamzero_ros.engine.acceleration import AccelerationConfig
     from dreamzero_ros.engine.loader import load_engine
