@@ -1,24 +1,110 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""What the ROS layer adds to a chunk's latency: the node over DDS vs the engine called directly.
+"""The policy node's own cost: by stage, under input floods, and against the engine alone.
 
-Runs the demo system (policy node on ``config/cpu_small.yaml``, the demo stream of DROID clips,
-a listener) for ``--chunks`` chunks, then calls the same engine on the same checkpoint directly in
-this process, one call at a time, with the same thread count. Prints per-chunk figures and the
-ratio of the end-to-end latency (observation stamp -> chunk received by another process) to the
-direct ``engine.infer`` time.
+Runs the demo system (policy node on ``config/cpu_small.yaml``, the demo stream of DROID clips
+as three 320x180 rgb8 cameras, a listener in this process) three times in one run:
+
+- ``baseline``: cameras and joint states at 15 Hz;
+- ``joints 1 kHz``: the same, plus a separate process publishing joint states at 1 kHz
+  (``joint_state_flood.py``, a Franka joint_state_broadcaster's rate);
+- ``images 60 Hz``: the stream at 60 Hz.
+
+For each it prints the end-to-end latency (observation stamp -> chunk received by the listener),
+the node's inference time (its ``inference_p50_ms``: work the node does per message slows the
+engine's thread too), the node process's CPU use over the measured chunks (share of one core, and
+CPU seconds per chunk), and the node's own
+stage timings from its diagnostics (inputs read -> inference start; inference end -> trajectory
+published; both taken inside the node), with the ratios of each flood to the baseline. Then it
+calls the same engine directly in this process, one call at a time, with the same thread count.
 
     python benchmarks/node_pipeline.py --preset small --chunks 8
 """
 
 import argparse
+from dataclasses import dataclass
+import os
 from pathlib import Path
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+FLOOD_SCRIPT = Path(__file__).resolve().with_name('joint_state_flood.py')
+STAGES = ('observation_to_query', 'chunk_to_publish')
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One run of the demo system."""
+
+    name: str
+    stream_rate: float = 15.0
+    joint_flood_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one scenario measured."""
+
+    end_to_end: list[float]
+    node_cpu: float
+    node_cpu_per_chunk: float
+    stages: dict[str, tuple[float, float]]
+    report: dict[str, str]
+    flood: str
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def _run(scenario: Scenario, checkpoint: Path, chunks: int, threads: int, logs: Path) -> Result:
+    from dreamzero_ros.demo import demo_system
+
+    with demo_system(
+        checkpoint,
+        logs / scenario.name.replace(' ', '_'),
+        node_parameters=(f'engine.num_threads:={threads}',),
+        stream_rate=scenario.stream_rate,
+    ) as demo:
+        flood = None
+        if scenario.joint_flood_rate:
+            flood = subprocess.Popen(
+                [sys.executable, str(FLOOD_SCRIPT), '--rate', str(scenario.joint_flood_rate)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        try:
+            if not demo.wait_chunks(1, 600.0):
+                raise RuntimeError(f'{scenario.name}: no chunk within 600 s')
+            cpu, wall = _cpu_seconds(demo.node.pid), time.monotonic()
+            if not demo.wait_chunks(chunks + 1, 600.0):
+                raise RuntimeError(f'{scenario.name}: timed out')
+            cpu = _cpu_seconds(demo.node.pid) - cpu
+            node_cpu = cpu / (time.monotonic() - wall)
+        finally:
+            flood_output = ''
+            if flood is not None:
+                flood.send_signal(signal.SIGINT)
+                flood_output = flood.communicate(timeout=20)[0].strip()
+        report = dict(demo.listener.diagnostics)
+        end_to_end = [chunk.latency for chunk in demo.listener.chunks[1:]]
+    stages = {
+        stage: (
+            float(report.get(f'{stage}_p50_ms', 'nan')),
+            float(report.get(f'{stage}_p95_ms', 'nan')),
+        )
+        for stage in STAGES
+    }
+    return Result(end_to_end, node_cpu, cpu / chunks, stages, report, flood_output)
 
 
 def _direct_inference(checkpoint: Path, calls: int, threads: int) -> list[float]:
@@ -43,50 +129,73 @@ def _direct_inference(checkpoint: Path, calls: int, threads: int) -> list[float]
     return seconds
 
 
+def _print_results(results: dict[str, Result]) -> None:
+    base = results['baseline']
+    base_p50 = float(np.median(base.end_to_end))
+    print(
+        f'{"":14s}{"e2e p50":>9s}{"e2e p95":>9s}{"x base":>8s}{"infer p50":>11s}{"e2e/infer":>11s}'
+        f'{"CPU":>6s}{"CPU/chunk":>11s}{"x base":>8s}'
+        f'{"obs->query p50/p95":>21s}{"chunk->pub p50/p95":>21s}'
+    )
+    for name, result in results.items():
+        p50 = float(np.median(result.end_to_end))
+        p95 = float(np.percentile(result.end_to_end, 95))
+        infer = float(result.report.get('inference_p50_ms', 'nan'))
+        stages = ''.join(f'{f"{a:.2f} / {b:.2f} ms":>21s}' for a, b in result.stages.values())
+        print(
+            f'{name:14s}{1000 * p50:8.0f} {1000 * p95:8.0f} {p50 / base_p50:7.2f} '
+            f'{infer:10.0f} {1000 * p50 / infer:10.2f} '
+            f'{100 * result.node_cpu:4.0f} % {result.node_cpu_per_chunk:8.3f} s '
+            f'{result.node_cpu_per_chunk / base.node_cpu_per_chunk:7.2f}{stages}'
+        )
+    for name, result in results.items():
+        report = result.report
+        print(
+            f'{name}: {report.get("frames_received")} frames and '
+            f'{report.get("joint_states_received", "?")} joint states read, '
+            f'{report.get("messages_dropped", 0)} messages dropped'
+            + (f'; flood: {result.flood}' if result.flood else '')
+        )
+
+
 def main() -> int:
-    """Run the benchmark and print its table."""
+    """Run the benchmark and print its tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--preset', default='small', choices=('tiny', 'small'))
     parser.add_argument('--chunks', type=int, default=8, help='chunks measured (after 1 warm-up)')
     parser.add_argument('--threads', type=int, default=1, help='engine.num_threads of the node')
     parser.add_argument('--cache-dir', type=Path, default=None)
+    parser.add_argument('--no-direct', action='store_true', help='skip the direct engine calls')
     options = parser.parse_args()
 
-    from dreamzero_ros.demo import DEFAULT_CACHE, demo_checkpoint, demo_system
+    from dreamzero_ros.demo import DEFAULT_CACHE, demo_checkpoint
 
-    cache = options.cache_dir or DEFAULT_CACHE
-    checkpoint, _ = demo_checkpoint(cache, options.preset)
+    checkpoint, _ = demo_checkpoint(options.cache_dir or DEFAULT_CACHE, options.preset)
+    scenarios = (
+        Scenario('baseline'),
+        Scenario('joints 1 kHz', joint_flood_rate=1000.0),
+        Scenario('images 60 Hz', stream_rate=60.0),
+    )
+    results = {}
     with tempfile.TemporaryDirectory() as logs:
-        with demo_system(
-            checkpoint, Path(logs), node_parameters=(f'engine.num_threads:={options.threads}',)
-        ) as demo:
-            if not demo.wait_chunks(options.chunks + 1, 600.0):
-                print('timed out', file=sys.stderr)
-                return 1
-            end_to_end = [chunk.latency for chunk in demo.listener.chunks[1:]]
-            node_report = demo.listener.diagnostics
+        for scenario in scenarios:
+            results[scenario.name] = _run(
+                scenario, checkpoint, options.chunks, options.threads, Path(logs)
+            )
+    print(
+        f'preset {options.preset}, {options.chunks} chunks after one warm-up per run, '
+        f'{options.threads} torch threads, 3 cameras 320x180 rgb8'
+    )
+    _print_results(results)
+    if options.no_direct:
+        return 0
     direct = _direct_inference(checkpoint, options.chunks + 1, options.threads)[1:]
-    e2e_p50, direct_p50 = float(np.median(end_to_end)), float(np.median(direct))
+    direct_p50 = float(np.median(direct))
+    base_p50 = float(np.median(results['baseline'].end_to_end))
     print(
-        f'preset {options.preset}, {options.chunks} chunks after one warm-up, '
-        f'{options.threads} torch threads'
-    )
-    print(f'{"":32s}{"p50 ms":>10s}{"p95 ms":>10s}')
-    for label, values in (
-        ('engine.infer, direct', direct),
-        ('node: observation -> listener', end_to_end),
-    ):
-        print(
-            f'{label:32s}{1000 * np.median(values):10.1f}{1000 * np.percentile(values, 95):10.1f}'
-        )
-    print(
-        f'node-reported inference p50 {node_report.get("inference_p50_ms")} ms, latency p50 '
-        f'{node_report.get("latency_p50_ms")} ms, {node_report.get("frames_received")} frames '
-        f'received, {node_report.get("frames_dropped")} dropped'
-    )
-    print(
-        f'ratio end-to-end / direct (p50): {e2e_p50 / direct_p50:.3f}; '
-        f'ROS layer adds {1000 * (e2e_p50 - direct_p50):.1f} ms'
+        f'engine.infer called directly: p50 {1000 * direct_p50:.0f} ms, p95 '
+        f'{1000 * np.percentile(direct, 95):.0f} ms; baseline end-to-end / direct (p50) '
+        f'{base_p50 / direct_p50:.3f}'
     )
     return 0
 

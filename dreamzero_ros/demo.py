@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.droid_clips import CLIPS_ENV, find_clips_dir
+from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import cached_random_checkpoint
 
 DEFAULT_CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'dreamzero_ros'
@@ -112,12 +112,17 @@ class DemoRun:
 
 @contextlib.contextmanager
 def demo_system(
-    checkpoint: Path, logs: Path, transport: str = 'raw', node_parameters: tuple[str, ...] = ()
+    checkpoint: Path,
+    logs: Path,
+    transport: str = 'raw',
+    node_parameters: tuple[str, ...] = (),
+    stream_rate: float = CLIP_FPS,
 ) -> Iterator[DemoRun]:
     """Start the policy node (cpu_small.yaml on ``checkpoint``), the stream and a listener.
 
     Picks a random ROS_DOMAIN_ID (100-200) and loopback discovery unless the environment sets
-    them. ``node_parameters`` are extra ``name:=value`` overrides.
+    them. ``node_parameters`` are extra ``name:=value`` overrides; the stream publishes every
+    camera and the joint states at ``stream_rate`` Hz.
     """
     env = dict(os.environ)
     env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
@@ -139,7 +144,15 @@ def demo_system(
         node_args += ['-p', override]
     node = _start(node_args, env, logs / 'policy_node.log')
     stream = _start(
-        ['dreamzero_ros.ros.demo_stream', '--frames', '90', '--transport', transport],
+        [
+            'dreamzero_ros.ros.demo_stream',
+            '--frames',
+            '90',
+            '--transport',
+            transport,
+            '--rate',
+            str(stream_rate),
+        ],
         env,
         logs / 'demo_stream.log',
     )

@@ -241,3 +241,18 @@ def test_native_camera_sizes_work_by_default(system, clips, camera, size):
         assert 'skewed' not in values['last_refusal'], values['last_refusal']
     finally:
         del stream.override[camera]
+
+
+def test_node_reports_its_own_overhead_by_stage(system):
+    harness, _, _, node = system
+    _trajectories(harness, node, 2, harness.now())
+    values = _values(
+        harness,
+        node,
+        harness.now(),
+        lambda v: v.get('chunk_to_publish_p50_ms', 'nan') != 'nan',
+        'stage timings',
+    )
+    for stage in ('observation_to_query', 'chunk_to_publish'):
+        p50, p95 = (float(values[f'{stage}_{q}_ms']) for q in ('p50', 'p95'))
+        assert 0.0 < p50 <= p95, (stage, p50, p95)

@@ -162,6 +162,11 @@ class ControlLoop:
         self.last_error: str = ''
         self.latency = LatencyStats()
         self.inference = LatencyStats()
+        #: The node's own overhead (recorded by the node, wall-clock seconds): from reading
+        #: the inputs to the start of the inference, and from a chunk's return to its
+        #: trajectory being published.
+        self.observation_to_query = LatencyStats()
+        self.chunk_to_publish = LatencyStats()
         self.counters = LoopCounters()
         self._generation = 0
         self._in_flight: Query | None = None

@@ -10,7 +10,9 @@ current command. With ``autostart`` (the default) it configures and activates it
 Topics (names relative to the node's namespace; ``~`` is the node's private namespace):
 
 - in: ``<camera_topics>`` (sensor_msgs/Image, or CompressedImage on ``<topic>/compressed``),
-  ``joint_states`` (sensor_msgs/JointState), ``~/prompt`` (std_msgs/String, volatile or latched),
+  ``joint_states`` (sensor_msgs/JointState) -- the sensor inputs are read once per control tick
+  and before each query (:mod:`~dreamzero_ros.ros.polled_inputs`), not one callback per message --,
+  ``~/prompt`` (std_msgs/String, volatile or latched),
   ``~/estop`` (std_msgs/Bool: true disables commands at once);
 - out: ``trajectory_topic`` (trajectory_msgs/JointTrajectory for joint_trajectory_controller;
   only while active, enabled and not dry_run; arm joints only), the gripper command
@@ -29,8 +31,10 @@ The console script's ``main`` is in :mod:`dreamzero_ros.ros.policy_node_main`.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 import queue
 import threading
+import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -40,12 +44,7 @@ from rclpy.clock import ClockChange, JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from rclpy.qos import (
-    DurabilityPolicy,
-    QoSProfile,
-    ReliabilityPolicy,
-    qos_profile_sensor_data,
-)
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -66,6 +65,14 @@ from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
+from dreamzero_ros.ros.polled_inputs import PolledSubscription
+
+#: Camera messages kept between two reads of the inputs: the newest only.
+CAMERA_QUEUE = 1
+#: Joint state messages kept between two reads: one control period of a 1 kHz
+#: joint_state_broadcaster at control rates down to 4 Hz, so that joint states split over
+#: several publishers (arm, gripper) all reach the cache.
+JOINT_STATE_QUEUE = 256
 
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -73,6 +80,23 @@ LATCHED = QoSProfile(
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
 #: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
 DELIVERY_TIMEOUT = 0.25
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A chunk from the worker thread, with the node's own timing (``perf_counter`` seconds).
+
+    Attributes:
+        chunk: the policy's answer.
+        query_delay: from the start of the input read that built the observation to the start
+            of ``policy.infer`` (decode, resize, checks, hand-over to the worker).
+        finished: when ``policy.infer`` returned.
+
+    """
+
+    chunk: ActionChunk
+    query_delay: float
+    finished: float
 
 
 class PolicyNode(LifecycleNode):
@@ -121,7 +145,8 @@ class PolicyNode(LifecycleNode):
         self._bridge = None
         self._worker: ThreadPoolExecutor | None = None
         self._results: queue.SimpleQueue = queue.SimpleQueue()
-        self._inputs: list[Any] = []
+        self._cameras: dict[str, PolledSubscription] = {}
+        self._joint_states: PolledSubscription | None = None
         self._outputs: dict[str, Any] = {}
         self._timers: list[Any] = []
         self._last_refusal = ''
@@ -205,7 +230,7 @@ class PolicyNode(LifecycleNode):
         self.enabled = settings.start_enabled
         self.lifecycle_state = 'inactive'
         self.get_logger().info(
-            f'configured: {len(self._inputs)} inputs, commands '
+            f'configured: {len(self._cameras)} cameras, commands '
             f'{"enabled" if self.enabled else "disabled until ~/enable"}'
             f'{", dry run" if self.dry_run else ""}'
         )
@@ -263,9 +288,12 @@ class PolicyNode(LifecycleNode):
         if self._gripper is not None:
             self._gripper.destroy()
             self._gripper = None
-        for handle in self._inputs:
-            self.destroy_subscription(handle)
-        self._inputs = []
+        for camera in self._cameras.values():
+            camera.destroy()
+        self._cameras = {}
+        if self._joint_states is not None:
+            self._joint_states.destroy()
+            self._joint_states = None
         for publisher in self._outputs.values():
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -294,21 +322,14 @@ class PolicyNode(LifecycleNode):
         settings = self.settings
         compressed = settings.image_transport == 'compressed'
         for camera, topic in settings.cameras.items():
-            self._inputs.append(
-                self.create_subscription(
-                    CompressedImage if compressed else Image,
-                    f'{topic}/compressed' if compressed else topic,
-                    lambda msg, camera=camera: self._on_image(camera, msg),
-                    qos_profile_sensor_data,
-                )
+            self._cameras[camera] = PolledSubscription(
+                self,
+                CompressedImage if compressed else Image,
+                f'{topic}/compressed' if compressed else topic,
+                CAMERA_QUEUE,
             )
-        self._inputs.append(
-            self.create_subscription(
-                JointState,
-                settings.joint_states_topic,
-                self._on_joint_state,
-                qos_profile_sensor_data,
-            )
+        self._joint_states = PolledSubscription(
+            self, JointState, settings.joint_states_topic, JOINT_STATE_QUEUE
         )
 
     def _create_outputs(self) -> None:
@@ -352,11 +373,15 @@ class PolicyNode(LifecycleNode):
 
     # ------------------------------------------------------------------------ inputs
 
-    def _on_image(self, camera: str, msg: Any) -> None:
-        self._note_input(self.loop.cache.add_image_message(camera, msg, self._now()))
-
-    def _on_joint_state(self, msg: JointState) -> None:
-        self._note_input(self.loop.cache.add_joint_state_message(msg, self._now()))
+    def _read_inputs(self, now: float) -> None:
+        """Hand the messages received since the last read to the cache (``now``: receipt)."""
+        cache = self.loop.cache
+        for camera, subscription in self._cameras.items():
+            for msg in subscription.take():
+                self._note_input(cache.add_image_message(camera, msg, now))
+        if self._joint_states is not None:
+            for msg in self._joint_states.take():
+                self._note_input(cache.add_joint_state_message(msg, now))
 
     def _note_input(self, problem: Refusal | Drop | None) -> None:
         """Log a refused or dropped input; diagnostics at once when its reason changes."""
@@ -492,8 +517,10 @@ class PolicyNode(LifecycleNode):
         self.get_logger().warning(f'session {session_id!r} reset ({why})')
 
     def _control_tick(self) -> None:
+        read_at = time.perf_counter()
         now = self._now()
-        self._check_and_query(now)
+        self._read_inputs(now)
+        self._check_and_query(now, read_at)
         step = self._outputs.get('step')
         command = self.loop.command_at(now)
         if step is not None and command is not None and self.commanding:
@@ -516,8 +543,11 @@ class PolicyNode(LifecycleNode):
         if position is not None and not self._gripper.send(position):
             self._gripper_commander.reset()  # no action server yet: try again next tick
 
-    def _check_and_query(self, now: float) -> None:
-        """Hold if the input went bad; otherwise hand the next observation to the worker."""
+    def _check_and_query(self, now: float, read_at: float) -> None:
+        """Hold if the input went bad; otherwise hand the next observation to the worker.
+
+        ``read_at``: ``perf_counter`` at the start of the input read before this check.
+        """
         result = self.loop.poll(now)
         if result.time_jump:
             self._start_over_after_jump(result.hold)
@@ -530,8 +560,14 @@ class PolicyNode(LifecycleNode):
         self._publish_hold(result.hold)
         if result.query is not None:
             self.engine_state = 'inferring'
-            future = self._worker.submit(self.policy.infer, result.query.observation)
+            future = self._worker.submit(self._infer, result.query.observation, read_at)
             future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
+
+    def _infer(self, observation: Any, read_at: float) -> _Answer:
+        """Worker thread: one inference, timed."""
+        started = time.perf_counter()
+        chunk = self.policy.infer(observation)
+        return _Answer(chunk, started - read_at, time.perf_counter())
 
     def _on_done(self, query: Query, future: Future) -> None:
         """Worker thread: hand the result to the executor thread."""
@@ -557,16 +593,22 @@ class PolicyNode(LifecycleNode):
                 self.publish_diagnostics()
                 continue
             self.engine_state = 'ready'
-            chunk: ActionChunk = future.result()
-            outcome = self.loop.on_chunk(query, chunk, now)
-            self._publish_chunk(query, chunk, outcome)
+            answer: _Answer = future.result()
+            outcome = self.loop.on_chunk(query, answer.chunk, now)
+            if self._publish_chunk(query, answer.chunk, outcome):
+                self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
+            self.loop.observation_to_query.record(answer.query_delay, now)
             chunk_arrived = True
         if chunk_arrived and self.lifecycle_state == 'active':
-            self._check_and_query(self._now())
+            read_at = time.perf_counter()
+            now = self._now()
+            self._read_inputs(now)
+            self._check_and_query(now, read_at)
 
-    def _publish_chunk(self, query: Query, chunk: ActionChunk, outcome: ChunkOutcome) -> None:
+    def _publish_chunk(self, query: Query, chunk: ActionChunk, outcome: ChunkOutcome) -> bool:
+        """Publish the raw chunk and the trajectory (or a hold); True if a trajectory went out."""
         if self.lifecycle_state != 'active':
-            return
+            return False
         settings = self.settings
         names = settings.command_joint_names
         stamp = query.observation.stamp
@@ -586,7 +628,7 @@ class PolicyNode(LifecycleNode):
         if outcome.discarded:
             self.get_logger().warning(f'chunk not used: {outcome.discarded}')
             self._publish_hold(outcome.plan)
-            return
+            return False
         plan = outcome.plan
         arm_names = settings.cache.arm_joints
         arm = len(arm_names)
@@ -600,6 +642,7 @@ class PolicyNode(LifecycleNode):
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
         )
+        return True
 
     def _await_delivery(self) -> None:
         """Wait (briefly) until the controller has acknowledged what was sent, e.g. a last hold."""
