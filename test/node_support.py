@@ -254,8 +254,9 @@ class RobotStream:
         import numpy as np
         from sensor_msgs.msg import CompressedImage, JointState
 
+        from dreamzero_ros.core.messages import to_ns
         from dreamzero_ros.droid_clips import demo_joint_trajectory
-        from dreamzero_ros.ros.conversions import image_msg, to_time
+        from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 
         index = 0
         start = self.harness.now()
@@ -272,7 +273,8 @@ class RobotStream:
                         )
                         msg.header.stamp = to_time(now)
                     else:
-                        msg = image_msg(self.clips[camera][index % length], now, camera)
+                        frame = self.clips[camera][index % length]
+                        msg = ROS_MESSAGES.image(to_ns(now), frame, camera)
                     publisher.publish(msg)
             if self.joints_on:
                 if self.joint_positions is not None:

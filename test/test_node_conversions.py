@@ -1,17 +1,56 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Core values -> ROS messages, on the real generated message classes."""
+"""Core values <-> ROS messages: one builder for rclpy and rosbags, on the real classes."""
 
 import numpy as np
 import pytest
+from rclpy.serialization import deserialize_message
 
 from dreamzero_ros.core.image_codec import msg_to_rgb
-from dreamzero_ros.core.observation_cache import stamp_seconds
+from dreamzero_ros.core.messages import stamp_seconds, to_ns, trajectory_samples
 from dreamzero_ros.core.status_report import StatusReport
+from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 from dreamzero_ros.ros import conversions
+from dreamzero_ros.ros.conversions import ROS_MESSAGES
 
 NAMES = [f'j{i}' for i in range(8)]
+ROWS = np.arange(24, dtype=float).reshape(3, 8) / 10.0
+RGB = np.random.default_rng(0).integers(0, 256, (6, 10, 3), dtype=np.uint8)
+
+#: (ROS type, builder call) of every message both the node and replay build.
+SHARED = {
+    'time': ('builtin_interfaces/msg/Time', lambda b: b.time(to_ns(1796227007.457123))),
+    'joint_state': (
+        'sensor_msgs/msg/JointState',
+        lambda b: b.joint_state(to_ns(3.0), NAMES, ROWS[0], ROWS[1]),
+    ),
+    'trajectory': (
+        'trajectory_msgs/msg/JointTrajectory',
+        lambda b: b.trajectory(to_ns(100.0), NAMES, [4 * 10**8, 6 * 10**8, 8 * 10**8], ROWS),
+    ),
+    'hold': ('trajectory_msgs/msg/JointTrajectory', lambda b: b.hold(NAMES, ROWS[2], 10**8)),
+    'image': ('sensor_msgs/msg/Image', lambda b: b.image(to_ns(4.0), RGB, 'cam', 'bgr8')),
+    'compressed_image': (
+        'sensor_msgs/msg/CompressedImage',
+        lambda b: b.compressed_image(to_ns(4.0), RGB, 'cam', 'png'),
+    ),
+    'action_chunk': (  # latency 0.75: exact in the float32 field
+        'dreamzero_ros_interfaces/msg/ActionChunk',
+        lambda b: b.action_chunk(to_ns(5.0), NAMES, ROWS, to_ns(0.25), 3, 0.75, 's'),
+    ),
+}
+
+
+@pytest.mark.parametrize('kind', sorted(SHARED))
+def test_node_and_replay_build_the_same_message(kind):
+    """What replay writes into a bag reads back, in rclpy, as the message the node publishes."""
+    type_name, build = SHARED[kind]
+    if kind == 'action_chunk' and conversions.ActionChunkMsg is None:
+        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+    written = bytes(replay_typestore().serialize_cdr(build(BAG_MESSAGES), type_name))
+    published = build(ROS_MESSAGES)
+    assert deserialize_message(written, type(published)) == published
 
 
 @pytest.mark.parametrize('seconds', [0.0, 1.5, 1796227007.457123, 12.999999999])
@@ -21,52 +60,50 @@ def test_time_round_trip(seconds):
     assert stamp_seconds(stamp) == pytest.approx(seconds, abs=1e-6)
 
 
-def test_negative_durations_clamp_to_zero():
-    assert conversions.duration_seconds(conversions.to_duration(-0.5)) == 0.0
-
-
 def test_trajectory_points_are_timed_from_the_stamp():
-    times = 100.0 + np.array([0.4, 0.6, 0.8])
-    rows = np.arange(24, dtype=float).reshape(3, 8)
-    msg = conversions.trajectory_msg(100.0, times, rows, NAMES)
-    assert stamp_seconds(msg.header.stamp) == 100.0 and msg.joint_names == NAMES
-    offsets = [conversions.duration_seconds(p.time_from_start) for p in msg.points]
+    msg = SHARED['trajectory'][1](ROS_MESSAGES)
+    assert stamp_seconds(msg.header.stamp) == 100.0 and list(msg.joint_names) == NAMES
+    offsets = [stamp_seconds(p.time_from_start) for p in msg.points]
     np.testing.assert_allclose(offsets, [0.4, 0.6, 0.8], atol=1e-9)
-    np.testing.assert_array_equal([p.positions for p in msg.points], rows)
+    np.testing.assert_array_equal([p.positions for p in msg.points], ROWS)
     assert all(len(p.velocities) == 0 for p in msg.points)
+    times, positions = trajectory_samples(msg, receive_ns=0)
+    np.testing.assert_array_equal(times, to_ns(100.0) + np.array([4, 6, 8]) * 10**8)
+    np.testing.assert_array_equal(positions, ROWS)
 
 
 def test_trajectory_points_carry_velocities_when_given():
-    times = 100.0 + np.array([0.4, 0.6])
     rows, velocities = np.ones((2, 7)), np.stack([np.full(7, 0.5), np.zeros(7)])
-    msg = conversions.trajectory_msg(100.0, times, rows, NAMES[:7], velocities)
+    msg = ROS_MESSAGES.trajectory(to_ns(100.0), NAMES[:7], [0, 10**8], rows, velocities)
     np.testing.assert_array_equal([p.velocities for p in msg.points], velocities)
 
 
 def test_hold_starts_on_receipt_with_zero_velocity():
-    msg = conversions.hold_msg(np.ones(8), NAMES, settle=0.1)
+    msg = SHARED['hold'][1](ROS_MESSAGES)
     assert msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
     (point,) = msg.points
-    assert list(point.velocities) == [0.0] * 8
-    assert conversions.duration_seconds(point.time_from_start) == pytest.approx(0.1)
+    assert list(point.velocities) == [0.0] * 8 and list(point.positions) == list(ROWS[2])
+    assert stamp_seconds(point.time_from_start) == pytest.approx(0.1)
+    times, _ = trajectory_samples(msg, receive_ns=7 * 10**9)
+    assert times.tolist() == [7 * 10**9 + 10**8]  # a zero stamp starts on receipt
 
 
 def test_step_commands():
     row = np.linspace(0, 1, 8)
     assert list(conversions.float_array_msg(row).data) == pytest.approx(list(row))
-    state = conversions.joint_state_msg(3.0, NAMES, row)
-    assert state.name == NAMES and stamp_seconds(state.header.stamp) == 3.0
+    state = SHARED['joint_state'][1](ROS_MESSAGES)
+    assert list(state.name) == NAMES and stamp_seconds(state.header.stamp) == 3.0
+    assert list(state.velocity) == list(ROWS[1]) and len(state.effort) == 0
 
 
 def test_action_chunk_message_is_row_major():
     if conversions.ActionChunkMsg is None:
         pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
-    rows = np.arange(48, dtype=float).reshape(6, 8)
-    msg = conversions.action_chunk_msg(5.0, 0.25, NAMES, rows, 3, 0.7, 's')
-    assert msg.horizon == 6 and msg.chunk_id == 3 and msg.session_id == 's'
-    np.testing.assert_array_equal(np.reshape(msg.positions, (msg.horizon, -1)), rows)
-    assert conversions.duration_seconds(msg.step_duration) == 0.25
-    assert msg.inference_latency == pytest.approx(0.7)
+    msg = SHARED['action_chunk'][1](ROS_MESSAGES)
+    assert msg.horizon == 3 and msg.chunk_id == 3 and msg.session_id == 's'
+    np.testing.assert_array_equal(np.reshape(msg.positions, (msg.horizon, -1)), ROWS)
+    assert stamp_seconds(msg.step_duration) == 0.25
+    assert msg.inference_latency == pytest.approx(0.75)
 
 
 def test_diagnostics_level_and_values():
@@ -79,10 +116,9 @@ def test_diagnostics_level_and_values():
 
 @pytest.mark.parametrize('encoding', ['rgb8', 'bgr8'])
 def test_image_message_decodes_back(encoding):
-    rgb = np.random.default_rng(0).integers(0, 256, (6, 10, 3), dtype=np.uint8)
-    msg = conversions.image_msg(rgb, 4.0, 'cam', encoding)
+    msg = ROS_MESSAGES.image(to_ns(4.0), RGB, 'cam', encoding)
     assert msg.header.frame_id == 'cam' and msg.encoding == encoding
-    np.testing.assert_array_equal(msg_to_rgb(msg), rgb)
+    np.testing.assert_array_equal(msg_to_rgb(msg), RGB)
 
 
 def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
@@ -92,9 +128,7 @@ def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
     from dreamzero_ros.ros import image_decoding
 
     rgb = np.full((2, 3, 3), 7, dtype=np.uint8)
-    np.testing.assert_array_equal(
-        image_decoding.decode_image(conversions.image_msg(rgb, 0, 'c')), rgb
-    )
+    np.testing.assert_array_equal(image_decoding.decode_image(ROS_MESSAGES.image(0, rgb)), rgb)
     odd = Image(encoding='yuv422', height=2, width=2, step=4, data=bytes(8))
     if image_decoding.CvBridge is None:
         with pytest.raises(ImageDecodeError, match='yuv422'):

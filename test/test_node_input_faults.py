@@ -28,9 +28,9 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from dreamzero_ros.core.messages import stamp_seconds, to_ns
 from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
-from dreamzero_ros.core.observation_cache import stamp_seconds
-from dreamzero_ros.ros.conversions import image_msg, to_time
+from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 
 TIMEOUT = 60.0  # generous: the CPU is shared with other test processes
 MAX_DELTA = 0.1  # safety.max_step_delta of the arm joints (default)
@@ -156,7 +156,7 @@ def test_one_message_from_the_future_does_not_block_the_node(system, clips):
     joints = harness.node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
     start = harness.now()
     for _ in range(3):  # best effort: send it a few times
-        camera.publish(image_msg(clips['wrist_image_left'][0], start + 60.0, 'wrist'))
+        camera.publish(ROS_MESSAGES.image(to_ns(start + 60.0), clips['wrist_image_left'][0]))
         future_state = JointState(name=JOINTS, position=POSE)
         future_state.header.stamp = to_time(start + 30.0)
         joints.publish(future_state)
@@ -216,7 +216,9 @@ def test_native_camera_sizes_work_by_default(system, clips, camera, size):
     big = [np.repeat(np.repeat(f, scale, axis=0), scale, axis=1) for f in clips[camera][:5]]
     assert big[0].shape == (*size, 3)
     frames = iter(range(10**9))
-    stream.override[camera] = lambda now: image_msg(big[next(frames) % len(big)], now, camera)
+    stream.override[camera] = lambda now: ROS_MESSAGES.image(
+        to_ns(now), big[next(frames) % len(big)], camera
+    )
     start = harness.now()
     try:
         # answers to observations stamped 0.5 s after the switch: that camera's frame in them

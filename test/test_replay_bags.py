@@ -13,13 +13,13 @@ from rosbags.highlevel import AnyReader
 
 from dreamzero_ros import droid_clips
 from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.bag_maker import BagSpec, make_bag
-from dreamzero_ros.replay.messages import action_chunk_msg, joint_trajectory_msg, to_ns
 from dreamzero_ros.replay.topics import ReplayTopics
-from dreamzero_ros.replay.typestore import ACTION_CHUNK_TYPE, replay_typestore
+from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 START = 1_700_000_000.0
 
@@ -88,12 +88,18 @@ def test_action_chunk_type_round_trips_through_a_bag(tmp_path):
     with BagWriter(tmp_path / 'chunks', 'sqlite3') as writer:
         writer.add_topic('/dreamzero_policy/action_chunk', ACTION_CHUNK_TYPE)
         writer.add_topic('/trajectory', 'trajectory_msgs/msg/JointTrajectory')
-        writer.write(
-            '/dreamzero_policy/action_chunk', to_ns(13.0), action_chunk_msg(chunk, names, 0.5, 's')
+        message = BAG_MESSAGES.action_chunk(
+            to_ns(chunk.stamp),
+            names,
+            chunk.actions,
+            to_ns(chunk.step_duration),
+            chunk.chunk_id,
+            0.5,
+            's',
         )
-        writer.write(
-            '/trajectory', to_ns(13.0), joint_trajectory_msg(names, chunk.actions, to_ns(12.5), 10)
-        )
+        writer.write('/dreamzero_policy/action_chunk', to_ns(13.0), message)
+        trajectory = BAG_MESSAGES.trajectory(to_ns(12.5), names, [0, 10, 20], chunk.actions)
+        writer.write('/trajectory', to_ns(13.0), trajectory)
     with AnyReader([tmp_path / 'chunks']) as reader:
         assert reader.topics['/dreamzero_policy/action_chunk'].msgtype == ACTION_CHUNK_TYPE
         messages = {c.topic: reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()}

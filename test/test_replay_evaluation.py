@@ -8,15 +8,16 @@ import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag, demo_state
 
 from dreamzero_ros import droid_clips
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import ObservationError
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
-from dreamzero_ros.replay.messages import image_msg, joint_state_msg, to_ns
 from dreamzero_ros.replay.observations import query_times
 from dreamzero_ros.replay.report import write_outputs
 from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.topics import ReplayTopics
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 START = 1_700_000_000.0
 INTERPOLATION_TOL = 1e-4  # linear interpolation of the 50 Hz joint states
@@ -138,12 +139,12 @@ def _stale_camera_bag(path, frames=6, joints=30):
     for index in range(frames):
         stamp = to_ns(START + index / 15)
         for camera, topic in topics.cameras.items():
-            records.append((stamp, topic, image_msg(clips[camera][index], stamp)))
+            records.append((stamp, topic, BAG_MESSAGES.image(stamp, clips[camera][index])))
     for index in range(joints):
         stamp = to_ns(START + index / 20)
         state = demo_state([index / 20])[0]
         records.append(
-            (stamp, topics.joint_states, joint_state_msg(topics.joint_names, state, stamp))
+            (stamp, topics.joint_states, BAG_MESSAGES.joint_state(stamp, topics.joint_names, state))
         )
     with BagWriter(path, 'mcap') as writer:
         for topic in [*topics.cameras.values(), topics.joint_states]:

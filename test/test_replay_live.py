@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from replay_support import demo_bag, demo_state
 
+from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, to_ns
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.live_replay import LiveReplayConfig, _Recorder, node_topic
-from dreamzero_ros.replay.messages import joint_trajectory_msg, to_ns
 from dreamzero_ros.replay.topics import ReplayTopics
-from dreamzero_ros.replay.typestore import ACTION_CHUNK_TYPE, replay_typestore
+from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 HERE = Path(__file__).resolve().parent
 START = 1_700_000_000.0
@@ -96,7 +96,9 @@ def test_chunks_are_rebuilt_from_previews_where_the_interface_is_not_built(tmp_p
         recorder.rebuild_chunks = True
         for stamp_s, arrival_s in ((10.0, 10.4), (0.0, 10.5), (11.0, 11.25)):
             recorder.sim_ns = to_ns(arrival_s)
-            msg = joint_trajectory_msg(names, rows, to_ns(stamp_s), 66_666_667)
+            msg = BAG_MESSAGES.trajectory(
+                to_ns(stamp_s), names, [k * 66_666_667 for k in range(len(rows))], rows
+            )
             recorder.on_message(config.preview_topic, store.serialize_cdr(msg, msg.__msgtype__))
     assert recorder.counts == {config.preview_topic: 3, 'rebuilt_chunks': 2}
     with BagReader(tmp_path / 'out') as reader:

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag
 
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.cli import make_bag_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
-from dreamzero_ros.replay.messages import joint_state_msg, joint_trajectory_msg, to_ns
 from dreamzero_ros.replay.progress import ProgressBar
 from dreamzero_ros.replay.reference import read_trajectory
 from dreamzero_ros.replay.settings import node_settings, parse_override
 from dreamzero_ros.replay.topics import ReplayTopics
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 NAMES = ReplayTopics().joint_names
@@ -31,13 +32,15 @@ def test_trajectory_commands_replace_the_unreached_points(tmp_path):
     with BagWriter(tmp_path / 'cmd', 'mcap') as writer:
         writer.add_topic('/cmd', 'trajectory_msgs/msg/JointTrajectory')
         # 4 points 0.1 s apart from t=10; a new trajectory at t=10.2 replaces points >= 10.2
-        writer.write('/cmd', to_ns(10.0), joint_trajectory_msg(NAMES, rows, to_ns(10.0), 10**8))
+        steps = [k * 10**8 for k in range(4)]
+        writer.write('/cmd', to_ns(10.0), BAG_MESSAGES.trajectory(to_ns(10.0), NAMES, steps, rows))
         writer.write(
-            '/cmd', to_ns(10.2), joint_trajectory_msg(NAMES, rows + 1.0, to_ns(10.2), 10**8)
+            '/cmd', to_ns(10.2), BAG_MESSAGES.trajectory(to_ns(10.2), NAMES, steps, rows + 1.0)
         )
         # a zero stamp starts on receipt (log time 11.0); gripper range maps 0..0.08 onto 0..1
         shuffled = [NAMES[7], *NAMES[:7]]
-        writer.write('/cmd', to_ns(11.0), joint_trajectory_msg(shuffled, rows[:1] * 0 + 0.04, 0, 1))
+        hold = BAG_MESSAGES.trajectory(0, shuffled, [0], rows[:1] * 0 + 0.04)
+        writer.write('/cmd', to_ns(11.0), hold)
     with BagReader(tmp_path / 'cmd') as reader:
         trajectory = read_trajectory(reader, '/cmd', tuple(NAMES), gripper_range=(0.0, 0.08))
     np.testing.assert_allclose(trajectory.times, [10.0, 10.1, 10.2, 10.3, 10.4, 10.5, 11.0])
@@ -53,8 +56,9 @@ def test_trajectory_commands_replace_the_unreached_points(tmp_path):
 def test_reference_of_partial_joint_states_and_bad_messages(tmp_path):
     with BagWriter(tmp_path / 'js', 'sqlite3') as writer:
         writer.add_topic('/arm', 'sensor_msgs/msg/JointState')
-        writer.write('/arm', to_ns(1.0), joint_state_msg(NAMES[:7], np.ones(7), to_ns(1.0)))
-        writer.write('/arm', to_ns(2.0), joint_state_msg(NAMES[:7], np.full(7, 3.0), 0))
+        first = BAG_MESSAGES.joint_state(to_ns(1.0), NAMES[:7], np.ones(7))
+        writer.write('/arm', to_ns(1.0), first)
+        writer.write('/arm', to_ns(2.0), BAG_MESSAGES.joint_state(0, NAMES[:7], np.full(7, 3.0)))
     with BagReader(tmp_path / 'js') as reader:
         trajectory = read_trajectory(reader, '/arm', tuple(NAMES))
     np.testing.assert_allclose(trajectory.times, [1.0, 2.0])  # zero stamp: log time
@@ -63,7 +67,7 @@ def test_reference_of_partial_joint_states_and_bad_messages(tmp_path):
 
     with BagWriter(tmp_path / 'bad', 'mcap') as writer:
         writer.add_topic('/arm', 'sensor_msgs/msg/JointState')
-        writer.write('/arm', to_ns(1.0), joint_state_msg(NAMES, np.ones(3), to_ns(1.0)))
+        writer.write('/arm', to_ns(1.0), BAG_MESSAGES.joint_state(to_ns(1.0), NAMES, np.ones(3)))
     with BagReader(tmp_path / 'bad') as reader, pytest.raises(BagError, match='8 names but 3'):
         read_trajectory(reader, '/arm', tuple(NAMES))
 

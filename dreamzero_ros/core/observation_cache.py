@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from dreamzero_ros.core.image_codec import letterbox, message_image_size, msg_to_rgb
+from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.errors import ImageDecodeError
 from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS, Observation
 
@@ -168,11 +169,6 @@ class CacheStats:
     refusals: dict[str, int] = field(default_factory=dict)
     drops: dict[str, int] = field(default_factory=dict)
     last_drop: Drop | None = None
-
-
-def stamp_seconds(stamp: Any) -> float:
-    """Seconds of a ``builtin_interfaces/Time``-like object (``sec``, ``nanosec``)."""
-    return float(stamp.sec) + float(stamp.nanosec) * 1e-9
 
 
 class _Frame:

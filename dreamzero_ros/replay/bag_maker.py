@@ -11,20 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from dreamzero_ros import droid_clips
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagWriter
-from dreamzero_ros.replay.messages import (
-    compressed_image_msg,
-    image_msg,
-    joint_state_msg,
-    to_ns,
-)
 from dreamzero_ros.replay.topics import (
     COMPRESSED_IMAGE_TYPE,
     IMAGE_TYPE,
     JOINT_STATE_TYPE,
     ReplayTopics,
 )
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 IMAGE_FORMATS = ('rgb8', 'jpeg')
 FRAME_SOURCES = ('auto', 'droid', 'synthetic')
@@ -107,9 +103,9 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
         for camera, topic in image_topics.items():
             rgb = frames[camera][index]
             message = (
-                image_msg(rgb, stamp, camera)
+                BAG_MESSAGES.image(stamp, rgb, camera)
                 if spec.image_format == 'rgb8'
-                else compressed_image_msg(rgb, stamp, camera)
+                else BAG_MESSAGES.compressed_image(stamp, rgb, camera)
             )
             records.append((stamp, topic, message))
         if topics.command is not None:
@@ -117,10 +113,12 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
                 np.array([index / droid_clips.CLIP_FPS + spec.command_lead_s])
             )
             command = np.concatenate(lead, axis=1)[0]
-            records.append((stamp, topics.command, joint_state_msg(names, command, stamp)))
+            records.append((stamp, topics.command, BAG_MESSAGES.joint_state(stamp, names, command)))
     for index, offset in enumerate(joint_times):
         stamp = to_ns(spec.start_s + offset)
-        records.append((stamp, topics.joint_states, joint_state_msg(names, states[index], stamp)))
+        records.append(
+            (stamp, topics.joint_states, BAG_MESSAGES.joint_state(stamp, names, states[index]))
+        )
     records.sort(key=lambda record: record[0])
 
     with BagWriter(path, spec.storage) as writer:

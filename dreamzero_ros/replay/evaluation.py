@@ -16,13 +16,13 @@ import time
 import numpy as np
 
 from dreamzero_ros.core.control_loop import LoopConfig
+from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
 from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
 from dreamzero_ros.replay import metrics
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.handover import handover_quality
 from dreamzero_ros.replay.integrity import IntegrityReport
-from dreamzero_ros.replay.messages import NS_PER_S
 from dreamzero_ros.replay.observations import check_topics, observations, query_times
 from dreamzero_ros.replay.reference import Trajectory, read_trajectory
 from dreamzero_ros.replay.topics import COMMAND_TYPES, ReplayTopics

@@ -29,13 +29,12 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
+from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, stamp_to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.errors import BagError
-from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
-from dreamzero_ros.replay.messages import NS_PER_S, action_chunk_msg, stamp_to_ns
 from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, TRAJECTORY_TYPE
-from dreamzero_ros.replay.typestore import ACTION_CHUNK_TYPE, replay_typestore
+from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 CLOCK_TOPIC = '/clock'
 SENSOR_TYPES = (*IMAGE_TYPES, JOINT_STATE_TYPE)
@@ -148,15 +147,16 @@ class _Recorder:
         if stamp_ns == 0 or len(trajectory.points) < 2:
             return  # a hold command, not a chunk
         times = [stamp_to_ns(point.time_from_start) for point in trajectory.points]
-        chunk = ActionChunk(
-            actions=np.array([point.positions for point in trajectory.points]),
-            stamp=(stamp_ns + times[0]) / NS_PER_S,
-            step_duration=(times[1] - times[0]) / NS_PER_S,
-            chunk_id=self._chunk_id,
+        message = BAG_MESSAGES.action_chunk(
+            stamp_ns + times[0],
+            trajectory.joint_names,
+            np.array([point.positions for point in trajectory.points]),
+            times[1] - times[0],
+            self._chunk_id,
+            (self.sim_ns - stamp_ns) / NS_PER_S,
+            '',
         )
         self._chunk_id += 1
-        latency = (self.sim_ns - stamp_ns) / NS_PER_S
-        message = action_chunk_msg(chunk, list(trajectory.joint_names), latency, '')
         self.writer.write(self.config.chunk_topic, self.sim_ns, message)
         self.counts['rebuilt_chunks'] = self.counts.get('rebuilt_chunks', 0) + 1
 

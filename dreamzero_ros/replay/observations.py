@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache, Refusal
 from dreamzero_ros.policy_types import Observation
 from dreamzero_ros.replay.bag_io import BagReader
-from dreamzero_ros.replay.messages import NS_PER_S
 from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, ReplayTopics
 
 

@@ -17,11 +17,12 @@ import sys
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from dreamzero_ros.core.messages import MessageBuilder
+
 PACKAGE_NAME = 'dreamzero_ros'
 INTERFACE_PACKAGE = 'dreamzero_ros_interfaces'
 #: The package's messages that replay registers.
 PACKAGE_MESSAGES = ('ActionChunk', 'PolicyStatus')
-ACTION_CHUNK_TYPE = f'{INTERFACE_PACKAGE}/msg/ActionChunk'
 
 
 def _ament_msg_dir() -> Path | None:
@@ -68,3 +69,12 @@ def replay_typestore() -> Typestore:
         types.update(get_types_from_msg(text, f'{INTERFACE_PACKAGE}/msg/{name}'))
     store.register(types)
     return store
+
+
+def bag_message_type(name: str) -> type:
+    """The rosbags class of a full message type name, e.g. ``'sensor_msgs/msg/JointState'``."""
+    return replay_typestore().types[name]
+
+
+#: The shared message builders, making rosbags messages (what replay writes into bags).
+BAG_MESSAGES = MessageBuilder(bag_message_type)

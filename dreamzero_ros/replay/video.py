@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from dreamzero_ros.core.image_codec import decode_compressed, encode_compressed, msg_to_rgb
-from dreamzero_ros.core.observation_cache import stamp_seconds
+from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.evaluation import ChunkRecord

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from std_msgs.msg import Float64
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.ros.conversions import to_duration
+from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.ros.conversions import ROS_MESSAGES
 
 INTERFACES = ('none', 'action', 'float64', 'joint_trajectory')
 
@@ -76,10 +77,11 @@ class GripperOutput:
         elif self.interface == 'float64':
             self._handle.publish(Float64(data=float(position)))
         elif self.interface == 'joint_trajectory':
-            point = JointTrajectoryPoint(
-                positions=[float(position)], time_from_start=to_duration(self.move_time)
+            self._handle.publish(
+                ROS_MESSAGES.trajectory(
+                    0, [self.joint_name], [to_ns(self.move_time)], [[float(position)]]
+                )
             )
-            self._handle.publish(JointTrajectory(joint_names=[self.joint_name], points=[point]))
         else:
             return False
         return True

@@ -55,6 +55,7 @@ from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.gripper import GripperCommander
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
@@ -62,7 +63,7 @@ from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
-from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
+from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
@@ -529,7 +530,7 @@ class PolicyNode(LifecycleNode):
             if step.msg_type is Float64MultiArray:
                 step.publish(conversions.float_array_msg(arm))
             else:
-                step.publish(conversions.joint_state_msg(now, names, arm))
+                step.publish(ROS_MESSAGES.joint_state(to_ns(now), names, arm))
         self._command_gripper(command)
 
     def _command_gripper(self, command: np.ndarray | None) -> None:
@@ -615,11 +616,11 @@ class PolicyNode(LifecycleNode):
         publisher = self._outputs.get('chunk')
         if publisher is not None and np.asarray(chunk.actions).ndim == 2:
             publisher.publish(
-                conversions.action_chunk_msg(
-                    stamp,
-                    settings.scheduler.step_duration or chunk.step_duration,
+                ROS_MESSAGES.action_chunk(
+                    to_ns(stamp),
                     names,
                     settings.gripper_to_joint(chunk.actions),
+                    to_ns(settings.scheduler.step_duration or chunk.step_duration),
                     chunk.chunk_id,
                     outcome.latency,
                     query.observation.session_id,
@@ -632,8 +633,13 @@ class PolicyNode(LifecycleNode):
         plan = outcome.plan
         arm_names = settings.cache.arm_joints
         arm = len(arm_names)
-        msg = conversions.trajectory_msg(
-            stamp, plan.times, plan.rows[:, :arm], arm_names, plan.velocities[:, :arm]
+        stamp_ns = to_ns(stamp)
+        msg = ROS_MESSAGES.trajectory(
+            stamp_ns,
+            arm_names,
+            [to_ns(time) - stamp_ns for time in plan.times],
+            plan.rows[:, :arm],
+            plan.velocities[:, :arm],
         )
         self._outputs['preview'].publish(msg)
         if self.commanding:
@@ -656,7 +662,7 @@ class PolicyNode(LifecycleNode):
             return
         arm_names = self.settings.cache.arm_joints
         settle = max(plan.end_time - plan.start_time, 1.0 / self.settings.control_rate_hz)
-        msg = conversions.hold_msg(plan.rows[-1][: len(arm_names)], arm_names, settle)
+        msg = ROS_MESSAGES.hold(arm_names, plan.rows[-1][: len(arm_names)], to_ns(settle))
         self._outputs['preview'].publish(msg)
         if self.commanding:
             self._outputs['trajectory'].publish(msg)

@@ -32,7 +32,8 @@ from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.jtc import ControllerRules, Point, Trajectory, TrajectoryFollower, validate
-from dreamzero_ros.ros.conversions import duration_seconds, to_time
+from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.ros.conversions import to_time
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -65,7 +66,7 @@ def trajectory_from_msg(msg: JointTrajectory) -> Trajectory:
     stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
     points = tuple(
         Point(
-            duration_seconds(p.time_from_start),
+            stamp_seconds(p.time_from_start),
             tuple(p.positions),
             tuple(p.velocities),
             tuple(p.accelerations),
