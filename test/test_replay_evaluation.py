@@ -131,15 +131,19 @@ def test_command_topic_is_the_reference_when_given(tmp_path):
     assert results[None]['errors']['arm']['mae'] > 5e-3
 
 
-def _stale_camera_bag(path, frames=6, joints=30):
-    """Cameras for 6 frames (0.4 s), joints for 30 samples at 20 Hz (1.5 s)."""
+def _stale_camera_bag(path, frames=6, joints=30, future_frame_at=None):
+    """Cameras for 6 frames (0.4 s), joints for 30 samples at 20 Hz (1.5 s).
+
+    ``future_frame_at``: the index of a wrist frame logged then but stamped 60 s later.
+    """
     topics = ReplayTopics()
     clips = droid_clips.synthetic_clips(frames)
     records = []
     for index in range(frames):
         stamp = to_ns(START + index / 15)
         for camera, topic in topics.cameras.items():
-            records.append((stamp, topic, BAG_MESSAGES.image(stamp, clips[camera][index])))
+            header = stamp + 60 * 10**9 if index == future_frame_at and 'wrist' in topic else stamp
+            records.append((stamp, topic, BAG_MESSAGES.image(header, clips[camera][index])))
     for index in range(joints):
         stamp = to_ns(START + index / 20)
         state = demo_state([index / 20])[0]
@@ -153,6 +157,20 @@ def _stale_camera_bag(path, frames=6, joints=30):
         for stamp, topic, message in sorted(records, key=lambda r: r[0]):
             writer.write(topic, stamp, message)
     return path
+
+
+def test_a_frame_stamped_in_the_future_is_dropped_as_the_node_drops_it(tmp_path):
+    topics, cache = _config()
+    metrics = {}
+    for future in (None, 3):
+        bag = _stale_camera_bag(tmp_path / f'bag{future}', frames=23, future_frame_at=future)
+        policy = ScriptedPolicy(np.zeros((3, 8)), start_s=START)
+        metrics[future] = evaluate_bag(
+            bag, policy, EvaluationConfig(topics, cache, 'p', 0.1)
+        ).metrics()
+    # the frame from the future costs the query that would have used it, not the 60 s after
+    assert metrics[None]['chunks'] == 15
+    assert metrics[3]['chunks'] >= 14, metrics[3]['refusals']
 
 
 def test_stale_inputs_are_refused_and_counted(tmp_path):

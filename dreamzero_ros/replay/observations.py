@@ -87,10 +87,11 @@ def observations(
             next_time = next(pending, None)
         if next_time is None:
             return
+        # the log time is the receipt: a message stamped far ahead of it is dropped, as live
         if topic == topics.joint_states:
-            cache.add_joint_state_message(message)
+            cache.add_joint_state_message(message, log_ns / NS_PER_S)
         else:
-            cache.add_image_message(camera_of[topic], message)
+            cache.add_image_message(camera_of[topic], message, log_ns / NS_PER_S)
     while next_time is not None:
         yield Query(next_time, cache.build(next_time, prompt, session_id))
         next_time = next(pending, None)
