@@ -214,14 +214,19 @@ class RobotStream:
     """Publishes camera frames and joint states from the harness, in a background thread."""
 
     def __init__(
-        self, harness: Harness, clips: dict, rate_hz: float = 15.0, compressed: bool = False
+        self,
+        harness: Harness,
+        clips: dict,
+        rate_hz: float = 15.0,
+        compressed: bool = False,
+        joint_names: list[str] = JOINTS,
     ) -> None:
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
 
         from dreamzero_ros.core.image_codec import encode_compressed
-        from dreamzero_ros.policy_types import DROID_CAMERAS
 
+        #: Topic -> frames (DROID's camera names are its topics by default).
         self.harness = harness
         self.clips = clips
         self.jpegs = (
@@ -233,7 +238,8 @@ class RobotStream:
         self.cameras_on = True
         self.joints_on = True
         self.override: dict[str, Callable[[float], Any]] = {}
-        #: time -> the 8 positions of JOINTS; None follows the demo trajectory.
+        self.joint_names = list(joint_names)
+        #: time -> the positions of joint_names; None follows the demo trajectory (DROID joints).
         self.joint_positions: Callable[[float], list[float]] | None = None
         self.stamps: list[float] = []
         node = harness.node
@@ -243,7 +249,7 @@ class RobotStream:
                 f'{camera}/compressed' if compressed else camera,
                 qos_profile_sensor_data,
             )
-            for camera in DROID_CAMERAS
+            for camera in clips
         }
         self._joints = node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
         self._stop = threading.Event()
@@ -282,7 +288,7 @@ class RobotStream:
                 else:
                     joints, gripper = demo_joint_trajectory(np.array([now - start]))
                     positions = [*joints[0], *gripper[0]]
-                state = JointState(name=JOINTS, position=positions)
+                state = JointState(name=self.joint_names, position=positions)
                 state.header.stamp = to_time(now)
                 self._joints.publish(state)
             self.stamps.append(now)

@@ -67,8 +67,14 @@ def test_builtin_parameters_are_allowed():
     ('override', 'message'),
     [
         ({'engine.backend': 'cloud'}, r"engine.backend: must be one of \['local', 'remote'\]"),
-        ({'camera_topics': ['a', 'b']}, 'camera_topics needs 3'),
-        ({'image_height': 0}, 'image_height/image_width'),
+        ({'camera_topics': ['a', 'b']}, 'camera_topics needs a topic name for each of camera_keys'),
+        ({'camera_keys': ['a', 'a', 'b']}, 'camera_keys must be distinct'),
+        ({'image_height': 180}, 'image_height/image_width'),
+        ({'gripper_joint_name': ''}, r'safety limits need 7 values \(the 7 arm joints\), got 8'),
+        (
+            {'gripper_joint_name': '', 'gripper.interface': 'action'},
+            "gripper.interface 'action' needs a gripper_joint_name",
+        ),
         ({'safety.joint_lower': [0.0] * 7}, 'invalid parameters'),
         ({'arm_joint_names': ['a'] * 7}, 'invalid parameters'),
         ({'typo': 1}, 'unknown parameters'),

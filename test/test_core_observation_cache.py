@@ -352,7 +352,8 @@ def test_clear_forgets_everything():
 @pytest.mark.parametrize(
     'overrides',
     [
-        dict(arm_joints=ARM[:6]),
+        dict(arm_joints=()),
+        dict(camera_sizes=((4, 6),)),
         dict(gripper_joint=ARM[0]),
         dict(max_age=0.0),
         dict(gripper_range=(1.0, 1.0)),
@@ -364,6 +365,27 @@ def test_clear_forgets_everything():
 def test_bad_config_is_rejected(overrides):
     with pytest.raises(ValueError):
         make_cache(**overrides)
+
+
+def test_any_arm_no_gripper_and_each_camera_at_its_own_size():
+    cameras = ('front', 'wrist')
+    cache = ObservationCache(
+        CacheConfig(
+            arm_joints=ARM[:6],
+            gripper_joint='',
+            cameras=cameras,
+            camera_sizes=((24, 64), (12, 16)),
+            max_age=0.5,
+        )
+    )
+    for camera in cameras:
+        assert cache.add_image(camera, native(48, 64), 1.0) is None
+    assert cache.add_joint_state(ARM[:6], np.arange(6) / 10, 1.0) is None
+    observation = cache.build(1.05, 'go')
+    assert observation.images['front'].shape == (24, 64, 3)
+    assert observation.images['wrist'].shape == (12, 16, 3)
+    np.testing.assert_allclose(observation.joint_position, np.arange(6) / 10)
+    assert observation.gripper_position.shape == (0,)
 
 
 def test_unknown_camera_raises():

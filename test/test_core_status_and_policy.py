@@ -15,6 +15,7 @@ from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
 from dreamzero_ros.core.node_config import build_settings
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
 from dreamzero_ros.core.policy_factory import warmup_observation
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import SafetyLimits
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import ERROR, OK, WARN, build_report
@@ -107,10 +108,43 @@ def test_serialized_policy_runs_one_call_at_a_time_and_closes_once():
 
 def test_warmup_observation_matches_the_configured_inputs():
     settings = build_settings({'engine.checkpoint': 'c', 'image_height': 90, 'image_width': 160})
-    observation = warmup_observation(settings)
+    droid = RobotLayout.from_metadata({})  # a DROID server that says nothing else
+    observation = warmup_observation(settings, droid)
     observation.validate()
     assert observation.images[DROID_CAMERAS[0]].shape == (90, 160, 3)
     assert observation.session_id == '__warmup__'
+    # With image_height/width 0 each camera comes at the policy's resolution of it.
+    ur = RobotLayout.from_metadata(
+        {
+            'cameras': ['front', 'wrist'],
+            'camera_resolutions': [[24, 64], [48, 64]],
+            'arm_dof': 6,
+            'gripper_dof': 0,
+            'action_dim': 6,
+            'gripper_columns': [],
+        }
+    )
+    settings = build_settings(
+        {
+            'engine.checkpoint': 'c',
+            'camera_keys': ['wrist', 'front'],
+            'camera_topics': ['/wrist', '/front'],
+            'arm_joint_names': [f'j{i}' for i in range(6)],
+            'gripper_joint_name': '',
+            'safety.joint_lower': [-1.0] * 6,
+            'safety.joint_upper': [3.0] * 6,
+            'safety.max_step_delta': [0.1] * 6,
+            'safety.max_velocity': [1.0] * 6,
+            'safety.stop_deceleration': [1.0] * 6,
+        }
+    )
+    settings.check_policy(ur)
+    observation = warmup_observation(settings, ur)
+    observation.validate(('front', 'wrist'), 6, 0)
+    assert observation.images['wrist'].shape == (48, 64, 3)
+    np.testing.assert_allclose(observation.joint_position, 1.0)
+    with pytest.raises(ValueError, match=r'reads 6 arm joints, arm_joint_names names 7'):
+        build_settings({'engine.checkpoint': 'c'}).check_policy(ur)
 
 
 def test_step_duration_override_replays_chunks_in_slow_motion():

@@ -39,7 +39,7 @@ from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
 from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
 from dreamzero_ros.core.trajectory import MotionConfig
-from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation
+from dreamzero_ros.policy_types import ActionChunk, Observation
 
 
 @dataclass(frozen=True)
@@ -354,8 +354,9 @@ class ControlLoop:
         if self.holding and self.last_refusal is not None:
             return f'input went bad while inferring ({self.holding})'
         actions = np.asarray(chunk.actions)
-        if actions.ndim != 2 or actions.shape[1] != DROID_ACTION_DIM or actions.shape[0] < 1:
-            return f'expected (H, {DROID_ACTION_DIM}) actions, got {actions.shape}'
+        width = self.config.limits.lower.shape[0]  # the arm joints, then the gripper (if any)
+        if actions.ndim != 2 or actions.shape[1] != width or actions.shape[0] < 1:
+            return f'expected (H, {width}) actions, got {actions.shape}'
         if chunk.step_duration <= 0:
             return f'step_duration must be > 0, got {chunk.step_duration}'
         return ''

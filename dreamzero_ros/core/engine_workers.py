@@ -84,7 +84,7 @@ def plan_workers(engine: EngineSettings) -> list[WorkerLaunch]:
 
 def worker_command(engine: EngineSettings, worker: WorkerLaunch) -> list[str]:
     """The command line of a worker rank (the ``dreamzero-engine-worker`` console script)."""
-    return [
+    command = [
         sys.executable,
         '-m',
         WORKER_MODULE,
@@ -97,6 +97,11 @@ def worker_command(engine: EngineSettings, worker: WorkerLaunch) -> list[str]:
         '--timeout',
         str(WORKER_IDLE_TIMEOUT),
     ]
+    if engine.base_checkpoint:
+        command += ['--base-checkpoint', engine.base_checkpoint]
+    if engine.encoder_dir:
+        command += ['--encoder-dir', engine.encoder_dir]
+    return command
 
 
 class EngineWorkers:

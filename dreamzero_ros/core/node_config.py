@@ -25,6 +25,7 @@ from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
 from dreamzero_ros.core.trajectory import (
     PANDA_MAX_VELOCITY,
@@ -68,7 +69,8 @@ class SafetySettings:
 
     joint_lower: tuple[float, ...] = parameter(
         PANDA_LOWER,
-        'Lower position limits: 7 joints (rad) then the gripper (policy units 0..1).',
+        'Lower position limits: the arm joints (rad; DROID: 7) then the gripper, if any '
+        '(policy units, DROID 0..1).',
         range=_POSITIONS,
     )
     joint_upper: tuple[float, ...] = parameter(
@@ -200,8 +202,31 @@ class EngineSettings:
     )
     checkpoint: str = parameter(
         '',
-        'Folder of a DreamZero checkpoint (config.json, safetensors, '
-        'experiment_cfg/metadata.json).',
+        'Folder of a DreamZero checkpoint (config.json, safetensors, experiment_cfg/): DROID '
+        'or a fine-tune for another robot, full or LoRA-only.',
+    )
+    base_checkpoint: str = parameter(
+        '', 'The base checkpoint of a LoRA-only engine.checkpoint; empty: none.'
+    )
+    encoder_dir: str = parameter(
+        '',
+        'Folder of the Wan2.1 encoder files, for a checkpoint that carries no encoder weights; '
+        'empty: the checkpoint folder.',
+    )
+    embodiment_tag: str = parameter(
+        '',
+        "Embodiment of the checkpoint's experiment_cfg/metadata.json to drive, where it holds "
+        'several; empty: its only one.',
+    )
+    embodiment_file: str = parameter(
+        '',
+        'Embodiment file (YAML: cameras, state and action keys, statistics, prompt template) '
+        "for a checkpoint without experiment_cfg/ (docs/embodiments.md); empty: the checkpoint's.",
+    )
+    prompt_template: str = parameter(
+        '',
+        'Prompt template with {instruction}, for an embodiment upstream has none for; empty: '
+        "upstream's for the tag.",
     )
     device: str = parameter('cpu', 'Torch device of rank 0, e.g. cpu or cuda:0.')
     dtype: str = parameter(
@@ -324,7 +349,13 @@ class NodeSettings:
     # --- inputs
     camera_topics: tuple[str, ...] = parameter(
         tuple(DROID_CAMERAS),
-        'Image topics of the wrist, exterior 1 and exterior 2 cameras, in that order.',
+        'Image topics of the cameras named in camera_keys, in that order (DROID: wrist, '
+        'exterior 1, exterior 2).',
+    )
+    camera_keys: tuple[str, ...] = parameter(
+        tuple(DROID_CAMERAS),
+        "The policy's camera (checkpoint video key) of each of camera_topics; they must be the "
+        "cameras the policy reads (DROID's by default).",
     )
     image_transport: str = parameter(
         'raw',
@@ -338,10 +369,13 @@ class NodeSettings:
     )
     arm_joint_names: tuple[str, ...] = parameter(
         tuple(f'panda_joint{i}' for i in range(1, 8)),
-        'JointState names of the 7 arm joints in DROID order; also the command joint names.',
+        "JointState names of the arm joints in the policy's order (as many as it reads; DROID: "
+        '7); also the command joint names.',
     )
     gripper_joint_name: str = parameter(
-        'panda_gripper', 'JointState name of the gripper joint; also its command name.'
+        'panda_gripper',
+        'JointState name of the gripper joint, also its command name; empty for a robot '
+        'without a gripper.',
     )
     gripper_range: tuple[float, ...] = parameter(
         (0.0, 1.0),
@@ -360,13 +394,15 @@ class NodeSettings:
         range=_SECONDS,
     )
     image_height: int = parameter(
-        180,
-        "Height of the frames given to the policy, pixels; 0 keeps each camera's own size.",
+        0,
+        "Height of the frames given to the policy, pixels; 0: the policy's resolution of each "
+        'camera (DROID: 180x320; its own size where the policy names none).',
         range=(0, 16384),
     )
     image_width: int = parameter(
-        320,
-        "Width of the frames given to the policy, pixels; 0 keeps each camera's own size.",
+        0,
+        "Width of the frames given to the policy, pixels; 0: the policy's resolution of each "
+        'camera.',
         range=(0, 16384),
     )
     image_fit: str = parameter(
@@ -405,10 +441,17 @@ class NodeSettings:
     openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
 
     def __post_init__(self) -> None:
-        if len(self.camera_topics) != len(DROID_CAMERAS) or not all(self.camera_topics):
+        keys, topics = self.camera_keys, self.camera_topics
+        if len(topics) != len(keys) or not all(topics):
             raise ValueError(
-                f'camera_topics needs {len(DROID_CAMERAS)} topic names, '
-                f'got {list(self.camera_topics)}'
+                f'camera_topics needs a topic name for each of camera_keys {list(keys)}, '
+                f'got {list(topics)}'
+            )
+        if not keys or len(set(keys)) != len(keys) or not all(keys):
+            raise ValueError(f'camera_keys must be distinct and non-empty, got {list(keys)}')
+        if not self.gripper_joint_name and self.gripper.interface != 'none':
+            raise ValueError(
+                f'gripper.interface {self.gripper.interface!r} needs a gripper_joint_name'
             )
         if (self.image_height == 0) != (self.image_width == 0):
             raise ValueError(
@@ -430,25 +473,53 @@ class NodeSettings:
             self.gripper_config  # noqa: B018 - checks the gripper settings
         except ValueError as error:
             raise ValueError(f'invalid parameters: {error}') from error
-        if limits.lower.shape != (len(self.arm_joint_names) + 1,):
+        columns = len(self.command_joint_names)
+        if limits.lower.shape != (columns,):
             raise ValueError(
-                f'safety limits need {len(self.arm_joint_names) + 1} values (7 joints and '
-                f'the gripper), got {limits.lower.shape[0]}'
+                f'safety limits need {columns} values (the {arm} arm joints'
+                f'{" and the gripper" if self.gripper_joint_name else ""}), got '
+                f'{limits.lower.shape[0]}'
             )
 
     @functools.cached_property
     def cache(self) -> CacheConfig:
-        """The observation cache's configuration."""
+        """The observation cache's configuration, before the policy is known.
+
+        Frames keep their own size unless ``image_height``/``image_width`` say otherwise; see
+        :meth:`cache_for` for the policy's resolutions.
+        """
+        return self.cache_for(None)
+
+    def cache_for(self, layout: RobotLayout | None) -> CacheConfig:
+        """The observation cache's configuration for a policy of ``layout``.
+
+        With ``image_height``/``image_width`` 0, each camera's frames are fitted to the
+        policy's resolution of that camera.
+        """
+        cameras = tuple(self.camera_keys)
+        sizes: tuple[tuple[int, int], ...] = ()
+        if layout is not None and all(camera in layout.camera_sizes for camera in cameras):
+            sizes = tuple(layout.camera_sizes[camera] for camera in cameras)
         return CacheConfig(
             arm_joints=self.arm_joint_names,
             gripper_joint=self.gripper_joint_name,
+            cameras=cameras,
             max_age=self.max_age,
             max_skew=self.max_skew,
             image_size=(self.image_height, self.image_width) if self.image_height else None,
+            camera_sizes=sizes,
             image_fit=self.image_fit,
             gripper_range=(self.gripper_range[0], self.gripper_range[1]),
             clip_offsets=self.clip_offsets,
         )
+
+    def check_policy(self, layout: RobotLayout) -> None:
+        """Raise ``ValueError`` unless these parameters can drive a policy of ``layout``."""
+        problems = layout.mismatches(
+            self.camera_keys, self.arm_joint_names, self.gripper_joint_name
+        )
+        if problems:
+            raise ValueError('the parameters do not fit the policy: ' + '; '.join(problems))
 
     @functools.cached_property
     def loop(self) -> LoopConfig:
@@ -490,18 +561,20 @@ class NodeSettings:
     @property
     def cameras(self) -> dict[str, str]:
         """Policy camera name -> image topic."""
-        return dict(zip(DROID_CAMERAS, self.camera_topics, strict=True))
+        return dict(zip(self.camera_keys, self.camera_topics, strict=True))
 
     @property
     def command_joint_names(self) -> list[str]:
-        """Names of the command columns: the arm joints, then the gripper."""
-        return [*self.arm_joint_names, self.gripper_joint_name]
+        """Names of the command columns: the arm joints, then the gripper (if any)."""
+        gripper = [self.gripper_joint_name] if self.gripper_joint_name else []
+        return [*self.arm_joint_names, *gripper]
 
     def gripper_to_joint(self, rows: np.ndarray) -> np.ndarray:
         """Policy rows -> command rows: the gripper column mapped from [0, 1] to joint units."""
-        low, high = self.gripper_range
         out = np.array(rows, dtype=np.float64, copy=True)
-        out[..., -1] = low + out[..., -1] * (high - low)
+        if self.gripper_joint_name:
+            low, high = self.gripper_range
+            out[..., -1] = low + out[..., -1] * (high - low)
         return out
 
 

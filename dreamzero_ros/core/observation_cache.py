@@ -39,7 +39,7 @@ import numpy as np
 from dreamzero_ros.core.image_codec import letterbox, message_image_size, msg_to_rgb
 from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.errors import ImageDecodeError
-from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS, Observation
+from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
 #: How frames of another size than ``CacheConfig.image_size`` are treated.
 IMAGE_FITS = ('letterbox', 'exact')
@@ -91,13 +91,15 @@ class CacheConfig:
 
     Attributes:
         arm_joints: the JointState names of the arm joints, in the policy's order.
-        gripper_joint: the JointState name of the gripper.
+        gripper_joint: the JointState name of the gripper; empty for a robot without one.
         cameras: policy camera names the cache expects frames for.
         max_age: seconds after which a source is stale at build time.
         max_skew: largest allowed spread, seconds, between the stamps of all sources, and
             largest lead of a message's stamp over its receipt time.
-        image_size: ``(height, width)`` of the frames given to the policy; ``None`` keeps each
-            camera's own size.
+        image_size: ``(height, width)`` of the frames given to the policy; ``None`` gives each
+            camera its size in ``camera_sizes``, or keeps its own.
+        camera_sizes: ``(height, width)`` of each camera's frames, in ``cameras`` order, where
+            ``image_size`` is None (the policy's resolution of each camera); empty: none.
         image_fit: ``letterbox``: frames of another size are resized keeping their aspect ratio
             and centred on black bands (openpi-client's ``resize_with_pad``); ``exact``: they are
             refused as ``bad_image``.
@@ -116,17 +118,15 @@ class CacheConfig:
     max_age: float = 0.5
     max_skew: float = 0.2
     image_size: tuple[int, int] | None = None
+    camera_sizes: tuple[tuple[int, int], ...] = ()
     image_fit: str = 'letterbox'
     gripper_range: tuple[float, float] = (0.0, 1.0)
     clip_offsets: tuple[float, ...] = (0.0,)
 
     def __post_init__(self) -> None:
-        if len(self.arm_joints) != DROID_ARM_DOF:
-            raise ValueError(
-                f'arm_joints needs {DROID_ARM_DOF} names, got {len(self.arm_joints)}: '
-                f'{list(self.arm_joints)}'
-            )
-        names = [*self.arm_joints, self.gripper_joint]
+        if not self.arm_joints:
+            raise ValueError('arm_joints needs at least one name')
+        names = list(self.joint_names)
         if len(set(names)) != len(names) or not all(names):
             raise ValueError(f'joint names must be distinct and non-empty: {names}')
         if not self.cameras or len(set(self.cameras)) != len(self.cameras):
@@ -137,6 +137,13 @@ class CacheConfig:
             )
         if self.image_size is not None and min(self.image_size) < 1:
             raise ValueError(f'image_size must be positive, got {self.image_size}')
+        if self.camera_sizes and (
+            len(self.camera_sizes) != len(self.cameras)
+            or any(min(size) < 1 for size in self.camera_sizes)
+        ):
+            raise ValueError(
+                f'camera_sizes needs a positive size per camera, got {list(self.camera_sizes)}'
+            )
         if self.image_fit not in IMAGE_FITS:
             raise ValueError(f'image_fit must be one of {IMAGE_FITS}, got {self.image_fit!r}')
         if self.gripper_range[0] == self.gripper_range[1]:
@@ -153,8 +160,14 @@ class CacheConfig:
 
     @property
     def joint_names(self) -> tuple[str, ...]:
-        """Every joint the cache keeps: the arm joints, then the gripper."""
-        return (*self.arm_joints, self.gripper_joint)
+        """Every joint the cache keeps: the arm joints, then the gripper (if any)."""
+        return (*self.arm_joints, self.gripper_joint) if self.gripper_joint else self.arm_joints
+
+    def size_of(self, camera: str) -> tuple[int, int] | None:
+        """``(height, width)`` the frames of ``camera`` are given at; None keeps their own."""
+        if self.image_size is not None or not self.camera_sizes:
+            return self.image_size
+        return self.camera_sizes[self.cameras.index(camera)]
 
 
 @dataclass
@@ -268,7 +281,7 @@ class ObservationCache:
         drop = self._future(f'camera {camera!r}', stamp, received_at)
         if drop is not None:
             return drop
-        problem = self._check_image(image)
+        problem = self._check_image(camera, image)
         if problem is not None:
             return self._mark_bad_image(camera, problem)
         return self._store_frame(camera, _Frame(float(stamp), image, _as_array))
@@ -292,7 +305,7 @@ class ObservationCache:
         except ImageDecodeError as error:
             return self._mark_bad_image(camera, str(error))
         if size is not None:
-            problem = self._check_size(size)
+            problem = self._check_size(camera, size)
             if problem is not None:
                 return self._mark_bad_image(camera, problem)
         return self._store_frame(camera, _Frame(stamp, msg, self._decode))
@@ -313,24 +326,24 @@ class ObservationCache:
         if camera not in self._frames:
             raise KeyError(f'unknown camera {camera!r}; expected one of {self.config.cameras}')
 
-    def _check_image(self, image: np.ndarray) -> str | None:
+    def _check_image(self, camera: str, image: np.ndarray) -> str | None:
         if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
             return f'expected a uint8 array, got {getattr(image, "dtype", type(image).__name__)}'
         if image.ndim != 3 or image.shape[2] != 3 or min(image.shape[:2]) < 1:
             return f'expected shape (H, W, 3), got {image.shape}'
-        return self._check_size(image.shape[:2])
+        return self._check_size(camera, image.shape[:2])
 
-    def _check_size(self, size: tuple[int, int]) -> str | None:
-        wanted = self.config.image_size
+    def _check_size(self, camera: str, size: tuple[int, int]) -> str | None:
+        wanted = self.config.size_of(camera)
         if self.config.image_fit == 'exact' and wanted is not None and tuple(size) != wanted:
             return f'size {size[0]}x{size[1]}, expected {wanted[0]}x{wanted[1]} (image_fit: exact)'
         return None
 
-    def _fit(self, image: np.ndarray) -> np.ndarray:
-        problem = self._check_image(image)
+    def _fit(self, camera: str, image: np.ndarray) -> np.ndarray:
+        problem = self._check_image(camera, image)
         if problem is not None:
             raise ImageDecodeError(problem)
-        size = self.config.image_size
+        size = self.config.size_of(camera)
         return image if size is None else letterbox(image, size)
 
     def _mark_bad_image(self, camera: str, problem: str) -> Refusal:
@@ -443,12 +456,15 @@ class ObservationCache:
             return refusal
         config = self.config
         arm = np.array([self._joints[name][1] for name in config.arm_joints], dtype=np.float64)
-        low, high = config.gripper_range
-        gripper = (self._joints[config.gripper_joint][1] - low) / (high - low)
+        gripper = np.zeros(0)
+        if config.gripper_joint:
+            low, high = config.gripper_range
+            value = (self._joints[config.gripper_joint][1] - low) / (high - low)
+            gripper = np.array([min(max(value, 0.0), 1.0)])
         return Observation(
             images=images,
             joint_position=arm,
-            gripper_position=np.array([min(max(gripper, 0.0), 1.0)]),
+            gripper_position=gripper,
             prompt=prompt,
             stamp=max(stamp for stamp, _ in self._source_stamps().values()),
             session_id=session_id,
@@ -508,16 +524,16 @@ class ObservationCache:
         frames = self._frames[camera]
         newest = frames[-1]
         if len(self.config.clip_offsets) == 1:
-            return self._rgb(newest)
+            return self._rgb(camera, newest)
         stamps = np.array([frame.stamp for frame in frames])
         picked = []
         for offset in self.config.clip_offsets:
             index = int(np.argmin(np.abs(stamps - (newest.stamp + offset))))
-            picked.append(self._rgb(frames[index]))
+            picked.append(self._rgb(camera, frames[index]))
         return np.stack(picked)
 
-    def _rgb(self, frame: _Frame) -> np.ndarray:
+    def _rgb(self, camera: str, frame: _Frame) -> np.ndarray:
         try:
-            return frame.rgb(self._fit)
+            return frame.rgb(lambda image: self._fit(camera, image))
         except ImageDecodeError as error:
             raise _FrameDecodeError(frame, error) from error

@@ -20,9 +20,9 @@ import numpy as np
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.engine_workers import EngineWorkers
 from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
-from dreamzero_ros.droid_clips import FRANKA_HOME
-from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, Policy
+from dreamzero_ros.policy_types import Observation, Policy
 
 WARMUP_SESSION = '__warmup__'
 
@@ -75,6 +75,11 @@ def create_policy(
             ),
             num_threads=options.num_threads,
             layout=driver,
+            base_checkpoint=options.base_checkpoint or None,
+            encoder_dir=options.encoder_dir or None,
+            embodiment_tag=options.embodiment_tag or None,
+            embodiment_file=options.embodiment_file or None,
+            prompt_template=options.prompt_template or None,
         )
     except BaseException:
         if on_close is not None:
@@ -84,22 +89,32 @@ def create_policy(
     return SerializedPolicy(engine, on_close)
 
 
-def warmup_observation(settings: NodeSettings) -> Observation:
-    """A plausible observation (grey frames, the Franka home pose) of the configured size."""
-    height, width = settings.cache.image_size or (180, 320)
-    frame = np.full((height, width, 3), 128, dtype=np.uint8)
+def warmup_observation(settings: NodeSettings, layout: RobotLayout) -> Observation:
+    """A plausible observation of the policy's shape.
+
+    Grey frames at the size the node gives each camera, the arm in the middle of its position
+    limits, the gripper at 0.
+    """
+    config = settings.cache_for(layout)
+    images = {}
+    for camera in config.cameras:
+        height, width = config.size_of(camera) or layout.camera_sizes.get(camera, (180, 320))
+        images[camera] = np.full((height, width, 3), 128, dtype=np.uint8)
+    arm_dof = len(settings.arm_joint_names)
+    limits = settings.loop.limits
+    arm = (limits.lower[:arm_dof] + limits.upper[:arm_dof]) / 2
     return Observation(
-        images={camera: frame for camera in DROID_CAMERAS},
-        joint_position=FRANKA_HOME.copy(),
-        gripper_position=np.zeros(1),
+        images=images,
+        joint_position=arm,
+        gripper_position=np.zeros(layout.gripper_dof),
         prompt=settings.prompt or 'warm up',
         session_id=WARMUP_SESSION,
     )
 
 
-def warm_up(policy: Policy, settings: NodeSettings) -> float:
+def warm_up(policy: Policy, settings: NodeSettings, layout: RobotLayout) -> float:
     """Run one inference in a throw-away session; returns its duration in seconds."""
     start = time.monotonic()
-    policy.infer(warmup_observation(settings))
+    policy.infer(warmup_observation(settings, layout))
     policy.reset(WARMUP_SESSION)
     return time.monotonic() - start

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+import dataclasses
 import json
 from pathlib import Path
 import sys
 
 from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import Policy
@@ -154,6 +156,13 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
     policy = load_policy(args)
+    try:
+        layout = RobotLayout.from_metadata(policy.metadata)
+        settings.check_policy(layout)
+    except ValueError as error:
+        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
+        return 2
+    config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
     progress = None if args.no_progress else ProgressBar('replay')
     video = VideoComparison() if args.video else None
     try:

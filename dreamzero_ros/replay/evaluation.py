@@ -18,6 +18,7 @@ import numpy as np
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
 from dreamzero_ros.replay import metrics
 from dreamzero_ros.replay.bag_io import BagReader
@@ -47,6 +48,8 @@ class EvaluationConfig:
             metrics' ``integrity``) instead of refusing it.
         loop: the node's hand-over, limits and trajectory settings, for the hand-over quality
             of the command it would have sent (``None``: the node's defaults).
+        layout: the policy's action columns, reordered into the node's layout (arm joints, then
+            the gripper) before scoring; ``None``: already in it (DROID).
 
     """
 
@@ -61,6 +64,7 @@ class EvaluationConfig:
     request_video: bool = False
     allow_partial: bool = False
     loop: LoopConfig | None = None
+    layout: RobotLayout | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class Evaluation:
         }
         if not self.records:
             return result
+        arm_dof = len(self.config.topics.arm_joints)
         predicted = np.stack([record.actions for record in self.records])
         reference = np.stack([record.reference for record in self.records])
         hold = np.repeat(
@@ -118,8 +123,8 @@ class Evaluation:
         first = self.records[0]
         result.update(
             {
-                'errors': metrics.horizon_errors(predicted, reference, names),
-                'hold_baseline_errors': metrics.horizon_errors(hold, reference, names),
+                'errors': metrics.horizon_errors(predicted, reference, names, arm_dof),
+                'hold_baseline_errors': metrics.horizon_errors(hold, reference, names, arm_dof),
                 'latency_s': metrics.distribution(latencies),
                 'policy_timing_ms': {
                     stage: metrics.distribution(
@@ -228,7 +233,7 @@ def evaluate_bag(
             if isinstance(query.result, Refusal):
                 evaluation.refusals.append((query.time, str(query.result)))
                 continue
-            record, chunk = _run_query(infer, query.time, query.result, reference)
+            record, chunk = _run_query(infer, query.time, query.result, reference, config.layout)
             if record is None:
                 evaluation.policy_errors.append((query.time, chunk))
                 continue
@@ -245,6 +250,7 @@ def _run_query(
     query_time: float,
     observation: Observation,
     reference: Trajectory,
+    layout: RobotLayout | None = None,
 ) -> tuple[ChunkRecord, ActionChunk] | tuple[None, str]:
     """Infer once; return ``(record, chunk)`` or ``(None, error message)``."""
     began = time.perf_counter()
@@ -254,6 +260,8 @@ def _run_query(
         return None, f'{type(error).__name__}: {error}'
     latency = time.perf_counter() - began
     actions = np.asarray(chunk.actions, dtype=np.float64)
+    if layout is not None:
+        actions = layout.command_rows(actions)
     steps = chunk.stamp + chunk.step_duration * np.arange(actions.shape[0])
     record = ChunkRecord(
         query_time=query_time,

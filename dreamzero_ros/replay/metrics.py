@@ -35,15 +35,16 @@ def _scalar(value: float) -> float | None:
 
 
 def horizon_errors(
-    predicted: np.ndarray, reference: np.ndarray, names: list[str]
+    predicted: np.ndarray, reference: np.ndarray, names: list[str], arm_dof: int = DROID_ARM_DOF
 ) -> dict[str, object]:
     """MAE and RMSE of ``predicted`` vs ``reference``, both ``(N, H, D)``.
 
     Returns:
         ``by_step_joint`` (``H x D`` MAE and RMSE), ``by_step`` (arm joints pooled, per step),
         ``by_joint`` (steps pooled, per joint name), ``arm`` and ``gripper`` totals (the first
-        :data:`DROID_ARM_DOF` columns are the arm, radians; the last the gripper in ``[0, 1]``),
-        and ``samples`` (valid entries per step and joint).
+        ``arm_dof`` columns are the arm, radians; a column after them the gripper in ``[0, 1]``;
+        the gripper figures are None without one), and ``samples`` (valid entries per step and
+        joint).
 
     """
     predicted = np.asarray(predicted, dtype=np.float64)
@@ -54,7 +55,10 @@ def horizon_errors(
         )
     error = predicted - reference
     absolute, squared = np.abs(error), error**2
-    arm = slice(0, DROID_ARM_DOF)
+    arm = slice(0, arm_dof)
+    # Without a gripper column its figures are the mean of nothing: NaN, reported as None.
+    gripper = absolute[:, :, -1] if error.shape[2] > arm_dof else np.full(error.shape[:2], np.nan)
+    gripper_squared = gripper**2
     return {
         'joint_names': list(names),
         'samples': np.isfinite(error).sum(axis=0).tolist(),
@@ -65,7 +69,7 @@ def horizon_errors(
         'by_step': {
             'arm_mae': _listed(_nanmean(absolute[:, :, arm], axis=(0, 2))),
             'arm_rmse': _listed(np.sqrt(_nanmean(squared[:, :, arm], axis=(0, 2)))),
-            'gripper_mae': _listed(_nanmean(absolute[:, :, -1], axis=0)),
+            'gripper_mae': _listed(_nanmean(gripper, axis=0)),
         },
         'by_joint': {
             name: {
@@ -80,8 +84,8 @@ def horizon_errors(
             'max_abs': _scalar(np.nanmax(absolute[:, :, arm], initial=-np.inf)),
         },
         'gripper': {
-            'mae': _scalar(_nanmean(absolute[:, :, -1])),
-            'rmse': _scalar(np.sqrt(_nanmean(squared[:, :, -1]))),
+            'mae': _scalar(_nanmean(gripper)),
+            'rmse': _scalar(np.sqrt(_nanmean(gripper_squared))),
         },
     }
 

@@ -41,8 +41,8 @@ class ReplayTopics:
         joint_states: sensor_msgs/JointState topic of the measured joints.
         command: optional topic of the commands the robot executed (JointState or
             JointTrajectory); the reference for evaluation where given.
-        arm_joints: the 7 arm joint names in DROID order.
-        gripper_joint: the gripper joint name.
+        arm_joints: the arm joint names, in the policy's order (DROID: 7).
+        gripper_joint: the gripper joint name; empty for a robot without one.
 
     """
 
@@ -73,8 +73,10 @@ class ReplayTopics:
 
     @property
     def joint_names(self) -> list[str]:
-        """Arm joints then the gripper: the column order of actions and references."""
-        return [*self.arm_joints, self.gripper_joint]
+        """Arm joints then the gripper (if any): the column order of actions and references."""
+        return (
+            [*self.arm_joints, self.gripper_joint] if self.gripper_joint else list(self.arm_joints)
+        )
 
     def image_topic(self, camera: str, compressed: bool) -> str:
         """The topic a camera's raw or compressed images are on."""

@@ -22,6 +22,9 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
   ``/diagnostics``.
 
+The cameras (``camera_keys`` mapped to ``camera_topics``), the arm joints and the gripper follow
+the loaded policy: configure fails, saying what differs, when the parameters do not fit it.
+
 Services: ``~/reset`` (std_srvs/Trigger), ``~/enable`` (std_srvs/SetBool), the lifecycle
 services, and the parameter services (``prompt``, ``session_id`` and ``dry_run`` may change at
 any time; the others while the node is unconfigured, taking effect at the next configure).
@@ -31,6 +34,7 @@ The console script's ``main`` is in :mod:`dreamzero_ros.ros.policy_node_main`.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 import queue
 import threading
@@ -59,6 +63,7 @@ from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.policy_types import ActionChunk
@@ -138,6 +143,8 @@ class PolicyNode(LifecycleNode):
 
         self.settings: NodeSettings | None = None
         self.loop: ControlLoop | None = None
+        #: The loaded policy's cameras, state widths and action columns.
+        self.layout: RobotLayout | None = None
         self.policy: SerializedPolicy | None = None
         self.lifecycle_state = 'unconfigured'
         self.engine_state = 'unconfigured'
@@ -188,12 +195,6 @@ class PolicyNode(LifecycleNode):
         self._diagnostics_timer = self.create_timer(
             settings.diagnostics_period, self.publish_diagnostics
         )
-        self.loop = ControlLoop(
-            ObservationCache(settings.cache, decode=decode_image),
-            settings.loop,
-            prompt=settings.prompt,
-            session_id=settings.session_id,
-        )
         try:
             self._gripper = GripperOutput(
                 self,
@@ -213,9 +214,17 @@ class PolicyNode(LifecycleNode):
             self.policy = create_policy(
                 settings, self.get_logger().info, self._stop_requested.is_set
             )
+            self.layout = RobotLayout.from_metadata(self.policy.metadata)
+            settings.check_policy(self.layout)
+            self.loop = ControlLoop(
+                ObservationCache(settings.cache_for(self.layout), decode=decode_image),
+                settings.loop,
+                prompt=settings.prompt,
+                session_id=settings.session_id,
+            )
             if settings.engine.warmup:
                 self.engine_state = 'warming up'
-                seconds = warm_up(self.policy, settings)
+                seconds = warm_up(self.policy, settings, self.layout)
                 self.get_logger().info(f'policy warmed up in {seconds:.2f} s')
             self._start_bridge()
         except Exception as error:  # noqa: BLE001 - any load failure must leave a clean state
@@ -595,8 +604,11 @@ class PolicyNode(LifecycleNode):
                 continue
             self.engine_state = 'ready'
             answer: _Answer = future.result()
-            outcome = self.loop.on_chunk(query, answer.chunk, now)
-            if self._publish_chunk(query, answer.chunk, outcome):
+            chunk = dataclasses.replace(
+                answer.chunk, actions=self.layout.command_rows(answer.chunk.actions)
+            )
+            outcome = self.loop.on_chunk(query, chunk, now)
+            if self._publish_chunk(query, chunk, outcome):
                 self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
             self.loop.observation_to_query.record(answer.query_delay, now)
             chunk_arrived = True
