@@ -9,10 +9,11 @@ from embodiment_support import UR_TEMPLATE, write_ur_checkpoint
 import numpy as np
 import pytest
 
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.cli import replay_main
-from dreamzero_ros.replay.messages import image_msg, joint_state_msg, to_ns
 from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 ARM = [f'ur_joint{i}' for i in range(1, 7)]
 GRIPPER = 'robotiq_finger'
@@ -39,13 +40,17 @@ def bag(tmp_path_factory):
             stamp = to_ns(start + index / 15)
             for camera, topic in TOPICS.items():
                 frame = rng.integers(0, 255, (48, 128, 3), dtype=np.uint8)
-                records.append((stamp, topic, image_msg(frame, stamp, camera)))
+                records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, camera)))
         for index in range(200):
             t = index / 50
             stamp = to_ns(start + t)
             positions = np.array([0.1 * np.sin(t + j) for j in range(6)] + [0.04])
             records.append(
-                (stamp, '/joint_states', joint_state_msg([*ARM, GRIPPER], positions, stamp))
+                (
+                    stamp,
+                    '/joint_states',
+                    BAG_MESSAGES.joint_state(stamp, [*ARM, GRIPPER], positions),
+                )
             )
         for stamp, topic, message in sorted(records, key=lambda record: record[0]):
             writer.write(topic, stamp, message)
