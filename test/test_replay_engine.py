@@ -94,3 +94,26 @@ def test_replay_console_script_with_a_checkpoint(tmp_path, checkpoint, bag, caps
     assert metrics['prompt'] == 'wipe the table'
     assert len(metrics['errors']['by_step_joint']['mae']) == 24
     assert not (out / 'prediction.mp4').exists()
+
+
+def test_replay_against_a_remote_server_reads_the_api_key_from_a_file(tmp_path, bag, capsys):
+    from openpi_support import ServerProcess
+
+    key_file = tmp_path / 'key'
+    key_file.write_text('replay-secret\n')
+    key_file.chmod(0o600)
+    server = ServerProcess(tmp_path / 'server.log', '--api-key-file', str(key_file))
+    try:
+        common = [str(bag), '--server', server.url, '--max-chunks', '1', '--no-progress']
+        with pytest.raises(SystemExit):  # a key on the command line is not an option
+            replay_main([*common, '--api-key', 'replay-secret'])
+        capsys.readouterr()
+        out = ['--out', str(tmp_path / 'out')]
+        status = replay_main([*common, '--api-key-file', str(key_file), *out])
+        assert status == 0
+        assert json.loads(capsys.readouterr().out)['chunks'] == 1
+        status = replay_main([*common, '--api-key-file', str(tmp_path / 'missing')])
+        assert status == 2
+        assert 'cannot read the API key file' in capsys.readouterr().err
+    finally:
+        server.stop()

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 import sys
 
+from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
@@ -77,6 +78,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-replay``."""
     parser = argparse.ArgumentParser(
         prog='dreamzero-replay',
+        allow_abbrev=False,  # --api-key must not pass for --api-key-file
         description='Evaluate a DreamZero policy on a recorded rosbag2 (mcap or sqlite3): '
         'per-joint error over the horizon, latency and chunk timing, as JSON and an HTML report.',
     )
@@ -85,7 +87,14 @@ def build_replay_parser() -> argparse.ArgumentParser:
     model.add_argument('--checkpoint', type=Path, help='DreamZero checkpoint folder')
     model.add_argument('--preset', help='random weights of a preset architecture (e.g. tiny)')
     model.add_argument('--server', help='remote OpenPI server, ws://HOST:PORT')
-    parser.add_argument('--api-key', default=None, help='API key of the remote server')
+    parser.add_argument(
+        '--api-key-file',
+        type=Path,
+        default=None,
+        help=f'file holding the API key of the remote server on one line '
+        f'(default: ${REMOTE_API_KEY_ENV} if set, else no key); never the key itself, which '
+        f'every user of the machine could read in the process list',
+    )
     parser.add_argument(
         '--out', type=Path, default=None, help='output folder (default replay_<bag>)'
     )
@@ -119,7 +128,12 @@ def load_policy(args: argparse.Namespace) -> Policy:
     if args.server:
         from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
-        return RemoteOpenPIPolicy(args.server, args.api_key)
+        key = read_api_key(
+            str(args.api_key_file or ''),
+            REMOTE_API_KEY_ENV,
+            log=lambda text: print(f'dreamzero-replay: {text}', file=sys.stderr),
+        )
+        return RemoteOpenPIPolicy(args.server, key)
     return load_engine(args.checkpoint, preset=args.preset, **engine_arguments(args))
 
 
@@ -155,7 +169,11 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     except BagError as error:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
-    policy = load_policy(args)
+    try:
+        policy = load_policy(args)
+    except ValueError as error:  # an unreadable API key file
+        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
+        return 2
     try:
         layout = RobotLayout.from_metadata(policy.metadata)
         settings.check_policy(layout)
