@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 TIMEOUT = 120.0
+#: DDS delivery allowance on a loaded machine, s
+DELIVERY = 0.1
 
 
 @pytest.fixture(scope='module')
@@ -99,12 +101,14 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
     assert list(states[-1].name[:7]) == ARM
     reached = 0
     arrivals = [t for t, _ in trajectories[1:]] + [np.inf]
-    for (_, msg), replaced in zip(trajectories, arrivals, strict=True):
+    for (arrived, msg), replaced in zip(trajectories, arrivals, strict=True):
         start = _seconds(msg.header.stamp)
         for point in msg.points:
             at = start + _seconds(point.time_from_start)
             if at >= min(replaced, stamps[-1]):
                 break
+            if at < arrived + DELIVERY:  # due before the arm could have it: JTC skips it too
+                continue
             nearest = int(np.argmin(np.abs(stamps - at)))
             if abs(stamps[nearest] - at) < 0.02:
                 np.testing.assert_allclose(positions[nearest], point.positions, atol=5e-3)
