@@ -1,13 +1,17 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""``dreamzero-demo``: the policy node on a small model over a demo robot stream, over real DDS.
+"""``dreamzero-demo``: the policy node on a small model driving a simulated arm, over real DDS.
 
-Three processes: the policy node (``config/cpu_small.yaml`` with a random-weight checkpoint of
+Four processes: the policy node (``config/cpu_small.yaml`` with a random-weight checkpoint of
 the ``small`` preset, written once to a cache folder by the real checkpoint writer and loaded by
-the real loader), the demo stream (the real DROID clips where present, synthetic frames
-otherwise, and a joint trajectory), and this listener, which prints each action chunk and its
-latency, then a summary.
+the real loader), ``dreamzero-sim-arm`` (joint_trajectory_controller's rules and splines, a
+gripper controller, ``joint_states``), the demo stream (the cameras: the real DROID clips where
+present, synthetic frames otherwise), and this listener. The loop is closed: the node pairs the
+cameras with the simulated arm's joint states and the arm follows the node's trajectories. The
+node starts with commands disabled, as on a robot; the demo enables them through ``~/enable``,
+then prints each action chunk with its latency and where the arm is, and a summary (trajectories
+accepted and rejected by the arm's controller, how far it moved, its tracking error).
 """
 
 from __future__ import annotations
@@ -19,16 +23,21 @@ from dataclasses import dataclass
 import os
 from pathlib import Path
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dreamzero_ros.core.node_config import NODE_NAME
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import cached_random_checkpoint
+
+if TYPE_CHECKING:
+    from dreamzero_ros.ros.demo_listener import ArmTopics
 
 DEFAULT_CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'dreamzero_ros'
 
@@ -48,11 +57,83 @@ def demo_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     return cached_random_checkpoint(cache_dir, preset)
 
 
-def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with open(log, 'w') as out:
-        return subprocess.Popen(
-            [sys.executable, '-m', *args], stdout=out, stderr=subprocess.STDOUT, env=env
+@dataclass(frozen=True)
+class DemoArm:
+    """The simulated arm of the demo and the node parameters that drive it, from one place.
+
+    A Franka Panda: seven arm joints, the hand's finger joint (0.04 m open, 0.0 closed), its
+    gripper commanded through a gripper trajectory controller's topic (JointTrajectory), which
+    needs no package beyond the ROS 2 wheels (GripperCommand needs control_msgs).
+    """
+
+    joints: tuple[str, ...] = tuple(f'panda_joint{i}' for i in range(1, 8))
+    controller: str = 'joint_trajectory_controller'
+    node_name: str = 'sim_arm'
+    gripper_joint: str = 'panda_finger_joint1'
+    gripper_range: tuple[float, float] = (0.04, 0.0)
+    gripper_topic: str = 'gripper_controller/joint_trajectory'
+
+    def node_parameters(self) -> list[str]:
+        """Policy node overrides: commands to this arm, disabled until ``~/enable``."""
+        return [
+            'dry_run:=false',
+            'start_enabled:=false',
+            f'arm_joint_names:={_list(self.joints)}',
+            f'trajectory_topic:={self.controller}/joint_trajectory',
+            f'gripper_joint_name:={self.gripper_joint}',
+            f'gripper_range:={_list(self.gripper_range)}',
+            'gripper.interface:=joint_trajectory',
+            f'gripper.command_name:={self.gripper_topic}',
+        ]
+
+    def sim_arm_parameters(self) -> list[str]:
+        """``dreamzero-sim-arm`` parameters of this arm."""
+        return [
+            f'joints:={_list(self.joints)}',
+            f'controller:={self.controller}',
+            f'gripper.joint:={self.gripper_joint}',
+            f'gripper.initial_position:={self.gripper_range[0]}',
+            'gripper.interface:=joint_trajectory',
+            f'gripper.name:={self.gripper_topic}',
+        ]
+
+    def topics(self) -> ArmTopics:
+        """What the listener subscribes to."""
+        from dreamzero_ros.ros.demo_listener import ArmTopics
+
+        return ArmTopics(
+            joints=self.joints,
+            gripper_joint=self.gripper_joint,
+            gripper_topic=self.gripper_topic,
+            rejected_topic=f'/{self.node_name}/rejected',
+            diagnostics_name=f'{self.node_name}: {self.controller}',
         )
+
+
+def _list(values: tuple) -> str:
+    return '[' + ', '.join(str(v) for v in values) + ']'
+
+
+def console_script(name: str, module: str) -> list[str]:
+    """The command running console script ``name``.
+
+    Looked for beside this program (``lib/<package>`` of a colcon install), beside this
+    interpreter (a venv), on PATH; else ``python -m module``.
+    """
+    for folder in (Path(sys.argv[0]).absolute().parent, Path(sys.executable).parent):
+        if (folder / name).is_file():
+            return [str(folder / name)]
+    found = shutil.which(name)
+    return [found] if found else [sys.executable, '-m', module]
+
+
+def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, 'w') as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def _module(args: list[str]) -> list[str]:
+    return [sys.executable, '-m', *args]
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -77,6 +158,65 @@ class DemoRun:
     listener: Any
     executor: Any
     logs: Path
+    arm: subprocess.Popen | None = None
+
+    def _check_processes(self) -> None:
+        for process, name in ((self.node, 'policy_node'), (self.arm, 'sim_arm')):
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(
+                    f'the {name.replace("_", " ")} exited ({process.returncode}); see '
+                    f'{self.logs}/{name}.log'
+                )
+
+    def _call(self, srv_type: Any, name: str, request: Any, deadline: float) -> Any:
+        """Call a service of the node, spinning the listener meanwhile; None past ``deadline``."""
+        client = self.listener.create_client(srv_type, name)
+        try:
+            while not client.wait_for_service(timeout_sec=0.2):
+                self._check_processes()
+                if time.monotonic() > deadline:
+                    return None
+            future = client.call_async(request)
+            while not future.done() and time.monotonic() < deadline:
+                self.executor.spin_once(timeout_sec=0.1)
+            return future.result() if future.done() else None
+        finally:
+            self.listener.destroy_client(client)
+
+    def enable_commands(self, timeout: float) -> str | None:
+        """Wait until the node is active, then enable its commands (``~/enable``).
+
+        Returns the service's answer; None on timeout.
+
+        Raises:
+            RuntimeError: the policy node or the arm exited.
+
+        """
+        from lifecycle_msgs.srv import GetState
+        from std_srvs.srv import SetBool
+
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self._call(GetState, f'/{NODE_NAME}/get_state', GetState.Request(), deadline)
+            if state is None:
+                return None
+            if state.current_state.label == 'active':
+                break
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:
+                self.executor.spin_once(timeout_sec=0.1)
+        answer = self._call(SetBool, f'/{NODE_NAME}/enable', SetBool.Request(data=True), deadline)
+        return None if answer is None else answer.message
+
+    def wait_arm_report(self, timeout: float = 0.5) -> None:
+        """Spin until the arm's controller reported on every trajectory sent, or ``timeout``."""
+        listener = self.listener
+        end = time.monotonic() + timeout
+        while (
+            listener.accepted + listener.rejected < listener.motions + listener.holds
+            and time.monotonic() < end
+        ):
+            self.executor.spin_once(timeout_sec=0.05)
 
     def wait_chunks(
         self, count: int, timeout: float, on_chunk: Callable[[Any], None] = lambda chunk: None
@@ -84,7 +224,7 @@ class DemoRun:
         """Spin until ``count`` chunks arrived (``on_chunk`` sees each); False on timeout.
 
         Raises:
-            RuntimeError: the policy node exited.
+            RuntimeError: the policy node or the arm exited.
 
         """
         deadline = time.monotonic() + timeout
@@ -92,11 +232,7 @@ class DemoRun:
         seen = 0
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.2)
-            if self.node.poll() is not None:
-                raise RuntimeError(
-                    f'the policy node exited ({self.node.returncode}); see '
-                    f'{self.logs}/policy_node.log'
-                )
+            self._check_processes()
             for chunk in self.listener.chunks[seen:]:
                 on_chunk(chunk)
                 seen += 1
@@ -117,12 +253,16 @@ def demo_system(
     transport: str = 'raw',
     node_parameters: tuple[str, ...] = (),
     stream_rate: float = CLIP_FPS,
+    arm: DemoArm | None = None,
 ) -> Iterator[DemoRun]:
     """Start the policy node (cpu_small.yaml on ``checkpoint``), the stream and a listener.
 
     Picks a random ROS_DOMAIN_ID (100-200) and loopback discovery unless the environment sets
-    them. ``node_parameters`` are extra ``name:=value`` overrides; the stream publishes every
-    camera and the joint states at ``stream_rate`` Hz.
+    them. ``node_parameters`` are extra ``name:=value`` overrides. With ``arm``, a
+    ``dreamzero-sim-arm`` publishes the joint states and takes the node's commands (disabled
+    until :meth:`DemoRun.enable_commands`), and the stream publishes the cameras only; without,
+    the stream publishes the joint states too and nothing follows the trajectories. The stream
+    publishes at ``stream_rate`` Hz.
     """
     env = dict(os.environ)
     env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
@@ -138,23 +278,25 @@ def demo_system(
         if clips is not None
         else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
     )
-    overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false', *node_parameters]
+    overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false']
+    overrides += arm.node_parameters() if arm is not None else []
     node_args = ['dreamzero_ros.ros.policy_node_main', '--ros-args', '--params-file', str(config)]
-    for override in overrides:
+    for override in [*overrides, *node_parameters]:
         node_args += ['-p', override]
-    node = _start(node_args, env, logs / 'policy_node.log')
+    node = _start(_module(node_args), env, logs / 'policy_node.log')
+    arm_process = None
+    if arm is not None:
+        arm_args = ['--ros-args', '-r', f'__node:={arm.node_name}']
+        for parameter in arm.sim_arm_parameters():
+            arm_args += ['-p', parameter]
+        arm_command = console_script('dreamzero-sim-arm', 'dreamzero_ros.ros.sim_arm')
+        arm_process = _start([*arm_command, *arm_args], env, logs / 'sim_arm.log')
+        print(f'simulated arm: {" ".join(arm_command)} (log {logs}/sim_arm.log)')
+    stream_args = ['--frames', '90', '--transport', transport, '--rate', str(stream_rate)]
+    if arm is not None:
+        stream_args.append('--no-joint-states')
     stream = _start(
-        [
-            'dreamzero_ros.ros.demo_stream',
-            '--frames',
-            '90',
-            '--transport',
-            transport,
-            '--rate',
-            str(stream_rate),
-        ],
-        env,
-        logs / 'demo_stream.log',
+        _module(['dreamzero_ros.ros.demo_stream', *stream_args]), env, logs / 'demo_stream.log'
     )
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -162,16 +304,18 @@ def demo_system(
     from dreamzero_ros.ros.demo_listener import DemoListener
 
     rclpy.init()
-    listener = DemoListener()
+    listener = DemoListener(arm=arm.topics() if arm is not None else None)
     executor = SingleThreadedExecutor()
     executor.add_node(listener)
     try:
-        yield DemoRun(node, listener, executor, logs)
+        yield DemoRun(node, listener, executor, logs, arm_process)
     finally:
         executor.shutdown()
         listener.destroy_node()
         rclpy.try_shutdown()
         _stop(node)  # first: it holds and shuts down before its inputs go stale
+        if arm_process is not None:
+            _stop(arm_process)
         _stop(stream)
 
 
@@ -193,12 +337,27 @@ def run(options: argparse.Namespace) -> int:
         'meaningful, the pipeline is real)'
     )
     logs = options.cache_dir / 'logs'
-    with demo_system(checkpoint, logs, options.transport) as demo:
+    with demo_system(checkpoint, logs, options.transport, arm=DemoArm()) as demo:
+
+        def on_chunk(chunk: Any) -> None:
+            _print_chunk(chunk)
+            demo.wait_arm_report()
+            print(f'  {demo.listener.arm_line()}')
+
         try:
-            done = demo.wait_chunks(options.chunks, options.timeout, _print_chunk)
+            answer = demo.enable_commands(options.timeout)
+            if answer is not None:
+                print(f'{NODE_NAME}/enable: {answer}')
+                done = demo.wait_chunks(
+                    options.chunks, options.timeout - (time.monotonic() - start), on_chunk
+                )
         except RuntimeError as error:
             print(error)
             return 1
+        if answer is None:
+            print(f'the node did not become active within {options.timeout:.0f} s')
+            return 1
+        demo.wait_arm_report()
         print(demo.listener.summary(time.monotonic() - start))
     if not done:
         print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
@@ -210,8 +369,9 @@ def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-demo``."""
     parser = argparse.ArgumentParser(
         prog='dreamzero-demo',
-        description='Run the DreamZero policy node on a small random-weight model over a demo '
-        'robot stream (real DROID clips where present) and print its action chunks.',
+        description='Run the DreamZero policy node on a small random-weight model driving a '
+        'simulated arm, with demo camera streams (real DROID clips where present); print its '
+        'action chunks and how the arm follows.',
     )
     parser.add_argument('--chunks', type=int, default=3, help='chunks to print before stopping')
     parser.add_argument(

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The README's first command: ``dreamzero-demo`` prints chunks, latency and a summary."""
+"""The README's first command: ``dreamzero-demo`` prints chunks, latency, the arm following."""
 
 import os
 import re
@@ -11,7 +11,7 @@ from node_support import ros_env
 from script_paths import installed_script
 
 
-def test_demo_prints_chunks_and_a_summary(tmp_path):
+def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
     executable = installed_script('dreamzero-demo')
     env = {**ros_env(), 'OMP_NUM_THREADS': '1'}
     env.pop('ROS_DOMAIN_ID')  # the demo picks its own
@@ -32,7 +32,22 @@ def test_demo_prints_chunks_and_a_summary(tmp_path):
         assert float(latency) > 0 and len(first_row.split()) == 8
     assert re.search(r'summary: 2 chunks in [\d.]+ s', output), output
     assert 'latency p50' in output and 'node: ' in output
-    assert os.listdir(tmp_path / 'logs')
+    # commands enabled through the service, the loop closed over the simulated arm
+    assert 'dreamzero_policy/enable: commands enabled' in output
+    arm = re.search(
+        r'arm: (\d+) trajectories accepted, (\d+) rejected; joints moved up to ([\d.]+) rad in '
+        r'(\d+) joint states, (\d+) waypoints reached',
+        output,
+    )
+    assert arm, output
+    accepted, rejected, moved, states, _ = arm.groups()
+    assert int(accepted) > 0 and int(rejected) == 0, output
+    assert float(moved) > 1e-3 and int(states) > 10, output
+    sent = re.search(r'(\d+) trajectories reached \S+ \((\d+) motions', output)
+    assert sent and int(sent.group(2)) > 0, output
+    logs = os.listdir(tmp_path / 'logs')
+    assert {'policy_node.log', 'sim_arm.log', 'demo_stream.log'} <= set(logs)
+    assert 'rejected' not in (tmp_path / 'logs' / 'sim_arm.log').read_text()
 
 
 def test_demo_checkpoint_is_written_once(tmp_path):

@@ -231,6 +231,22 @@ def test_no_parameter_reveals_the_bridge_key(system):
     assert not [name for name, value in values.items() if BRIDGE_KEY in str(value)]
 
 
+def test_safety_choices_are_declared_parameters_with_descriptors(system):
+    from rcl_interfaces.srv import DescribeParameters
+
+    harness, _, _ = system
+    names = ['safety.outside_limits', 'safety.delta_mode', 'gripper_joint_name']
+    response = harness.call(
+        DescribeParameters, f'{NODE}/describe_parameters', DescribeParameters.Request(names=names)
+    )
+    described = {d.name: d for d in response.descriptors}
+    outside = described['safety.outside_limits']
+    assert 'One of: approach, hold.' in outside.additional_constraints
+    assert 'approach' in outside.description and 'hold' in outside.description
+    assert 'One of: clamp, refuse.' in described['safety.delta_mode'].additional_constraints
+    assert 'never in the arm trajectory' in described['gripper_joint_name'].description
+
+
 def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):
     from std_msgs.msg import String
 

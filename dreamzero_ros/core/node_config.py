@@ -374,8 +374,10 @@ class NodeSettings:
     )
     gripper_joint_name: str = parameter(
         'panda_gripper',
-        'JointState name of the gripper joint, also its command name; empty for a robot '
-        'without a gripper.',
+        "JointState name of the gripper joint, read through gripper_range as the policy's "
+        'gripper state; also the joint of the joint_trajectory gripper command and the gripper '
+        'column of ~/action_chunk, never in the arm trajectory (the gripper has its own output, '
+        'gripper.interface). Empty for a robot without a gripper.',
     )
     gripper_range: tuple[float, ...] = parameter(
         (0.0, 1.0),

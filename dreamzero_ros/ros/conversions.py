@@ -6,7 +6,8 @@
 Trajectories, holds, joint states, images and action chunks come from
 :class:`~dreamzero_ros.core.messages.MessageBuilder` (the same code replay writes bags with),
 through :data:`ROS_MESSAGES`; this module adds the per-step command, diagnostics and status
-messages, which only the node publishes.
+messages, which only the node publishes, and reads a JointTrajectory into core/jtc.py's
+:class:`~dreamzero_ros.core.jtc.Trajectory` (the simulated arm, the demo).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.messages import MessageBuilder, to_ns
+from dreamzero_ros.core.jtc import Point, Trajectory
+from dreamzero_ros.core.messages import MessageBuilder, stamp_seconds, to_ns
 from dreamzero_ros.core.status_report import StatusReport
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
@@ -90,3 +93,19 @@ def policy_status_msg(stamp: float, report: StatusReport):
     msg.latency_p95 = float(value('latency_p95_ms')) / 1000.0
     msg.message = report.message
     return msg
+
+
+def trajectory_from_msg(msg: JointTrajectory) -> Trajectory:
+    """A ``trajectory_msgs/JointTrajectory`` as the ROS-free :class:`Trajectory`."""
+    stamp = stamp_seconds(msg.header.stamp)
+    points = tuple(
+        Point(
+            stamp_seconds(p.time_from_start),
+            tuple(p.positions),
+            tuple(p.velocities),
+            tuple(p.accelerations),
+            tuple(p.effort),
+        )
+        for p in msg.points
+    )
+    return Trajectory(stamp, tuple(msg.joint_names), points)

@@ -1,11 +1,12 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Publish a demo robot: three camera streams and joint states, at the DROID rate.
+"""Publish a demo robot: three camera streams and (optionally) joint states, at the DROID rate.
 
 Frames come from the real DROID clips where present (``dreamzero_ros.droid_clips``), synthetic
-ones otherwise; joint states follow ``demo_joint_trajectory``. Stamps are the node's clock at
-publication, so the policy node pairs them as it would a live robot's.
+ones otherwise; joint states follow ``demo_joint_trajectory`` unless ``--no-joint-states``
+leaves them to an arm that publishes its own (``dreamzero-sim-arm`` in the demo). Stamps are the
+node's clock at publication, so the policy node pairs them as it would a live robot's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ _DEFAULTS = NodeSettings()
 
 
 class DemoStream(Node):
-    """Publishes ``clips`` (camera -> ``(T, H, W, 3)``) in a loop with matching joint states."""
+    """Publishes ``clips`` (camera -> ``(T, H, W, 3)``) in a loop, with joint states or not.
+
+    ``joint_states`` False publishes the cameras only.
+    """
 
     def __init__(
         self,
@@ -46,6 +50,7 @@ class DemoStream(Node):
             *_DEFAULTS.arm_joint_names,
             _DEFAULTS.gripper_joint_name,
         ),
+        joint_states: bool = True,
         node_name: str = 'dreamzero_demo_stream',
     ) -> None:
         super().__init__(node_name)
@@ -62,8 +67,10 @@ class DemoStream(Node):
             self._cameras.append(
                 (camera, self.create_publisher(msg_type, name, qos_profile_sensor_data))
             )
-        self._joints = self.create_publisher(
-            JointState, joint_states_topic, qos_profile_sensor_data
+        self._joints = (
+            self.create_publisher(JointState, joint_states_topic, qos_profile_sensor_data)
+            if joint_states
+            else None
         )
         self.frames_published = 0
         self._start = self.get_clock().now().nanoseconds * 1e-9
@@ -79,10 +86,11 @@ class DemoStream(Node):
             msg.header.stamp = stamp
             msg.header.frame_id = camera
             publisher.publish(msg)
-        joints, gripper = demo_joint_trajectory(np.array([now - self._start]))
-        state = JointState(name=self._joint_names, position=[*joints[0], *gripper[0]])
-        state.header.stamp = stamp
-        self._joints.publish(state)
+        if self._joints is not None:
+            joints, gripper = demo_joint_trajectory(np.array([now - self._start]))
+            state = JointState(name=self._joint_names, position=[*joints[0], *gripper[0]])
+            state.header.stamp = stamp
+            self._joints.publish(state)
         self.frames_published += 1
 
     def _image(self, camera: str, index: int) -> Image | CompressedImage:
@@ -104,6 +112,12 @@ def main(args: list[str] | None = None) -> int:
         description='Publish DROID camera clips (synthetic frames where absent) and a joint '
         'trajectory as a live robot would, for the policy node.',
     )
+    parser.add_argument(
+        '--joint-states',
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help='also publish demo joint states (--no-joint-states: an arm publishes its own)',
+    )
     parser.add_argument('--frames', type=int, default=150, help='clip frames to loop over')
     parser.add_argument('--rate', type=float, default=CLIP_FPS, help='publication rate, Hz')
     parser.add_argument('--encoding', default='rgb8', choices=SUPPORTED_ENCODINGS)
@@ -116,11 +130,15 @@ def main(args: list[str] | None = None) -> int:
     clips, source = demo_clips(options.frames)
     rclpy.init(args=['prog', *argv])
     node = DemoStream(
-        clips, rate_hz=options.rate, encoding=options.encoding, transport=options.transport
+        clips,
+        rate_hz=options.rate,
+        encoding=options.encoding,
+        transport=options.transport,
+        joint_states=options.joint_states,
     )
     node.get_logger().info(
-        f'publishing {source} ({len(next(iter(clips.values())))} frames, looped) at '
-        f'{options.rate:g} Hz'
+        f'publishing {source} ({len(next(iter(clips.values())))} frames, looped) '
+        f'{"with joint states " if options.joint_states else ""}at {options.rate:g} Hz'
     )
     try:
         if options.duration > 0:

@@ -8,11 +8,13 @@ subscribes to ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory
 joint_trajectory_controller would reject (logged, and the reason published on ``~/rejected``),
 follows accepted trajectories by time as JTC does (core/jtc.py) and publishes ``joint_states``
 (arm joints and the gripper joint, positions and velocities) at ``rate_hz``, so that a policy
-node's loop closes. The gripper is commanded through ``gripper.interface``: a
-``control_msgs/action/GripperCommand`` action server (as franka_gripper's ``gripper_action`` or
-ros2_control's GripperActionController; needs control_msgs), a std_msgs/Float64 topic, a
-trajectory_msgs/JointTrajectory topic (a gripper trajectory controller: the last point is the
-target), or none. The fingers move towards their target at ``gripper.speed``.
+node's loop closes; ``/diagnostics`` (status ``<node>: <controller>``) counts the trajectories
+accepted and rejected, every second and at each trajectory. The gripper is commanded through
+``gripper.interface``: a ``control_msgs/action/GripperCommand`` action server (as
+franka_gripper's ``gripper_action`` or ros2_control's GripperActionController; needs
+control_msgs), a std_msgs/Float64 topic, a trajectory_msgs/JointTrajectory topic (a gripper
+trajectory controller: the last point is the target), or none. The fingers move towards their
+target at ``gripper.speed``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import threading
 import time
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -31,9 +34,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.jtc import ControllerRules, Point, Trajectory, TrajectoryFollower, validate
-from dreamzero_ros.core.messages import stamp_seconds
-from dreamzero_ros.ros.conversions import to_time
+from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
+from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
+from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -61,22 +64,6 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
 }
 
 
-def trajectory_from_msg(msg: JointTrajectory) -> Trajectory:
-    """A ``trajectory_msgs/JointTrajectory`` as the ROS-free :class:`Trajectory`."""
-    stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-    points = tuple(
-        Point(
-            stamp_seconds(p.time_from_start),
-            tuple(p.positions),
-            tuple(p.velocities),
-            tuple(p.accelerations),
-            tuple(p.effort),
-        )
-        for p in msg.points
-    )
-    return Trajectory(stamp, tuple(msg.joint_names), points)
-
-
 class SimArm(Node):
     """The simulated arm and gripper."""
 
@@ -100,6 +87,7 @@ class SimArm(Node):
         self.gripper_target = self.gripper_position
         self.accepted = 0
         self.rejected = 0
+        self.last_rejection = ''
         self._lock = threading.Lock()
         self._last_update = self._now()
         group = ReentrantCallbackGroup()
@@ -109,7 +97,10 @@ class SimArm(Node):
         )
         self._rejections = self.create_publisher(String, '~/rejected', 10)
         self._states = self.create_publisher(JointState, value('joint_states_topic'), 10)
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._status_name = f'{self.get_name()}: {controller}'
         self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=group)
+        self.create_timer(1.0, self._publish_diagnostics)
         self._create_gripper_interface(value('gripper.interface'), value('gripper.name'), group)
 
     def _value(self, name: str) -> Any:
@@ -189,13 +180,28 @@ class SimArm(Node):
         reason = validate(trajectory, self.rules, now)
         if reason:
             self.rejected += 1
+            self.last_rejection = reason
             self.get_logger().error(f'trajectory rejected: {reason}')
             self._rejections.publish(String(data=reason))
-            return
+        else:
+            with self._lock:
+                self.follower.update(now)
+                self.follower.accept(trajectory, now)
+                self.accepted += 1
+        self._publish_diagnostics()
+
+    def _publish_diagnostics(self) -> None:
         with self._lock:
-            self.follower.update(now)
-            self.follower.accept(trajectory, now)
-            self.accepted += 1
+            gripper = self.gripper_position
+        values = (
+            ('trajectories_accepted', str(self.accepted)),
+            ('trajectories_rejected', str(self.rejected)),
+            ('last_rejection', self.last_rejection),
+            ('gripper_position', f'{gripper:.4f}'),
+        )
+        message = f'{self.rejected} rejected' if self.rejected else 'every trajectory accepted'
+        report = StatusReport(ERROR if self.rejected else OK, message, values)
+        self._diagnostics.publish(diagnostics_msg(self._now(), self._status_name, report))
 
     def _tick(self) -> None:
         now = self._now()
