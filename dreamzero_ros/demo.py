@@ -192,19 +192,15 @@ class DemoRun:
             RuntimeError: the policy node or the arm exited.
 
         """
-        from lifecycle_msgs.srv import GetState
         from std_srvs.srv import SetBool
 
         deadline = time.monotonic() + timeout
-        while True:
-            state = self._call(GetState, f'/{NODE_NAME}/get_state', GetState.Request(), deadline)
-            if state is None:
+        # the node's diagnostics name its lifecycle state (published at each transition)
+        while self.listener.diagnostics.get('lifecycle_state') != 'active':
+            if time.monotonic() > deadline:
                 return None
-            if state.current_state.label == 'active':
-                break
-            end = time.monotonic() + 0.5
-            while time.monotonic() < end:
-                self.executor.spin_once(timeout_sec=0.1)
+            self.executor.spin_once(timeout_sec=0.1)
+            self._check_processes()
         answer = self._call(SetBool, f'/{NODE_NAME}/enable', SetBool.Request(data=True), deadline)
         return None if answer is None else answer.message
 
