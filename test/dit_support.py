@@ -9,7 +9,7 @@ import torch
 
 from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.fast_blocks import FastBlockProcessor, FastStages
+from dreamzero_ros.engine.fast_blocks import FastBlockProcessor, FastStages, stage_shard
 
 H, W = 4, 6
 #: Tokens per latent frame of the tiny DiT's (H, W) latents.
@@ -53,7 +53,7 @@ def call_inputs(dit, timesteps='uniform', seed=1):
 
 def fast_processors(dit, compile_backend=None, fp8='off'):
     """Fast block processors of ``dit`` (eager stages unless ``compile_backend``)."""
-    stages = FastStages(compile_backend, dit.device)
+    stages = FastStages(compile_backend, dit.device, stage_shard(dit))
     return [FastBlockProcessor(block, stages, fp8) for block in dit.blocks]
 
 

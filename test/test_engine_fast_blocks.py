@@ -137,9 +137,6 @@ def test_processors_of_each_option():
     assert compiled[0].stages is compiled[1].stages  # one compiled block, repeated
     with pytest.raises(ValueError, match='bfloat16'):
         block_processors(dit, AccelerationConfig(fp8_linear='rowwise'))
-    dit.tensor_parallel = (0, 2)
-    with pytest.raises(ValueError, match='tensor-parallel'):
-        block_processors(dit, AccelerationConfig(compile=True))
 
 
 def test_cpu_without_the_triton_interpreter_keeps_the_torch_path(dit):

@@ -30,7 +30,7 @@ from dreamzero_ros.errors import ConfigError
 
 from .attention import ATTENTION_KERNELS, flash_attention_3
 from .dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
-from .fast_blocks import FastBlockProcessor, FastStages
+from .fast_blocks import FastBlockProcessor, FastStages, stage_shard
 from .option_names import FP8_MODES
 
 __all__ = ['AccelerationConfig', 'VAEEncoding', 'block_processors']
@@ -86,17 +86,16 @@ def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[Bloc
     """The processors of ``dit``'s blocks under ``config``: fast ones, or the reference.
 
     Building fast processors fuses each block's q/k/v weights in place (same values and
-    checkpoint keys) and, with FP8, quantizes the block linears.  Install them with
+    checkpoint keys) and, with FP8, quantizes the block linears: of a tensor-parallel DiT, the
+    rank's shard (the DiT is sharded before its processors are built).  Install them with
     :meth:`~dreamzero_ros.engine.dit.CausalWanDiT.set_block_processor`; the denoiser does before
     every chunk, so engines that share one DiT each compute with their own.
     """
     if not config.fast_blocks:
         return [REFERENCE_PROCESSOR] * len(dit.blocks)
-    if dit.tensor_parallel is not None:
-        raise ConfigError('compile / fp8_linear do not support a tensor-parallel DiT')
     if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
-    stages = FastStages(config.compile_backend, dit.device)
+    stages = FastStages(config.compile_backend, dit.device, stage_shard(dit))
     return [FastBlockProcessor(block, stages, config.fp8_linear) for block in dit.blocks]
 
 

@@ -66,6 +66,7 @@ from dreamzero_ros.errors import CfgParallelError
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
 from .parallel_layout import mesh_problem, setup_rank
+from .tensor_parallel import split_problem
 
 __all__ = [
     'ParallelDriver',
@@ -167,7 +168,10 @@ class ParallelDriver(BranchLayout):
         header = {'config': denoiser.config, 'dit_config': denoiser.dit.config}
         self._channel.send({**header, 'tp_size': self.tp_size}, {})
         try:
-            self._channel.agree(mesh_problem(self.tp_size, denoiser.config.use_cfg))
+            self._channel.agree(
+                mesh_problem(self.tp_size, denoiser.config.use_cfg)
+                or split_problem(denoiser.dit.config, self.tp_size)
+            )
         except CfgParallelError:
             self._closed = True
             raise
@@ -219,7 +223,7 @@ def run_worker(dit: CausalWanDiT) -> int:
     channel = _Channel(comm)
     header, _ = channel.receive()
     config, tp_size = header['config'], header['tp_size']
-    problem = mesh_problem(tp_size, config.use_cfg)
+    problem = mesh_problem(tp_size, config.use_cfg) or split_problem(dit.config, tp_size)
     if header['dit_config'] != dit.config:
         problem = f'DiT config {dit.config} != rank 0 {header["dit_config"]}'
     channel.agree(problem)

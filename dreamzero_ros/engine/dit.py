@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 import math
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import nn
@@ -54,6 +54,9 @@ import torch.nn.functional as F  # noqa: N812
 from .attention import SelfAttentionBackend, sdpa
 from .kv_cache import KVCache
 from .rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
+
+if TYPE_CHECKING:
+    from .tensor_parallel import TensorParallelShard
 
 __all__ = [
     'BlockProcessor',
@@ -576,8 +579,8 @@ class CausalWanDiT(nn.Module):
         self.img_emb = ImageProjection(config.clip_dim, dim)
         self._rope: RopeTables | None = None
         self._rotary: dict[tuple, Rotary] = {}
-        #: ``(rank, size)`` once :func:`~dreamzero_ros.engine.tensor_parallel.shard_dit_` ran.
-        self.tensor_parallel: tuple[int, int] | None = None
+        #: This rank's shard once :func:`~dreamzero_ros.engine.tensor_parallel.shard_dit_` ran.
+        self.tensor_parallel: TensorParallelShard | None = None
 
     @property
     def device(self) -> torch.device:

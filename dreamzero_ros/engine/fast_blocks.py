@@ -26,6 +26,13 @@ Attention itself (self and cross) runs between the compiled stages, eagerly, thr
 :func:`.attention.sdpa`; its sequence lengths change within a context window, the compiled
 stages' shapes do not (three token counts: 880, 1760 and 1785 for DROID).  The processor needs
 a K/V cache as its attention backend (:class:`~dreamzero_ros.engine.kv_cache.KVCache`).
+
+A tensor-parallel DiT (:mod:`.tensor_parallel`, sharded before the processors are built, so
+FP8 quantizes each rank's shard) has the sharded model's reductions inside the stages, as
+functional collectives that ``torch.compile`` traces: the QK RMSNorm statistics and the outputs
+of the row-parallel ``o``, cross-attention ``o`` and ``ffn.2`` are all-reduced over the
+tensor-parallel group.  The Triton QK kernel normalises over one rank's heads only, so it is
+not used there.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed._functional_collectives as funcol
 import torch.nn.functional as F  # noqa: N812
 
 from . import qk_rope_kernel
@@ -43,10 +51,18 @@ from .fp8 import fp8_linear, quantize_weight
 from .kv_cache import KVCache
 from .rope import Rotary, rotate
 
-__all__ = ['FastBlockProcessor', 'FastStages', 'fuse_qkv_', 'qk_norm_rope']
+__all__ = ['FastBlockProcessor', 'FastStages', 'fuse_qkv_', 'qk_norm_rope', 'stage_shard']
 
 #: ``(weight, fp8 scale or None, bias or None)`` of one linear layer.
 Linear = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]
+#: A tensor-parallel DiT's ``(group name, full model width)``; None for an unsharded one.
+Shard = tuple[str, int] | None
+
+
+def stage_shard(dit: Any) -> Shard:
+    """The :data:`Shard` of a :class:`~dreamzero_ros.engine.dit.CausalWanDiT`."""
+    shard = dit.tensor_parallel
+    return None if shard is None else (shard.group_name, dit.config.dim)
 
 
 @torch.no_grad()
@@ -92,12 +108,29 @@ def _linear_gelu(x: torch.Tensor, layer: Linear) -> torch.Tensor:
     return F.gelu(_linear(x, layer), approximate='tanh')
 
 
-def _rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
-    """Wan RMSNorm (as :class:`~dreamzero_ros.engine.dit.RMSNorm`); identity without weight."""
+def _all_reduce(x: torch.Tensor, shard: Shard) -> torch.Tensor:
+    """The sum of ``x`` over the tensor-parallel group; ``x`` itself when unsharded."""
+    if shard is None:
+        return x
+    return funcol.all_reduce(x, 'sum', shard[0])
+
+
+def _rms_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, eps: float, shard: Shard = None
+) -> torch.Tensor:
+    """Wan RMSNorm (as :class:`~dreamzero_ros.engine.dit.RMSNorm`); identity without weight.
+
+    Sharded, ``x`` is this rank's slice of the channels and the statistics cover all ranks'
+    (as :class:`~dreamzero_ros.engine.tensor_parallel.ShardedRMSNorm`).
+    """
     if weight is None:
         return x
     xf = x.float()
-    normed = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    if shard is None:
+        mean_square = xf.pow(2).mean(dim=-1, keepdim=True)
+    else:
+        mean_square = _all_reduce(xf.pow(2).sum(dim=-1, keepdim=True), shard) / shard[1]
+    normed = xf * torch.rsqrt(mean_square + eps)
     return normed.type_as(x) * weight
 
 
@@ -150,16 +183,17 @@ def qk_norm_rope(
     eps: float,
     k_out: torch.Tensor | None = None,
     v_out: torch.Tensor | None = None,
+    shard: Shard = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """QK RMSNorm and rotary embedding of ``qkv (B, L, 3 dim)``: ``q, k, v (B, L, heads, D)``.
 
     With ``k_out, v_out`` (the K/V cache's slots of the call) ``k`` and ``v`` are written there
     and ``q, None, None`` returned.  The torch path of
-    :func:`.qk_rope_kernel.qk_norm_rope_into_cache`.
+    :func:`.qk_rope_kernel.qk_norm_rope_into_cache`.  Sharded, ``heads`` are this rank's.
     """
     q, k, v = qkv.chunk(3, dim=-1)
-    q = rotate(_rms_norm(q, norm_q, eps).unflatten(-1, (heads, -1)), cos, sin)
-    k = rotate(_rms_norm(k, norm_k, eps).unflatten(-1, (heads, -1)), cos, sin)
+    q = rotate(_rms_norm(q, norm_q, eps, shard).unflatten(-1, (heads, -1)), cos, sin)
+    k = rotate(_rms_norm(k, norm_k, eps, shard).unflatten(-1, (heads, -1)), cos, sin)
     v = v.unflatten(-1, (heads, -1))
     if k_out is None or v_out is None:
         return q, k, v
@@ -181,10 +215,11 @@ def _pre_attention(
     eps: float,
     k_out: torch.Tensor,
     v_out: torch.Tensor,
+    shard: Shard,
 ) -> torch.Tensor:
     """AdaLN, fused q/k/v, :func:`qk_norm_rope` with the cache writes inside the stage: ``q``."""
     qkv_out = _pre_qkv(x, mod, segment, qkv, eps)
-    return qk_norm_rope(qkv_out, norm_q, norm_k, cos, sin, heads, eps, k_out, v_out)[0]
+    return qk_norm_rope(qkv_out, norm_q, norm_k, cos, sin, heads, eps, k_out, v_out, shard)[0]
 
 
 def _post_attention(
@@ -198,11 +233,13 @@ def _post_attention(
     cross_norm_q: torch.Tensor | None,
     heads: int,
     eps: float,
+    shard: Shard,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Output projection, gated residual, cross-attention norm and query: ``x, q_cross``."""
-    x = x + _linear(attended.flatten(2), o) * _token_vectors(mod, segment, 2, x.shape[1])
+    out = _all_reduce(_linear(attended.flatten(2), o), shard)
+    x = x + out * _token_vectors(mod, segment, 2, x.shape[1])
     h = x if norm3 is None else F.layer_norm(x, x.shape[-1:], norm3[0], norm3[1], eps)
-    q = _rms_norm(_linear(h, cross_q), cross_norm_q, eps)
+    q = _rms_norm(_linear(h, cross_q), cross_norm_q, eps, shard)
     return x, q.unflatten(-1, (heads, -1))
 
 
@@ -216,11 +253,12 @@ def _post_cross_attention(
     ffn_in: Linear,
     ffn_out: Linear,
     eps: float,
+    shard: Shard,
 ) -> torch.Tensor:
     """Cross-attention output and residual, then the modulated FFN with its gated residual."""
-    x = x + _linear(text.flatten(2) + image.flatten(2), cross_o)
+    x = x + _all_reduce(_linear(text.flatten(2) + image.flatten(2), cross_o), shard)
     h = _modulated_norm(x, mod, segment, 3, eps)
-    y = _linear(_linear_gelu(h, ffn_in), ffn_out)
+    y = _all_reduce(_linear(_linear_gelu(h, ffn_in), ffn_out), shard)
     return x + y * _token_vectors(mod, segment, 5, x.shape[1])
 
 
@@ -280,10 +318,11 @@ class FastStages:
     Args:
         backend: ``torch.compile`` backend of the stages, or None to run them eagerly.
         device: the DiT's device (whether the Triton QK kernel can run there).
+        shard: a tensor-parallel DiT's group name and full width; None for an unsharded one.
 
     """
 
-    def __init__(self, backend: str | None, device: torch.device) -> None:
+    def __init__(self, backend: str | None, device: torch.device, shard: Shard = None) -> None:
         stages = (_pre_attention, _pre_qkv, _post_attention, _post_cross_attention)
         if backend is not None:
             _allow_recompiles()
@@ -292,7 +331,9 @@ class FastStages:
                 for stage in stages
             )
         self.pre, self.pre_qkv, self.post, self.post_cross = stages
-        self.qk_kernel = qk_rope_kernel.available(device)
+        # The kernel's statistics cover only the heads it sees: unsharded DiTs only.
+        self.qk_kernel = qk_rope_kernel.available(device) and shard is None
+        self.shard = shard
         self.device = device
         self._segments: dict[tuple[int, int, int], torch.Tensor] = {}
         self._call: tuple[Modulation, int, Segments, torch.Tensor] | None = None
@@ -373,7 +414,7 @@ class FastBlockProcessor:
         else:
             q = self.stages.pre(
                 x, mod, segment, w.qkv, w.norm_q, w.norm_k, rotary.cos, rotary.sin, heads, eps,
-                *slots,
+                *slots, self.stages.shard,
             )  # fmt: skip
         return q, mod, segment
 
@@ -391,8 +432,9 @@ class FastBlockProcessor:
         q, mod, segment = self._keys_values(block, x, modulation, rotary, backend, layer)
         w, heads, eps = self.weights, self.heads, self.eps
         attended = backend.attend_written(layer, q)
+        shard = self.stages.shard
         x, q = self.stages.post(
-            x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps
+            x, attended, mod, segment, w.o, w.norm3, w.cross_q, w.cross_norm_q, heads, eps, shard
         )
         k_text, v_text, k_image, v_image = cross_kv
         return self.stages.post_cross(
@@ -405,6 +447,7 @@ class FastBlockProcessor:
             w.ffn_in,
             w.ffn_out,
             eps,
+            shard,
         )
 
     def cache_keys_values(

@@ -19,17 +19,45 @@ Embeddings, time projections, modulations, the video head and the action/state M
 replicated (a few percent of the FLOPs).  Per block that is three all-reduces of ``(B, L, dim)``
 and four tiny ones; outputs equal the unsharded model's up to float summation order.  The
 all-reduces run in forward hooks, so the DiT code is the same with and without sharding.
+The sharded DiT records its :class:`TensorParallelShard`; the fast block processor
+(:mod:`.fast_blocks`), which reads the weights directly, does the same reductions itself.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 import torch.distributed as dist
 
-from .dit import CausalWanDiT, RMSNorm
+from .dit import CausalWanDiT, DiTConfig, RMSNorm
 
-__all__ = ['ShardedRMSNorm', 'shard_dit_']
+__all__ = ['ShardedRMSNorm', 'TensorParallelShard', 'shard_dit_', 'split_problem']
+
+
+@dataclass(frozen=True)
+class TensorParallelShard:
+    """The tensor-parallel shard of a DiT: rank ``rank`` of ``size`` in ``group``."""
+
+    rank: int
+    size: int
+    group: dist.ProcessGroup | None  # None: the default group
+
+    @property
+    def group_name(self) -> str:
+        """The group's name, as functional collectives take it."""
+        return (self.group or dist.group.WORLD).group_name
+
+
+def split_problem(config: DiTConfig, tp_size: int) -> str:
+    """Why a DiT of ``config`` cannot split over ``tp_size`` ranks ('' if it can)."""
+    if tp_size < 1 or config.num_heads % tp_size or config.ffn_dim % tp_size:
+        return (
+            f'{config.num_heads} attention heads and FFN width {config.ffn_dim} do not split '
+            f'over {tp_size} tensor-parallel ranks'
+        )
+    return ''
 
 
 class ShardedRMSNorm(nn.Module):
@@ -91,8 +119,9 @@ def shard_dit_(dit: CausalWanDiT, group: dist.ProcessGroup | None) -> CausalWanD
         raise ValueError('the DiT is already sharded')
     tp, rank = dist.get_world_size(group), dist.get_rank(group)
     c = dit.config
-    if c.num_heads % tp or c.ffn_dim % tp:
-        raise ValueError(f'{c.num_heads} heads / ffn {c.ffn_dim} do not split over {tp} ranks')
+    problem = split_problem(c, tp)
+    if problem:
+        raise ValueError(problem)
     heads = c.num_heads // tp
     width = heads * c.head_dim
     attn_rows = slice(rank * width, (rank + 1) * width)
@@ -115,5 +144,5 @@ def shard_dit_(dit: CausalWanDiT, group: dist.ProcessGroup | None) -> CausalWanD
             attn.num_heads = heads
         _keep_rows(block.ffn[0], ffn_rows)
         _keep_columns(block.ffn[2], ffn_rows, rank == 0, group)
-    dit.tensor_parallel = (rank, tp)
+    dit.tensor_parallel = TensorParallelShard(rank, tp, group)
     return dit
