@@ -1,11 +1,12 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Launch the DreamZero policy node (which starts its CFG-parallel engine worker ranks itself).
+"""Launch the DreamZero policy node (which starts its engine worker ranks itself).
 
-Example (two GPUs, the unconditional CFG branch on the second)::
+Examples (two GPUs: the unconditional CFG branch on the second; the DiT split over both)::
 
     ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 cfg_parallel:=2
+    ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 tensor_parallel:=2
 
 The config file is checked before anything starts: an unknown parameter or a bad value stops
 the launch. SIGTERM to ``ros2 launch`` stops the node as Ctrl-C does (it holds, then exits);
@@ -31,15 +32,47 @@ ARGUMENTS = {
         'model on GPUs, config/cpu_small.yaml a small CPU profile.',
     ),
     'checkpoint': ('', 'DreamZero checkpoint folder; empty keeps the config file value.'),
+    'base_checkpoint': (
+        '',
+        'The base checkpoint of a LoRA-only checkpoint (engine.base_checkpoint); empty keeps '
+        'the config value.',
+    ),
+    'encoder_dir': (
+        '',
+        'Folder of the Wan2.1 encoder files, for a checkpoint without them (engine.encoder_dir); '
+        'empty keeps the config value.',
+    ),
+    'embodiment_tag': (
+        '',
+        "Embodiment of the checkpoint's metadata.json to drive, where it holds several "
+        '(engine.embodiment_tag); empty keeps the config value.',
+    ),
+    'embodiment_file': (
+        '',
+        'Embodiment file (YAML) for a checkpoint without experiment_cfg/ '
+        '(engine.embodiment_file); empty keeps the config value.',
+    ),
+    'prompt_template': (
+        '',
+        'Prompt template with {instruction} (engine.prompt_template); empty keeps the config '
+        'value.',
+    ),
     'gpus': (
         '',
-        'Comma-separated GPU indices, one per CFG-parallel rank (rank r uses the r-th); empty: '
-        "the config's engine.device for the node, the devices after it for the workers.",
+        'Comma-separated GPU indices, one per engine rank (cfg_parallel x tensor_parallel; rank '
+        "r uses the r-th); empty: the config's engine.device for the node, the devices after it "
+        'for the workers.',
     ),
     'cfg_parallel': (
         '',
-        'CFG-parallel world size: 1 runs both branches in the node, 2 has the node start one '
-        'dreamzero-engine-worker for the unconditional branch; empty keeps the config value.',
+        'CFG branches on ranks of their own: 1 runs both in the same ranks, 2 runs the '
+        'unconditional one on dreamzero-engine-worker ranks the node starts; empty keeps the '
+        'config value.',
+    ),
+    'tensor_parallel': (
+        '',
+        "Ranks each CFG branch's DiT is split over (attention heads and FFN columns); the node "
+        'starts the worker ranks; empty keeps the config value.',
     ),
     'openpi_bridge': ('', 'true serves the engine over OpenPI too; empty keeps the config value.'),
     'openpi_port': ('', 'TCP port of the OpenPI bridge; empty keeps the config value.'),

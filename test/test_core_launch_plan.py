@@ -36,6 +36,37 @@ def test_droid_on_two_gpus_gives_the_node_one_and_its_worker_the_other():
     assert plan.node_env == {'CUDA_VISIBLE_DEVICES': '2'}
 
 
+def test_tensor_parallel_on_two_gpus_and_the_checkpoint_arguments():
+    plan = plan_launch(
+        read_params_file(CONFIG / 'droid.yaml'),
+        checkpoint='/data/ur5-lora',
+        base_checkpoint='/data/DreamZero-DROID',
+        encoder_dir='/data/wan21',
+        embodiment_tag='ur5',
+        embodiment_file='/data/ur5.yaml',
+        prompt_template='A UR5 arm. {instruction}',
+        gpus='1,0',
+        cfg_parallel='1',
+        tensor_parallel='2',
+    )
+    assert plan.node_parameters == {
+        'use_sim_time': False,
+        'engine.checkpoint': '/data/ur5-lora',
+        'engine.base_checkpoint': '/data/DreamZero-DROID',
+        'engine.encoder_dir': '/data/wan21',
+        'engine.embodiment_tag': 'ur5',
+        'engine.embodiment_file': '/data/ur5.yaml',
+        'engine.prompt_template': 'A UR5 arm. {instruction}',
+        'engine.cfg_parallel': 1,
+        'engine.tensor_parallel': 2,
+        'engine.device': 'cuda:0',
+        'engine.worker_gpus': '0',
+    }
+    assert plan.node_env == {'CUDA_VISIBLE_DEVICES': '1'}
+    four = plan_launch({}, checkpoint='/c', gpus='0,1,2,3', cfg_parallel='2', tensor_parallel='2')
+    assert four.node_parameters['engine.worker_gpus'] == '1,2,3'
+
+
 def test_empty_arguments_keep_the_config_values():
     plan = plan_launch(read_params_file(CONFIG / 'cpu_small.yaml'))
     assert plan.node_parameters == {'use_sim_time': False} and plan.node_env == {}
@@ -44,9 +75,16 @@ def test_empty_arguments_keep_the_config_values():
 @pytest.mark.parametrize(
     ('kwargs', 'message'),
     [
-        (dict(gpus='0', cfg_parallel='2', checkpoint='/c'), 'needs 2 GPUs'),
-        (dict(cfg_parallel='2'), 'needs a checkpoint'),
+        (dict(gpus='0', cfg_parallel='2', checkpoint='/c'), 'need 2 GPUs, one each'),
+        (
+            dict(gpus='0,1,2', cfg_parallel='2', tensor_parallel='2', checkpoint='/c'),
+            r'cfg_parallel 2 x tensor_parallel 2 = 4 ranks need 4 GPUs, one each; got gpus:=0,1,2',
+        ),
+        (dict(cfg_parallel='2'), 'need a checkpoint'),
+        (dict(tensor_parallel='2'), 'tensor_parallel 2 = 2 ranks need a checkpoint'),
         (dict(cfg_parallel='0'), r'engine.cfg_parallel: 0 is outside the range \[1, 2\]'),
+        (dict(tensor_parallel='16'), r'engine.tensor_parallel: 16 is outside the range \[1, 8\]'),
+        (dict(tensor_parallel='two'), "tensor_parallel must be an integer, got 'two'"),
         (dict(dry_run='maybe'), 'expected true or false'),
         (dict(gpus='0,x'), 'GPU indices'),
     ],
@@ -56,10 +94,11 @@ def test_bad_arguments_are_refused(kwargs, message):
         plan_launch(read_params_file(CONFIG / 'cpu_small.yaml'), **kwargs)
 
 
-def test_remote_backend_cannot_be_cfg_parallel():
+@pytest.mark.parametrize('parallel', [dict(cfg_parallel='2'), dict(tensor_parallel='2')])
+def test_remote_backend_cannot_be_parallel(parallel):
     config = {'engine.backend': 'remote'}
     with pytest.raises(ValueError, match='backend local'):
-        plan_launch(config, cfg_parallel='2', checkpoint='/c')
+        plan_launch(config, checkpoint='/c', **parallel)
 
 
 def test_parse_gpus():

@@ -5,6 +5,7 @@
 
 import ast
 import importlib.util
+import inspect
 import json
 import math
 import signal
@@ -21,8 +22,14 @@ LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
 REQUIRED_ARGUMENTS = {
     'config',
     'checkpoint',
+    'base_checkpoint',
+    'encoder_dir',
+    'embodiment_tag',
+    'embodiment_file',
+    'prompt_template',
     'gpus',
     'cfg_parallel',
+    'tensor_parallel',
     'openpi_bridge',
     'openpi_port',
     'use_sim_time',
@@ -47,6 +54,14 @@ def test_launch_arguments_are_declared_and_described():
         for key in node.value.keys
     }
     assert REQUIRED_ARGUMENTS <= names
+    # The launch file passes every argument but config and namespace to plan_launch by name.
+    assert 'plan_launch(read_params_file(config), **args)' in source
+    planned = {
+        name
+        for name, parameter in inspect.signature(plan_launch).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert names - {'config', 'namespace'} == planned
     assert 'DeclareLaunchArgument(name, default_value=default, description=description)' in source
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
@@ -173,7 +188,17 @@ def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, confi
     """The node reads the file and the launch's overrides exactly; read back via its services."""
     config = CONFIG / config_name
     plan = plan_launch(
-        read_params_file(config), checkpoint='/data/ckpt', dry_run='true', openpi_port='8123'
+        read_params_file(config),
+        checkpoint='/data/ckpt',
+        base_checkpoint='/data/base',
+        encoder_dir='/data/wan21',
+        embodiment_tag='ur5',
+        embodiment_file='/data/ur5.yaml',
+        prompt_template='A UR5 arm. {instruction}',
+        cfg_parallel='1',
+        tensor_parallel='2',
+        dry_run='true',
+        openpi_port='8123',
     )
     overrides = [f'{name}:={_as_ros_arg(value)}' for name, value in plan.node_parameters.items()]
     node = NodeProcess(tmp_path / 'node.log', 'autostart:=false', *overrides, params_file=config)
@@ -187,6 +212,8 @@ def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, confi
         for name in names:
             _assert_same(expected[name], values[name], name)
         assert values['engine.checkpoint'] == '/data/ckpt' and values['dry_run'] is True
+        assert values['engine.prompt_template'] == 'A UR5 arm. {instruction}'
+        assert values['engine.tensor_parallel'] == 2
     finally:
         node.stop()
 

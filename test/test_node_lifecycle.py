@@ -1,13 +1,16 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Lifecycle round trips of the node over real DDS, with CFG-parallel worker ranks over gloo.
+"""Lifecycle round trips of the node over real DDS, with engine worker ranks over gloo.
 
 Transitions are requested through the node's ``~/change_state`` service and checked through
 ``~/get_state``, as ros2/demos' lifecycle tests do; the node, its worker rank and the test are
-separate processes.
+separate processes. The first configure runs CFG parallel, the second tensor parallel (the
+parameters changed while unconfigured); each serves, through the node's OpenPI bridge, the
+actions of the one-process engine.
 """
 
+import socket
 import time
 
 from node_support import (
@@ -19,6 +22,7 @@ from node_support import (
     alive,
     child_pids,
 )
+import numpy as np
 import pytest
 
 TIMEOUT = 120.0
@@ -26,11 +30,45 @@ TIMEOUT = 120.0
 WORKER_TIMEOUT = 20.0
 
 
+#: The two round trips: engine.cfg_parallel, engine.tensor_parallel.
+ROUNDS = ((2, 1), (1, 2))
+
+
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
     from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
+
+
+def _observations():
+    from dreamzero_ros.engine.synthetic_droid import random_observation
+
+    return [random_observation(seed=seed, session_id='bridge', stamp=seed) for seed in (7, 8)]
+
+
+@pytest.fixture(scope='module')
+def one_process_actions(checkpoint):
+    """The actions of the engine in one process (the node's engine options) for the requests."""
+    from dreamzero_ros.engine.loader import load_engine
+
+    engine = load_engine(str(checkpoint), device='cpu', dtype='float32')
+    actions = [engine.infer(observation).actions for observation in _observations()]
+    assert not np.allclose(actions[0], actions[1])  # the comparison is not between constants
+    return actions
+
+
+def _bridge_actions(port: int) -> list[np.ndarray]:
+    from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
+
+    with RemoteOpenPIPolicy(f'ws://127.0.0.1:{port}') as remote:
+        return [remote.infer(observation).actions for observation in _observations()]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
 
 
 def _chunks_after(harness, since):
@@ -42,19 +80,23 @@ def _assert_serves_chunks(harness, node, what):
     harness.wait_for(lambda: len(_chunks_after(harness, since)) >= 1, TIMEOUT, what, node.log)
 
 
-def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpoint, tmp_path):
+def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(
+    checkpoint, one_process_actions, tmp_path
+):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
 
+    bridge_port = _free_port()
     node = NodeProcess(
         tmp_path / 'node.log',
         'autostart:=false',
         f'engine.checkpoint:={checkpoint}',
-        'engine.cfg_parallel:=2',
         f'engine.worker_timeout:={WORKER_TIMEOUT}',
         'engine.warmup:=false',
         'engine.num_threads:=1',
+        'openpi_bridge.enabled:=true',
+        f'openpi_bridge.port:={bridge_port}',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     harness = Harness('lifecycle_harness')
@@ -66,6 +108,9 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpo
         for round_trip, max_age in enumerate((2, 1.5)):
             # configure-time parameters change while unconfigured (an integer for a double too)
             assert harness.set_parameter(NODE, 'max_age', max_age).successful
+            cfg, tp = ROUNDS[round_trip]
+            assert harness.set_parameter(NODE, 'engine.cfg_parallel', cfg).successful
+            assert harness.set_parameter(NODE, 'engine.tensor_parallel', tp).successful
             assert harness.change_state(NODE, 'configure'), node.log()[-3000:]
             assert harness.lifecycle_state(NODE) == 'inactive'
             workers = child_pids(node.process.pid)
@@ -74,13 +119,17 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpo
             refused = harness.set_parameter(NODE, 'max_age', 3.0)
             assert not refused.successful and 'unconfigured' in refused.reason
             assert harness.get_parameters(NODE, ['max_age'])['max_age'] == float(max_age)
+            for got, want in zip(_bridge_actions(bridge_port), one_process_actions, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
             if round_trip == 0:  # idle (inactive) past the collective timeout: the worker waits
                 time.sleep(WORKER_TIMEOUT + 2)
                 assert alive(workers_seen[-1])
             assert harness.change_state(NODE, 'activate')
             assert harness.lifecycle_state(NODE) == 'active'
-            _assert_serves_chunks(harness, node, f'a chunk from CFG parallel, round {round_trip}')
+            _assert_serves_chunks(
+                harness, node, f'a chunk from {ROUNDS[round_trip]}, round {round_trip}'
+            )
 
             assert harness.change_state(NODE, 'deactivate')
             assert harness.lifecycle_state(NODE) == 'inactive'
@@ -91,7 +140,9 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(checkpo
                 time.sleep(0.05)
             assert not alive(workers_seen[-1]), 'cleanup left the worker rank running'
         assert workers_seen[0] != workers_seen[1]
-        assert node.log().count('CFG parallel: rank 0 of 2') == 2
+        log = node.log()
+        assert log.count('parallel engine (cfg_parallel 2 x tensor_parallel 1 = 2 ranks)') == 1
+        assert log.count('parallel engine (cfg_parallel 1 x tensor_parallel 2 = 2 ranks)') == 1
     finally:
         stream.close()
         harness.close()

@@ -4,8 +4,9 @@
 """No orphan: the node holds and exits with its worker ranks when its parent process dies.
 
 When the node itself dies, its worker ranks die with it. A small launcher process stands in
-for ``ros2 launch``; the node commands a robot stream over real DDS with a CFG-parallel worker
-rank over gloo; everything runs in separate processes.
+for ``ros2 launch``; the node commands a robot stream over real DDS with a worker rank over
+gloo (CFG parallel; tensor parallel where the node itself dies); everything runs in separate
+processes.
 """
 
 import os
@@ -27,14 +28,17 @@ def checkpoint(tmp_path_factory):
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 
 
-def _commanding_node(checkpoint, tmp_path, harness):
-    """A launcher, its node (commanding the controller) and the node's worker rank."""
+def _commanding_node(checkpoint, tmp_path, harness, parallel='engine.cfg_parallel:=2'):
+    """A launcher, its node (commanding the controller) and the node's worker rank.
+
+    ``parallel``: the override that gives the engine its second rank.
+    """
     from dreamzero_ros.droid_clips import demo_clips
 
     node = NodeProcess(
         tmp_path / 'node.log',
         f'engine.checkpoint:={checkpoint}',
-        'engine.cfg_parallel:=2',
+        parallel,
         'engine.warmup:=false',
         'engine.num_threads:=1',
         params_file=CONFIG / 'cpu_small.yaml',
@@ -85,13 +89,16 @@ def test_parent_death_holds_and_leaves_no_process(checkpoint, tmp_path, signum):
         node.stop()
 
 
-def test_node_death_ends_its_worker_rank(checkpoint, tmp_path):
+def test_node_death_ends_its_tensor_parallel_worker_rank(checkpoint, tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     harness = Harness('node_death_harness')
     harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
-    node, stream, node_pid, worker_pid = _commanding_node(checkpoint, tmp_path, harness)
+    node, stream, node_pid, worker_pid = _commanding_node(
+        checkpoint, tmp_path, harness, 'engine.tensor_parallel:=2'
+    )
     try:
+        assert 'cfg_parallel 1 x tensor_parallel 2 = 2 ranks' in node.log()
         os.kill(node_pid, signal.SIGKILL)
         assert _seconds_until_gone([worker_pid]) < EXIT_WITHIN
     finally:

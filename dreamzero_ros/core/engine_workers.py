@@ -1,13 +1,19 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The worker ranks of a CFG-parallel engine, started at configure and ended at cleanup.
+"""The worker ranks of a multi-process engine, started at configure and ended at cleanup.
 
-With ``engine.cfg_parallel`` 2 the node is rank 0 and starts rank 1 itself, as a
-``dreamzero-engine-worker`` child process: every configure starts fresh workers on a fresh
-rendezvous port (``engine.master_port`` 0 chooses a free one, so two nodes on one host do not
-collide), and every cleanup ends them. A worker dies with the node (parent-death signal), so a
-killed node leaves no worker behind.
+An engine of ``cfg_parallel x tensor_parallel`` ranks (:class:`EngineRanks`: CFG branches on
+their own ranks, the DiT split over ``tensor_parallel`` ranks per branch) runs rank 0 in the
+process that serves it (the node, ``dreamzero-openpi-server``, ``dreamzero-replay``), which
+starts ranks 1 .. N-1 itself as ``dreamzero-engine-worker`` child processes: every configure
+(or start) runs fresh workers on a fresh rendezvous port (``master_port`` 0 chooses a free one,
+so two nodes on one host do not collide), and every cleanup ends them. A worker dies with its
+parent (parent-death signal), so a killed node leaves no worker behind.
+
+Devices: one per rank, rank 0 on ``device``; the workers on the GPUs named in ``worker_gpus``
+(each sees only its own) or on the CUDA devices after rank 0's, checked against the devices
+visible before anything starts; with a CPU ``device``, on the CPU (gloo).
 
 Start-up: rank 0 opens the rendezvous store, starts the workers, and waits (polling, so that a
 stop request is seen at once) until each has loaded its weights; a worker that exits meanwhile
@@ -23,9 +29,12 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any, TypeVar
 
 from dreamzero_ros.core.node_config import EngineSettings
 from dreamzero_ros.core.process_lifetime import die_with_parent
+
+T = TypeVar('T')
 
 #: The module behind the ``dreamzero-engine-worker`` console script.
 WORKER_MODULE = 'dreamzero_ros.engine.cfg_parallel'
@@ -44,6 +53,61 @@ class WorkerStartError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class EngineRanks:
+    """The ranks of a multi-process engine, where they run and the weights they load."""
+
+    checkpoint: str
+    device: str = 'cpu'  # rank 0's torch device
+    dtype: str = 'float32'
+    cfg_parallel: int = 1
+    tensor_parallel: int = 1
+    worker_gpus: str = ''  # CUDA_VISIBLE_DEVICES of ranks 1.., comma-separated
+    base_checkpoint: str = ''
+    encoder_dir: str = ''
+    master_addr: str = '127.0.0.1'
+    master_port: int = 0  # 0: a free port at every start
+    worker_timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.cfg_parallel not in (1, 2) or self.tensor_parallel < 1:
+            raise ValueError(
+                f'cfg_parallel must be 1 or 2 and tensor_parallel at least 1, got '
+                f'{self.cfg_parallel} and {self.tensor_parallel}'
+            )
+        if self.world_size > 1 and not self.checkpoint:
+            raise ValueError(f'{self.describe()} need a checkpoint folder (the workers load it)')
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in all: ``cfg_parallel x tensor_parallel``."""
+        return self.cfg_parallel * self.tensor_parallel
+
+    def describe(self) -> str:
+        """``cfg_parallel 2 x tensor_parallel 2 = 4 ranks``."""
+        return (
+            f'cfg_parallel {self.cfg_parallel} x tensor_parallel {self.tensor_parallel} = '
+            f'{self.world_size} rank{"s" if self.world_size > 1 else ""}'
+        )
+
+    @classmethod
+    def of(cls, engine: EngineSettings) -> EngineRanks:
+        """The ranks the node's ``engine.*`` parameters ask for."""
+        return cls(
+            checkpoint=engine.checkpoint,
+            device=engine.device,
+            dtype=engine.dtype,
+            cfg_parallel=engine.cfg_parallel,
+            tensor_parallel=engine.tensor_parallel,
+            worker_gpus=engine.worker_gpus,
+            base_checkpoint=engine.base_checkpoint,
+            encoder_dir=engine.encoder_dir,
+            master_addr=engine.master_addr,
+            master_port=engine.master_port,
+            worker_timeout=engine.worker_timeout,
+        )
+
+
+@dataclass(frozen=True)
 class WorkerLaunch:
     """One worker rank: its torch device and the environment it adds to the node's."""
 
@@ -52,55 +116,68 @@ class WorkerLaunch:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def plan_workers(engine: EngineSettings) -> list[WorkerLaunch]:
-    """Device and environment of ranks ``1 .. cfg_parallel - 1``.
+def plan_workers(ranks: EngineRanks, cuda_devices: int) -> list[WorkerLaunch]:
+    """Device and environment of ranks ``1 .. world_size - 1``, one device each.
 
-    With ``engine.worker_gpus`` each worker sees only its GPU (``CUDA_VISIBLE_DEVICES``) as
-    ``cuda:0``; without, a CUDA rank ``r`` uses the ``r``-th device after ``engine.device``, and
-    a CPU node has CPU workers.
+    With ``worker_gpus`` each worker sees only its GPU (``CUDA_VISIBLE_DEVICES``) as ``cuda:0``;
+    without, a CUDA rank ``r`` uses the ``r``-th device after rank 0's, which must be among the
+    ``cuda_devices`` visible; CPU ranks stay on the CPU.
 
     Raises:
-        ValueError: ``engine.worker_gpus`` does not name one GPU per worker.
+        ValueError: ``worker_gpus`` does not name one GPU per worker, names GPUs for a CPU
+            engine, or the devices after rank 0's are not there.
 
     """
-    count = engine.cfg_parallel - 1
-    gpus = [gpu.strip() for gpu in engine.worker_gpus.split(',') if gpu.strip()]
+    count = ranks.world_size - 1
+    gpus = [gpu.strip() for gpu in ranks.worker_gpus.split(',') if gpu.strip()]
+    on_cuda = ranks.device.startswith('cuda')
     if gpus and len(gpus) != count:
         raise ValueError(
-            f'engine.worker_gpus names {len(gpus)} GPUs for {count} worker rank(s): '
-            f'{engine.worker_gpus!r}'
+            f'worker_gpus names {len(gpus)} GPU(s) for {count} worker rank(s) '
+            f'({ranks.describe()}): {ranks.worker_gpus!r}'
+        )
+    if gpus and not on_cuda:
+        raise ValueError(
+            f'worker_gpus names GPUs but rank 0 runs on {ranks.device!r}: all ranks need CUDA '
+            'devices, or all the CPU'
+        )
+    index = int(ranks.device.partition(':')[2] or 0) if on_cuda else 0
+    if on_cuda and not gpus and index + count >= cuda_devices:
+        raise ValueError(
+            f'{ranks.describe()} need one GPU each, cuda:{index} .. cuda:{index + count}, but '
+            f'{cuda_devices} CUDA device(s) are visible; name the GPUs of the worker ranks in '
+            'worker_gpus (the launch file: gpus:=), or use fewer ranks'
         )
     workers = []
     for rank in range(1, count + 1):
         if gpus:
             workers.append(WorkerLaunch(rank, 'cuda:0', {'CUDA_VISIBLE_DEVICES': gpus[rank - 1]}))
-        elif engine.device.startswith('cuda'):
-            index = int(engine.device.partition(':')[2] or 0)
+        elif on_cuda:
             workers.append(WorkerLaunch(rank, f'cuda:{index + rank}'))
         else:
-            workers.append(WorkerLaunch(rank, engine.device))
+            workers.append(WorkerLaunch(rank, ranks.device))
     return workers
 
 
-def worker_command(engine: EngineSettings, worker: WorkerLaunch) -> list[str]:
+def worker_command(ranks: EngineRanks, worker: WorkerLaunch) -> list[str]:
     """The command line of a worker rank (the ``dreamzero-engine-worker`` console script)."""
     command = [
         sys.executable,
         '-m',
         WORKER_MODULE,
         '--checkpoint',
-        engine.checkpoint,
+        ranks.checkpoint,
         '--device',
         worker.device,
         '--dtype',
-        engine.dtype,
+        ranks.dtype,
         '--timeout',
         str(WORKER_IDLE_TIMEOUT),
     ]
-    if engine.base_checkpoint:
-        command += ['--base-checkpoint', engine.base_checkpoint]
-    if engine.encoder_dir:
-        command += ['--encoder-dir', engine.encoder_dir]
+    if ranks.base_checkpoint:
+        command += ['--base-checkpoint', ranks.base_checkpoint]
+    if ranks.encoder_dir:
+        command += ['--encoder-dir', ranks.encoder_dir]
     return command
 
 
@@ -113,11 +190,11 @@ class EngineWorkers:
 
     def __init__(
         self,
-        engine: EngineSettings,
+        ranks: EngineRanks,
         log: Callable[[str], None] = print,
         stop_requested: Callable[[], bool] = lambda: False,
     ) -> None:
-        self.engine = engine
+        self.ranks = ranks
         self.log = log
         self.stop_requested = stop_requested
         self.processes: list[subprocess.Popen] = []
@@ -133,43 +210,49 @@ class EngineWorkers:
             with.
 
         Raises:
+            ValueError: the devices of the ranks are not there (nothing is started).
             WorkerStartError: a worker exited, the wait timed out, or a stop was requested; the
                 workers started are ended.
 
         """
+        import torch
+
         from dreamzero_ros.engine import cfg_parallel
 
+        ranks = self.ranks
+        workers = plan_workers(ranks, torch.cuda.device_count())
         try:
             self._open_store()
-            for rank in range(1, self.engine.cfg_parallel):  # a reused port's earlier run
-                self._store.delete_key(cfg_parallel.loaded_key(rank))
-            world_size = self.engine.cfg_parallel
-            for worker in plan_workers(self.engine):
+            for worker in workers:  # a reused port's earlier run
+                self._store.delete_key(cfg_parallel.loaded_key(worker.rank))
+            for worker in workers:
                 rendezvous = {
                     'RANK': str(worker.rank),
-                    'WORLD_SIZE': str(world_size),
-                    'MASTER_ADDR': self.engine.master_addr,
+                    'WORLD_SIZE': str(ranks.world_size),
+                    'MASTER_ADDR': ranks.master_addr,
                     'MASTER_PORT': str(self.port),
                 }
                 self.processes.append(
                     subprocess.Popen(
-                        worker_command(self.engine, worker),
+                        worker_command(ranks, worker),
                         env={**os.environ, **rendezvous, **worker.env},
                         preexec_fn=die_with_parent(),
                     )
                 )
             self.log(
-                f'CFG parallel: rank 0 of {world_size}, started worker rank(s) '
-                f'{[p.pid for p in self.processes]}, rendezvous '
-                f'{self.engine.master_addr}:{self.port}'
+                f'parallel engine ({ranks.describe()}): rank 0 on {ranks.device}, started '
+                f'worker rank(s) {[p.pid for p in self.processes]} on '
+                f'{[w.env.get("CUDA_VISIBLE_DEVICES", w.device) for w in workers]}, rendezvous '
+                f'{ranks.master_addr}:{self.port}'
             )
             self._wait_loaded(cfg_parallel.loaded_key)
             self._driver = cfg_parallel.connect_driver(
-                self.engine.master_addr,
+                ranks.master_addr,
                 self.port,
-                device=self.engine.device,
-                world_size=world_size,
-                timeout_s=self.engine.worker_timeout,
+                device=ranks.device,
+                world_size=ranks.world_size,
+                tp_size=ranks.tensor_parallel,
+                timeout_s=ranks.worker_timeout,
             )
         except BaseException:
             self.close()
@@ -182,8 +265,8 @@ class EngineWorkers:
 
         from dreamzero_ros.engine.cfg_parallel import free_port
 
-        timeout = datetime.timedelta(seconds=self.engine.worker_timeout)
-        address, fixed = self.engine.master_addr, self.engine.master_port
+        timeout = datetime.timedelta(seconds=self.ranks.worker_timeout)
+        address, fixed = self.ranks.master_addr, self.ranks.master_port
         for attempt in range(1 if fixed else _PORT_TRIES):
             self.port = fixed or free_port(address)
             try:
@@ -203,8 +286,8 @@ class EngineWorkers:
                     ) from error
 
     def _wait_loaded(self, loaded_key: Callable[[int], str]) -> None:
-        keys = [loaded_key(rank) for rank in range(1, self.engine.cfg_parallel)]
-        deadline = time.monotonic() + self.engine.worker_timeout
+        keys = [loaded_key(rank) for rank in range(1, self.ranks.world_size)]
+        deadline = time.monotonic() + self.ranks.worker_timeout
         while not self._store.check(keys):
             for rank, process in enumerate(self.processes, start=1):
                 if process.poll() is not None:
@@ -216,8 +299,8 @@ class EngineWorkers:
                 raise WorkerStartError('stop requested while the engine workers were loading')
             if time.monotonic() > deadline:
                 raise WorkerStartError(
-                    f'the engine workers did not load within engine.worker_timeout '
-                    f'({self.engine.worker_timeout} s)'
+                    f'the engine workers did not load within the worker timeout '
+                    f'({self.ranks.worker_timeout} s)'
                 )
             time.sleep(_POLL_PERIOD)
 
@@ -246,3 +329,26 @@ class EngineWorkers:
                 process.wait()
         self.processes = []
         self._store = None
+
+
+def load_on_ranks(
+    ranks: EngineRanks,
+    load: Callable[[Any], T],
+    log: Callable[[str], None] = print,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> tuple[T, Callable[[], None] | None]:
+    """``load(layout)`` as rank 0 of ``ranks``, the workers started first.
+
+    With one rank, ``load(None)``.  Returns what ``load`` returned (the engine) and the function
+    that ends the workers and leaves the group (None with one rank); a failing ``load`` ends
+    them before the error propagates.
+    """
+    if ranks.world_size == 1:
+        return load(None), None
+    workers = EngineWorkers(ranks, log, stop_requested)
+    driver = workers.start()
+    try:
+        return load(driver), workers.close
+    except BaseException:
+        workers.close()
+        raise

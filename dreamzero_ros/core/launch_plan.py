@@ -3,9 +3,10 @@
 
 """What ``dreamzero.launch.py`` starts, computed from its arguments without ROS.
 
-One process: the policy node. With CFG parallel it starts its worker ranks itself at each
-configure (:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first GPU
-(``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``).
+One process: the policy node. With CFG or tensor parallel it starts its worker ranks itself at
+each configure (:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first
+GPU (``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``), one
+per rank.
 """
 
 from __future__ import annotations
@@ -39,12 +40,25 @@ def parse_gpus(text: str) -> list[str]:
     return gpus
 
 
+def _integer(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as error:
+        raise ValueError(f'{name} must be an integer, got {text!r}') from error
+
+
 def plan_launch(
     config: dict[str, Any],
     *,
     checkpoint: str = '',
+    base_checkpoint: str = '',
+    encoder_dir: str = '',
+    embodiment_tag: str = '',
+    embodiment_file: str = '',
+    prompt_template: str = '',
     gpus: str = '',
     cfg_parallel: str = '',
+    tensor_parallel: str = '',
     dry_run: str = '',
     use_sim_time: str = 'false',
     openpi_bridge: str = '',
@@ -53,19 +67,31 @@ def plan_launch(
     """Turn the config file's values and the launch-argument strings into the node's overrides.
 
     ``config`` is what :func:`~dreamzero_ros.core.node_config.read_params_file` read from the
-    config file. An empty argument keeps the config's value. With ``gpus``, rank ``r`` sees only
-    ``gpus[r]`` (as ``cuda:0``); without, the config's ``engine.device`` holds (CUDA workers
-    then take the devices after it).
+    config file. An empty argument keeps the config's value; the checkpoint and embodiment
+    arguments, ``cfg_parallel`` and ``tensor_parallel`` set the ``engine.*`` parameter of their
+    name. With ``gpus``, rank ``r`` of the ``cfg_parallel x tensor_parallel`` ranks sees only
+    ``gpus[r]`` (as ``cuda:0``); without, the config's ``engine.device`` holds (CUDA workers then
+    take the devices after it).
 
     Raises:
-        ValueError: a malformed argument or value, or fewer GPUs than CFG-parallel ranks.
+        ValueError: a malformed argument or value, or fewer GPUs than ranks.
 
     """
     parameters: dict[str, Any] = {'use_sim_time': _truthy(use_sim_time)}
-    if checkpoint:
-        parameters['engine.checkpoint'] = checkpoint
-    if cfg_parallel:
-        parameters['engine.cfg_parallel'] = int(cfg_parallel)
+    strings = {
+        'checkpoint': checkpoint,
+        'base_checkpoint': base_checkpoint,
+        'encoder_dir': encoder_dir,
+        'embodiment_tag': embodiment_tag,
+        'embodiment_file': embodiment_file,
+        'prompt_template': prompt_template,
+    }
+    for name, value in strings.items():
+        if value:
+            parameters[f'engine.{name}'] = value
+    for name, value in (('cfg_parallel', cfg_parallel), ('tensor_parallel', tensor_parallel)):
+        if value:
+            parameters[f'engine.{name}'] = _integer(name, value)
     if dry_run:
         parameters['dry_run'] = _truthy(dry_run)
     if openpi_bridge:
@@ -75,14 +101,18 @@ def plan_launch(
     values = {**config, **parameters}
     values.pop('use_sim_time')
     engine = build_settings(values).engine
-    world_size = engine.cfg_parallel
+    world_size = engine.cfg_parallel * engine.tensor_parallel
+    ranks = (
+        f'cfg_parallel {engine.cfg_parallel} x tensor_parallel {engine.tensor_parallel} = '
+        f'{world_size} ranks'
+    )
     gpu_list = parse_gpus(gpus)
     if gpu_list and len(gpu_list) < world_size:
-        raise ValueError(f'cfg_parallel {world_size} needs {world_size} GPUs, got gpus:={gpus}')
+        raise ValueError(f'{ranks} need {world_size} GPUs, one each; got gpus:={gpus}')
     if world_size > 1 and engine.backend != 'local':
-        raise ValueError('cfg_parallel > 1 needs engine.backend local')
+        raise ValueError(f'{ranks} need engine.backend local')
     if world_size > 1 and not engine.checkpoint:
-        raise ValueError('cfg_parallel > 1 needs a checkpoint (the workers load it too)')
+        raise ValueError(f'{ranks} need a checkpoint (the workers load it too)')
     node_env: dict[str, str] = {}
     if gpu_list:
         parameters['engine.device'] = 'cuda:0'

@@ -257,15 +257,22 @@ class EngineSettings:
     )
     cfg_parallel: int = parameter(
         1,
-        'CFG-parallel world size: 2 runs the unconditional branch in a dreamzero-engine-worker '
-        'process (rank 1) that the node starts at configure and ends at cleanup.',
+        'CFG branches on ranks of their own: 2 runs the unconditional branch on other ranks '
+        '(dreamzero-engine-worker processes the node starts at configure and ends at cleanup).',
         range=(1, 2),
+    )
+    tensor_parallel: int = parameter(
+        1,
+        "Ranks each CFG branch's DiT is split over (attention heads and FFN columns; it must "
+        'divide both, e.g. 1, 2, 4 or 8 for DROID). The engine runs on cfg_parallel x '
+        'tensor_parallel ranks, one device each: the node is rank 0 and starts the others.',
+        range=(1, 8),
     )
     worker_gpus: str = parameter(
         '',
-        'CUDA_VISIBLE_DEVICES of each worker rank, comma-separated (rank 1 first); each then '
-        'uses cuda:0. Empty: workers use the devices after engine.device (cuda:0 -> cuda:1), '
-        'or the CPU.',
+        'CUDA_VISIBLE_DEVICES of each worker rank, comma-separated (rank 1 first, one per rank '
+        'after the node); each then uses cuda:0. Empty: workers use the devices after '
+        'engine.device (cuda:0 -> cuda:1, ...), or the CPU.',
     )
     master_addr: str = parameter('127.0.0.1', 'torch.distributed rendezvous address.')
     master_port: int = parameter(

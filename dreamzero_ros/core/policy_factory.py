@@ -4,9 +4,10 @@
 """Build the policy the node's parameters ask for, and warm it up.
 
 ``engine.backend: local`` loads :class:`~dreamzero_ros.engine.DreamZeroEngine` from
-``engine.checkpoint`` in this process (rank 0 of the CFG-parallel group when
-``engine.cfg_parallel`` > 1; the other ranks are ``dreamzero-engine-worker`` processes it
-starts, :mod:`~dreamzero_ros.core.engine_workers`). ``remote`` connects to an OpenPI server
+``engine.checkpoint`` in this process (rank 0 of ``engine.cfg_parallel x
+engine.tensor_parallel`` ranks when that is > 1; the other ranks are
+``dreamzero-engine-worker`` processes it starts, :mod:`~dreamzero_ros.core.engine_workers`).
+``remote`` connects to an OpenPI server
 (:class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`).
 """
 
@@ -14,15 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
-from dreamzero_ros.core.engine_workers import EngineWorkers
+from dreamzero_ros.core.engine_workers import EngineRanks, load_on_ranks
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.policy_types import Observation, Policy
+
+if TYPE_CHECKING:  # torch, loaded with the engine
+    from dreamzero_ros.engine.denoise import BranchLayout
+    from dreamzero_ros.engine.pipeline import DreamZeroEngine
 
 WARMUP_SESSION = '__warmup__'
 
@@ -34,8 +40,8 @@ def create_policy(
 ) -> SerializedPolicy:
     """The policy of ``engine.backend``; raises on anything that prevents serving.
 
-    With ``engine.cfg_parallel`` > 1 this process starts the worker ranks and joins the
-    CFG-parallel group as rank 0 (:class:`~dreamzero_ros.core.engine_workers.EngineWorkers`;
+    With ``engine.cfg_parallel x engine.tensor_parallel`` > 1 this process starts the worker
+    ranks and joins the group as rank 0 (:func:`~dreamzero_ros.core.engine_workers.load_on_ranks`;
     ``stop_requested`` is polled while the workers load); closing the policy ends the workers and
     leaves the group.
     """
@@ -56,14 +62,10 @@ def create_policy(
 
     folder = options.checkpoint
     device = options.device
-    driver, on_close = None, None
-    if options.cfg_parallel > 1:
-        workers = EngineWorkers(options, log, stop_requested)
-        driver, on_close = workers.start(), workers.close
-    log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
-    start = time.monotonic()
-    try:
-        engine = load_engine(
+
+    def load(layout: BranchLayout | None) -> DreamZeroEngine:
+        log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
+        return load_engine(
             folder,
             device=device,
             dtype=options.dtype,
@@ -74,17 +76,16 @@ def create_policy(
                 attention_backend=options.attention_backend,
             ),
             num_threads=options.num_threads,
-            layout=driver,
+            layout=layout,
             base_checkpoint=options.base_checkpoint or None,
             encoder_dir=options.encoder_dir or None,
             embodiment_tag=options.embodiment_tag or None,
             embodiment_file=options.embodiment_file or None,
             prompt_template=options.prompt_template or None,
         )
-    except BaseException:
-        if on_close is not None:
-            on_close()
-        raise
+
+    start = time.monotonic()
+    engine, on_close = load_on_ranks(EngineRanks.of(options), load, log, stop_requested)
     log(f'loaded in {time.monotonic() - start:.1f} s')
     return SerializedPolicy(engine, on_close)
 
