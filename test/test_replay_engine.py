@@ -9,6 +9,7 @@ import av
 import numpy as np
 import pytest
 from replay_support import STEP, demo_bag, demo_state
+import torch
 
 from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
@@ -94,6 +95,23 @@ def test_replay_console_script_with_a_checkpoint(tmp_path, checkpoint, bag, caps
     assert metrics['prompt'] == 'wipe the table'
     assert len(metrics['errors']['by_step_joint']['mae']) == 24
     assert not (out / 'prediction.mp4').exists()
+
+
+def test_replay_with_tensor_parallel_scores_the_one_process_actions(tmp_path, checkpoint, bag):
+    """The test process is rank 0 and starts rank 1 (dreamzero-engine-worker) for the replay."""
+    common = [str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--max-chunks', '2',
+              '--no-progress']  # fmt: skip
+    maes = []
+    for parallel in ([], ['--tensor-parallel', '2']):
+        out = tmp_path / f'out{len(parallel)}'
+        assert replay_main([*common, *parallel, '--out', str(out)]) == 0
+        metrics = json.loads((out / 'metrics.json').read_text())
+        assert metrics['chunks'] == 2
+        # per step and joint; None (NaN) for steps beyond the recording
+        maes.append(np.array(metrics['errors']['by_step_joint']['mae'], dtype=float))
+    assert np.isfinite(maes[0]).sum() >= 7
+    np.testing.assert_allclose(maes[1], maes[0], rtol=1e-4, atol=1e-6)
+    assert not torch.distributed.is_initialized()  # the group was left, the worker ended
 
 
 def test_replay_against_a_remote_server_reads_the_api_key_from_a_file(tmp_path, bag, capsys):

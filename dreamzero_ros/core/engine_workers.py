@@ -22,12 +22,14 @@ fails the start at once with its exit status. Then all ranks join the process gr
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 import datetime
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, TypeVar
 
@@ -352,3 +354,52 @@ def load_on_ranks(
     except BaseException:
         workers.close()
         raise
+
+
+def load_from_arguments(
+    args: argparse.Namespace, log: Callable[[str], None] = print, **settings: Any
+) -> tuple[Any, Callable[[], None] | None]:
+    """The engine a command line names, on the ranks it asks for; and what ends the workers.
+
+    ``args`` holds ``checkpoint`` or ``preset`` and the options of
+    :func:`~dreamzero_ros.engine.loader.add_engine_arguments`; ``settings`` are further
+    :func:`~dreamzero_ros.engine.loader.load_engine` keywords.  With more than one rank this
+    process is rank 0 and starts the others; a ``preset``'s random weights are then written to a
+    temporary checkpoint folder that every rank loads (and that is removed once they have).
+    """
+    from dreamzero_ros.engine.loader import (
+        RANDOM_PRESETS,
+        engine_arguments,
+        load_engine,
+        resolve_device_dtype,
+    )
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    options = {**engine_arguments(args), **settings}
+    if args.cfg_parallel * args.tensor_parallel == 1:
+        return load_engine(args.checkpoint, preset=args.preset, **options), None
+    device, dtype = resolve_device_dtype(options.pop('device'), options.pop('dtype'))
+    with tempfile.TemporaryDirectory(prefix='dreamzero-ranks-') as folder:
+        checkpoint = args.checkpoint
+        if checkpoint is None:
+            if args.preset not in RANDOM_PRESETS:
+                raise ValueError(f'random weights come in presets {RANDOM_PRESETS}')
+            checkpoint = write_random_checkpoint(folder, preset=args.preset)
+        ranks = EngineRanks(
+            checkpoint=str(checkpoint),
+            device=device,
+            dtype=dtype,
+            cfg_parallel=args.cfg_parallel,
+            tensor_parallel=args.tensor_parallel,
+            worker_gpus=args.worker_gpus,
+            base_checkpoint=str(options['base_checkpoint'] or ''),
+            encoder_dir=str(options['encoder_dir'] or ''),
+            worker_timeout=args.worker_timeout,
+        )
+        return load_on_ranks(
+            ranks,
+            lambda layout: load_engine(
+                checkpoint, device=device, dtype=dtype, layout=layout, **options
+            ),
+            log,
+        )

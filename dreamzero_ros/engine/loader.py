@@ -7,7 +7,10 @@
 layout (:func:`.random_checkpoint.write_random_checkpoint`) and read back through the same
 loader, with the device, dtype and speed options a user chooses.  Command-line tools add those
 options with :func:`add_engine_arguments` and pass :func:`engine_arguments` of the parsed
-namespace; :func:`cached_random_checkpoint` keeps a preset's random checkpoint for reuse.
+namespace (its parallel options, ``cfg_parallel``, ``tensor_parallel``, ``worker_gpus`` and
+``worker_timeout``, go to :func:`~dreamzero_ros.core.engine_workers.load_from_arguments`, which
+starts the worker ranks); :func:`cached_random_checkpoint` keeps a preset's random checkpoint for
+reuse.
 """
 
 from __future__ import annotations
@@ -32,10 +35,24 @@ __all__ = [
     'cached_random_checkpoint',
     'engine_arguments',
     'load_engine',
+    'resolve_device_dtype',
 ]
 
 #: Presets that can be served with random weights (the 14B one would take minutes to write).
 RANDOM_PRESETS = ('tiny', 'small')
+
+
+def resolve_device_dtype(device: str | None, dtype: str | None) -> tuple[str, str]:
+    """The device and dtype an engine runs with, given either or neither.
+
+    ``device`` or CUDA where present, else the CPU; ``dtype`` or bfloat16 on CUDA and float32 on
+    the CPU (where bfloat16 kernels are slow).
+    """
+    import torch
+
+    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
+    return device, dtype
 
 
 def load_engine(
@@ -61,13 +78,13 @@ def load_engine(
         checkpoint: checkpoint folder (the published layout); None to use ``preset``.
         preset: ``tiny`` or ``small``: random weights, written to a temporary folder in the real
             layout and loaded from it.
-        device: torch device; None picks CUDA where present.
-        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU (where bfloat16
-            kernels are slow).
+        device: torch device; None picks CUDA where present (:func:`resolve_device_dtype`).
+        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU.
         step_cache: ``full``, ``static`` or ``dynamic``; None keeps the default (``static``).
         acceleration: compilation, FP8 linears and attention kernel; None: the reference path.
         num_threads: torch CPU threads; 0 lets torch decide.
-        layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one).
+        layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one: this
+            process is then rank 0).
         max_sessions: sessions kept at once; None keeps the default (4).
         base_checkpoint: the checkpoint a LoRA-only ``checkpoint`` was trained on.
         encoder_dir: folder of the Wan2.1 encoder files, for a checkpoint without encoders.
@@ -86,8 +103,7 @@ def load_engine(
         raise ValueError('give either a checkpoint folder or a preset')
     if num_threads > 0:
         torch.set_num_threads(num_threads)
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
-    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
+    device, dtype = resolve_device_dtype(device, dtype)
     settings: dict[str, Any] = {
         'base_checkpoint': base_checkpoint,
         'encoder_dir': encoder_dir,
@@ -195,6 +211,44 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         default='auto',
         help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
         'needs the flash_attn_3 package)',
+    )
+    _add_parallel_arguments(parser.add_argument_group('parallel engine (docs/policy_node.md)'))
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'expected at least 1, got {value}')
+    return value
+
+
+def _add_parallel_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        '--cfg-parallel',
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help='2: the unconditional CFG branch on ranks of its own (default 1)',
+    )
+    group.add_argument(
+        '--tensor-parallel',
+        type=_positive,
+        default=1,
+        help="ranks each CFG branch's DiT is split over, heads and FFN columns (default 1); the "
+        'engine runs on cfg-parallel x tensor-parallel ranks, one device each: this process is '
+        'rank 0 and starts the others (dreamzero-engine-worker)',
+    )
+    group.add_argument(
+        '--worker-gpus',
+        default='',
+        help='CUDA_VISIBLE_DEVICES of the worker ranks, comma-separated, one each (default: the '
+        'CUDA devices after --device)',
+    )
+    group.add_argument(
+        '--worker-timeout',
+        type=float,
+        default=600.0,
+        help='seconds the workers get to load, and any collective between ranks (default 600)',
     )
 
 

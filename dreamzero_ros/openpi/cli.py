@@ -17,12 +17,8 @@ import logging
 import os
 from pathlib import Path
 
-from dreamzero_ros.engine.loader import (
-    RANDOM_PRESETS,
-    add_engine_arguments,
-    engine_arguments,
-    load_engine,
-)
+from dreamzero_ros.core.engine_workers import load_from_arguments
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
 
@@ -196,12 +192,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     # The engine's session store must hold every session the server admits.
     max_sessions = args.max_sessions or session_budget.MAX_DEFAULT_SESSIONS
-    policy = load_engine(
-        args.checkpoint, preset=args.preset, max_sessions=max_sessions, **engine_arguments(args)
-    )
-    server = OpenPIServer(policy, config)
-    logging.getLogger(__name__).info('serving metadata %s', server.metadata)
-    server.serve_forever()
+    logger = logging.getLogger(__name__)
+    try:
+        policy, end_workers = load_from_arguments(args, logger.info, max_sessions=max_sessions)
+    except ValueError as error:  # ranks without their devices, a bad preset
+        parser.error(str(error))
+    try:
+        server = OpenPIServer(policy, config)
+        logger.info('serving metadata %s', server.metadata)
+        server.serve_forever()
+    finally:
+        if end_workers is not None:
+            end_workers()
     return 0
 
 

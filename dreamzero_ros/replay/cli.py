@@ -6,16 +6,17 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import dataclasses
 import json
 from pathlib import Path
 import sys
 
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
+from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
@@ -123,18 +124,22 @@ def build_replay_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(args: argparse.Namespace) -> Policy:
-    """The policy the model options name."""
+def load_policy(args: argparse.Namespace) -> tuple[Policy, Callable[[], None] | None]:
+    """The policy the model options name, and what ends its worker ranks (if it has any)."""
     if args.server:
         from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
         key = read_api_key(
             str(args.api_key_file or ''),
             REMOTE_API_KEY_ENV,
-            log=lambda text: print(f'dreamzero-replay: {text}', file=sys.stderr),
+            log=_note,
         )
-        return RemoteOpenPIPolicy(args.server, key)
-    return load_engine(args.checkpoint, preset=args.preset, **engine_arguments(args))
+        return RemoteOpenPIPolicy(args.server, key), None
+    return load_from_arguments(args, log=_note)
+
+
+def _note(text: str) -> None:
+    print(f'dreamzero-replay: {text}', file=sys.stderr)
 
 
 def replay_main(argv: Sequence[str] | None = None) -> int:
@@ -170,48 +175,52 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
     try:
-        policy = load_policy(args)
-    except ValueError as error:  # an unreadable API key file
+        policy, end_workers = load_policy(args)
+    except ValueError as error:  # an unreadable API key file, ranks without their devices
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
     try:
-        layout = RobotLayout.from_metadata(policy.metadata)
-        settings.check_policy(layout)
-    except ValueError as error:
-        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
-        return 2
-    config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
-    progress = None if args.no_progress else ProgressBar('replay')
-    video = VideoComparison() if args.video else None
-    try:
-        evaluation = evaluate_bag(
-            args.bag,
-            policy,
-            config,
-            progress=progress,
-            on_chunk=video.add_chunk if video else None,
-            integrity=integrity,
-        )
-        if progress is not None:
-            progress.close()
-        video_path = (
-            video.write(args.bag, topics, out / 'prediction.mp4', args.allow_partial)
-            if video
-            else None
-        )
-    except BagError as error:
-        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
-        return 2
-    if video is not None and video_path is None:
-        print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-    written = write_outputs(evaluation, out, video_path.name if video_path else None)
-    if video_path is not None:
-        written['video'] = video_path
-    print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
-    if not evaluation.records:
-        print('dreamzero-replay: no chunk was produced (see refusals)', file=sys.stderr)
-        return 1
-    return 0
+        try:
+            layout = RobotLayout.from_metadata(policy.metadata)
+            settings.check_policy(layout)
+        except ValueError as error:
+            print(f'dreamzero-replay: error: {error}', file=sys.stderr)
+            return 2
+        config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
+        progress = None if args.no_progress else ProgressBar('replay')
+        video = VideoComparison() if args.video else None
+        try:
+            evaluation = evaluate_bag(
+                args.bag,
+                policy,
+                config,
+                progress=progress,
+                on_chunk=video.add_chunk if video else None,
+                integrity=integrity,
+            )
+            if progress is not None:
+                progress.close()
+            video_path = (
+                video.write(args.bag, topics, out / 'prediction.mp4', args.allow_partial)
+                if video
+                else None
+            )
+        except BagError as error:
+            print(f'dreamzero-replay: error: {error}', file=sys.stderr)
+            return 2
+        if video is not None and video_path is None:
+            print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
+        written = write_outputs(evaluation, out, video_path.name if video_path else None)
+        if video_path is not None:
+            written['video'] = video_path
+        print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
+        if not evaluation.records:
+            print('dreamzero-replay: no chunk was produced (see refusals)', file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        if end_workers is not None:
+            end_workers()
 
 
 def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
