@@ -22,7 +22,9 @@ run one micro-benchmark each (``micro_*.py``).
 
 One process runs both CFG branches as one batch.  Under ``torchrun --nproc_per_node 2`` rank 0
 runs the conditional branch and rank 1 the unconditional one (CFG parallel, one variant per
-launch; NCCL on GPUs, gloo on the CPU); rank 0 prints.
+launch; NCCL on GPUs, gloo on the CPU); rank 0 prints.  With ``--tensor-parallel N`` each CFG
+branch's DiT is split over N of the ranks (``nproc = N``: batched CFG; ``2 N``: CFG parallel
+too).
 
 Examples::
 
@@ -30,6 +32,7 @@ Examples::
     python benchmarks/engine_benchmark.py --step-cache full static dynamic
     python benchmarks/engine_benchmark.py --variants eager attention compile dynamic fp8 fp8-dynamic
     torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py  # 14B, CFG parallel on 2 GPUs
+    torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py --tensor-parallel 2
     python benchmarks/engine_benchmark.py --preset tiny --device cpu --warmup 1 --repeats 3
 """
 
@@ -99,6 +102,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help='skip the variants that would start after this many seconds (0: no limit)',
     )
     parser.add_argument('--cfg-scale', type=float, default=5.0)
+    parser.add_argument(
+        '--tensor-parallel',
+        type=int,
+        default=1,
+        help='under torchrun: ranks each CFG branch is split over (the rest: CFG parallel)',
+    )
     parser.add_argument('--warmup', type=int, default=2, help='chunks before timing')
     parser.add_argument('--repeats', type=int, default=8, help='timed chunks per schedule')
     parser.add_argument(
@@ -155,7 +164,7 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; under torchrun rank 1 serves the unconditional branch."""
+    """Run the benchmark; under torchrun ranks >= 1 are workers (CFG / tensor parallel)."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -164,9 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     device = args.device
     if device == 'cuda':
         device = f'cuda:{int(os.environ.get("LOCAL_RANK", "0"))}'
-    if world not in (1, 2):
-        print('CFG parallel uses exactly 2 ranks', file=sys.stderr)
+    tp = args.tensor_parallel
+    if tp < 1 or world % tp or world // tp not in (1, 2):
+        print(
+            f'{world} ranks are not (1 or 2 CFG branches) x --tensor-parallel {tp}',
+            file=sys.stderr,
+        )
         return 2
+    branches = world // tp
     variants = parse_variants(args)
     base = EngineConfig.preset(
         args.preset,
@@ -178,31 +192,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     configs = [variant_config(base, settings, args.dit_steps) for _, settings in variants]
     layout = None
-    if world == 2:
+    if world > 1:
         if len(variants) != 1:
-            print('CFG parallel runs one variant per launch', file=sys.stderr)
+            print('CFG / tensor parallel runs one variant per launch', file=sys.stderr)
             return 2
         cfg_parallel.init_process_group(rank, world, device=device)
-        if rank == 1:
+        if rank >= 1:
             dit = cfg_parallel.load_worker_dit(
                 device, args.dtype, preset=args.preset, seed=args.seed
             )
             chunks = cfg_parallel.run_worker(dit)
             dist.destroy_process_group()
-            print(f'rank 1: {chunks} chunks of the unconditional branch', flush=True)
+            work = (
+                'both CFG rows'
+                if branches == 1
+                else ('the conditional branch', 'the unconditional branch')[rank // tp]
+            )
+            shard = f', shard {rank % tp} of {tp}' if tp > 1 else ''
+            print(f'rank {rank}: {chunks} chunks of {work}{shard}', flush=True)
             return 0
-        layout = cfg_parallel.ParallelDriver()
+        layout = cfg_parallel.ParallelDriver(tp)
     start = time.perf_counter()
     engine = DreamZeroEngine.from_config(configs[0], seed=args.seed, layout=layout)
     if engine.device.type == 'cuda':
         torch.cuda.synchronize(engine.device)
     build_s = time.perf_counter() - start
-    rows = 1 if world == 2 or args.cfg_scale == 1.0 else 2
+    rows = 1 if branches == 2 or args.cfg_scale == 1.0 else 2
     params = {
         name: sum(p.numel() for p in module.parameters())
         for name, module in engine.modules.as_dict().items()
     }
-    mode = 'CFG parallel (2 ranks)' if world == 2 else f'{rows} CFG row(s) batched'
+    mode = 'CFG parallel (2 ranks)' if branches == 2 else f'{rows} CFG row(s) batched'
+    if tp > 1:
+        mode += f', tensor parallel {tp} ({world} ranks; DiT TFLOP/s: a branch over its {tp})'
     print(
         f'DreamZero engine benchmark: preset {args.preset}, {device}, {args.dtype}, {mode}, '
         f'{args.steps} steps, cfg {args.cfg_scale}, torch {torch.__version__}\n'

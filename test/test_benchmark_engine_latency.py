@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from dreamzero_ros.engine import EngineConfig
 
@@ -82,16 +83,29 @@ def test_speed_variants_and_view_preparation_are_compared(tmp_path):
     assert all(row['differing'] == 0 for row in agreement.values())  # host == "device" (CPU)
 
 
-def test_torchrun_cfg_parallel_mode_gives_the_one_process_actions(tmp_path):
+@pytest.mark.parametrize(
+    ('parallel_args', 'mode', 'worker'),
+    [
+        ([], 'CFG parallel (2 ranks)', 'rank 1: 4 chunks of the unconditional branch'),
+        (
+            ['--tensor-parallel', '2'],
+            '2 CFG row(s) batched, tensor parallel 2 (2 ranks',
+            'rank 1: 4 chunks of both CFG rows, shard 1 of 2',
+        ),
+    ],
+)
+def test_torchrun_parallel_modes_give_the_one_process_actions(
+    tmp_path, parallel_args, mode, worker
+):
     args = [*TINY_CPU, '--dtype', 'float32', '--repeats', '3']
     parallel, single = tmp_path / 'parallel.json', tmp_path / 'single.json'
     torchrun = str(Path(sys.executable).with_name('torchrun'))
     result = _run(
-        [torchrun, '--standalone', '--nproc_per_node', '2', BENCHMARK, *args]
+        [torchrun, '--standalone', '--nproc_per_node', '2', BENCHMARK, *args, *parallel_args]
         + ['--json', str(parallel)]
     )
-    assert 'CFG parallel (2 ranks)' in result.stdout
-    assert 'rank 1: 4 chunks of the unconditional branch' in result.stdout
+    assert mode in result.stdout
+    assert worker in result.stdout
     _run([sys.executable, BENCHMARK, *args, '--json', str(single)])
     (two_ranks,) = json.loads(parallel.read_text())['results']
     (one_process,) = json.loads(single.read_text())['results']
