@@ -214,6 +214,24 @@ class DemoRun:
         ):
             self.executor.spin_once(timeout_sec=0.05)
 
+    def wait_arm_following(self, timeout: float) -> bool:
+        """Spin until the arm reached a waypoint of a trajectory sent to it; False on timeout.
+
+        A motion starts from rest on a smooth spline, so right after the last chunk the arm may
+        have accepted it without visibly moving yet.
+
+        Raises:
+            RuntimeError: the policy node or the arm exited.
+
+        """
+        deadline = time.monotonic() + timeout
+        while not self.listener.tracking.report().waypoints_reached:
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.1)
+            self._check_processes()
+        return True
+
     def wait_chunks(
         self, count: int, timeout: float, on_chunk: Callable[[Any], None] = lambda chunk: None
     ) -> bool:
@@ -347,6 +365,8 @@ def run(options: argparse.Namespace) -> int:
                 done = demo.wait_chunks(
                     options.chunks, options.timeout - (time.monotonic() - start), on_chunk
                 )
+                if done:
+                    demo.wait_arm_following(options.arm_wait)
         except RuntimeError as error:
             print(error)
             return 1
@@ -378,6 +398,12 @@ def main(args: list[str] | None = None) -> int:
         '--cache-dir', type=Path, default=DEFAULT_CACHE, help='where the checkpoint is kept'
     )
     parser.add_argument('--timeout', type=float, default=240.0, help='give up after seconds')
+    parser.add_argument(
+        '--arm-wait',
+        type=float,
+        default=10.0,
+        help='after the last chunk, seconds to wait for the arm to reach a waypoint',
+    )
     return run(parser.parse_args(args))
 
 
