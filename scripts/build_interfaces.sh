@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Build the dreamzero_ros_interfaces messages (msg/*.msg) with rosidl from the ROS 2 PyPI wheels and
-# install them into a venv (default .venv), where the wheels' loader finds their libraries.
-# With a real ROS 2 install, use colcon instead (see README).
+# Build the package's interfaces (msg/*.msg, action/*.action) with rosidl from the ROS 2 PyPI
+# wheels of a venv (default .venv) and add them to the dreamzero_ros that pip installed there:
+# the generated Python modules (dreamzero_ros.msg, dreamzero_ros.action) beside the installed
+# package, in place for `pip install -e .` as a compiled extension would be, and their libraries
+# in the venv's lib/, where the wheels' loader finds them. With a ROS 2 install, colcon builds the
+# whole package instead (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=$(realpath "${1:-.venv}")
 PY="$VENV/bin/python"
+WS=build/interfaces
 
 # The wheels' CMake targets name include folders of the machine that built them; point those at
 # this interpreter's headers and numpy's (needs write access to /opt, as root in CI).
@@ -17,10 +21,22 @@ ln -sfn "$PY_INCLUDE" "$BUILT_ON/include/python3.11"
 ln -sfn "$NP_INCLUDE" "$BUILT_ON/lib/python3.11/site-packages/numpy/_core/include"
 
 export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH"
-"$VENV/bin/colcon" --log-base build/interfaces/log build \
-  --base-paths interfaces/dreamzero_ros_interfaces \
-  --build-base build/interfaces --install-base "$VENV" --merge-install \
+# numpy's headers by that link too: CMake refuses to export an include folder inside the source
+# folder, which a venv in the checkout is.
+"$VENV/bin/colcon" --log-base "$WS/log" build \
+  --base-paths . --build-base "$WS/build" --install-base "$WS/install" --merge-install \
   --event-handlers console_cohesion- console_stderr- \
-  --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY"
-"$PY" -c 'from dreamzero_ros_interfaces.msg import ActionChunk, PolicyStatus' \
-  && echo "build_interfaces: dreamzero_ros_interfaces installed into $VENV"
+  --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" \
+    -DPython3_NumPy_INCLUDE_DIR="$BUILT_ON/lib/python3.11/site-packages/numpy/_core/include"
+
+# -P: the installed package, not a dreamzero_ros/ folder of the current directory.
+PKG=$("$PY" -P -c 'import dreamzero_ros, pathlib; print(pathlib.Path(dreamzero_ros.__file__).parent)')
+GENERATED=$(echo "$WS"/install/lib/python3*/site-packages/dreamzero_ros)
+rm -rf "$PKG/msg" "$PKG/action" "$PKG"/dreamzero_ros_s__*
+for kind in msg action; do
+  mkdir "$PKG/$kind" && cp "$GENERATED/$kind"/*.py "$PKG/$kind/"
+done
+cp "$GENERATED"/dreamzero_ros_s__*.so "$PKG/"
+cp -P "$WS/install/lib"/libdreamzero_ros__*.so "$VENV/lib/"
+"$PY" -P -c 'from dreamzero_ros.msg import ActionChunk, PolicyStatus; from dreamzero_ros.action import RunTask' \
+  && echo "build_interfaces: dreamzero_ros messages and actions added to $PKG"

@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
-# colcon build of both packages (messages and the ament_python package) and colcon test of the
-# package's own checks, with the ROS 2 PyPI wheels of the given venv (default .venv).
+# colcon build and colcon test of the package as a ROS 2 workspace holds it (the checkout in
+# src/, a plain `colcon build` at the workspace root), with the ROS 2 PyPI wheels of the given
+# venv (default .venv) standing in for a sourced ROS 2 install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=$(realpath "${1:-.venv}")
-export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH"
-WS=build/colcon
-colcon --log-base "$WS/log" build \
-  --base-paths . interfaces/dreamzero_ros_interfaces \
-  --build-base "$WS/build" --install-base "$WS/install" \
-  --event-handlers console_cohesion- console_stderr- \
-  --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VENV/bin/python"
-colcon --log-base "$WS/log" test \
-  --base-paths . --packages-select dreamzero_ros \
-  --build-base "$WS/build" --install-base "$WS/install" \
-  --event-handlers console_cohesion- \
-  --pytest-args test/test_package_manifest.py test/test_package_lint.py
-colcon --log-base "$WS/log" test-result --test-result-base "$WS/build" --verbose
+# VIRTUAL_ENV: CMake's FindPython takes the venv's interpreter
+export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH" VIRTUAL_ENV="$VENV"
+WS=build/colcon_ws
+mkdir -p "$WS/src"
+ln -sfn ../../.. "$WS/src/dreamzero_ros"
+cd "$WS"
+colcon list
+colcon build --event-handlers console_cohesion- console_stderr-
+colcon test --event-handlers console_cohesion-
+colcon test-result --verbose

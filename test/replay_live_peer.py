@@ -21,7 +21,7 @@ from sensor_msgs.msg import Image, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 try:
-    from dreamzero_ros_interfaces.msg import ActionChunk
+    from dreamzero_ros.msg import ActionChunk
 except ImportError:
     ActionChunk = None
 

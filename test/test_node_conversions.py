@@ -36,7 +36,7 @@ SHARED = {
         lambda b: b.compressed_image(to_ns(4.0), RGB, 'cam', 'png'),
     ),
     'action_chunk': (  # latency 0.75: exact in the float32 field
-        'dreamzero_ros_interfaces/msg/ActionChunk',
+        'dreamzero_ros/msg/ActionChunk',
         lambda b: b.action_chunk(to_ns(5.0), NAMES, ROWS, to_ns(0.25), 3, 0.75, 's'),
     ),
 }
@@ -47,7 +47,7 @@ def test_node_and_replay_build_the_same_message(kind):
     """What replay writes into a bag reads back, in rclpy, as the message the node publishes."""
     type_name, build = SHARED[kind]
     if kind == 'action_chunk' and conversions.ActionChunkMsg is None:
-        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+        pytest.skip('the package messages are not built (scripts/build_interfaces.sh)')
     written = bytes(replay_typestore().serialize_cdr(build(BAG_MESSAGES), type_name))
     published = build(ROS_MESSAGES)
     assert deserialize_message(written, type(published)) == published
@@ -98,7 +98,7 @@ def test_step_commands():
 
 def test_action_chunk_message_is_row_major():
     if conversions.ActionChunkMsg is None:
-        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+        pytest.skip('the package messages are not built (scripts/build_interfaces.sh)')
     msg = SHARED['action_chunk'][1](ROS_MESSAGES)
     assert msg.horizon == 3 and msg.chunk_id == 3 and msg.session_id == 's'
     np.testing.assert_array_equal(np.reshape(msg.positions, (msg.horizon, -1)), ROWS)
@@ -139,7 +139,7 @@ def test_node_image_decoding_uses_the_codec_and_refuses_the_rest():
 
 def test_policy_status_message_from_a_report():
     if conversions.PolicyStatusMsg is None:
-        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+        pytest.skip('the package messages are not built (scripts/build_interfaces.sh)')
     values = {
         'lifecycle_state': 'active', 'engine_state': 'ready', 'enabled': 'true',
         'dry_run': 'false', 'prompt': 'p', 'session_id': 's', 'chunks_applied': '4',

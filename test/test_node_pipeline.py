@@ -179,7 +179,7 @@ def test_action_chunk_messages_carry_the_raw_chunk(system):
     from dreamzero_ros.ros.conversions import ActionChunkMsg
 
     if ActionChunkMsg is None:
-        pytest.skip('dreamzero_ros_interfaces not built (scripts/build_interfaces.sh)')
+        pytest.skip('the package messages are not built (scripts/build_interfaces.sh)')
     chunks = harness.wait_for(
         lambda: harness.messages('chunk'), TIMEOUT, 'ActionChunk messages', node.log
     )

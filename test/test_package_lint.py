@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+from package_support import python_sources
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_ruff_format_is_clean():
 def test_every_python_file_carries_the_copyright_header():
     sources = [ROOT / 'setup.py']
     for folder in _existing(LINTED):
-        sources.extend((ROOT / folder).rglob('*.py'))
+        sources.extend(python_sources(folder))
     lacking = [
         str(path.relative_to(ROOT))
         for path in sources

@@ -24,7 +24,7 @@ import numpy as np
 from dreamzero_ros.core.image_codec import encode_compressed, encode_raw
 
 NS_PER_S = 1_000_000_000
-ACTION_CHUNK_TYPE = 'dreamzero_ros_interfaces/msg/ActionChunk'
+ACTION_CHUNK_TYPE = 'dreamzero_ros/msg/ActionChunk'
 
 #: Full message type name -> message class.
 MessageTypes = Callable[[str], Any]

@@ -437,8 +437,8 @@ class NodeSettings:
     )
     chunk_topic: str = parameter(
         '~/action_chunk',
-        'Raw chunks as dreamzero_ros_interfaces/ActionChunk '
-        '(published only where that package is importable).',
+        'Raw chunks as dreamzero_ros/msg/ActionChunk '
+        '(published only where the package messages are built).',
     )
     step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
     # --- safety, scheduling, engine, bridge

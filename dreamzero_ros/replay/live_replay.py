@@ -9,7 +9,7 @@ node started with ``use_sim_time:=true`` sees the recorded stamps and clock as o
 recorder subscribes to the node's trajectory, preview and chunk topics and writes what arrives
 into a new bag, at the simulated time of arrival.
 
-Chunks are recorded as ``dreamzero_ros_interfaces/msg/ActionChunk``, the type rosbags registers
+Chunks are recorded as ``dreamzero_ros/msg/ActionChunk``, the type rosbags registers
 from ``msg/ActionChunk.msg``: the node's own chunk messages where that interface is built, else
 chunks rebuilt from the preview trajectories.
 """

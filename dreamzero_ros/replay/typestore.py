@@ -3,9 +3,9 @@
 
 """The rosbags type store used for replay: ROS 2 Kilted types plus the package's messages.
 
-The ``.msg`` files live in ``msg/`` of dreamzero_ros; rosidl builds them as the interface package
-``dreamzero_ros_interfaces`` where it can, so they are registered here under that package name: a
-bag written here and one recorded by ``ros2 bag record`` name the types alike.
+The ``.msg`` files live in ``msg/`` of dreamzero_ros, which rosidl builds as the package's own
+interfaces (``dreamzero_ros/msg/*``); they are registered here under the same names, so a bag
+written here and one recorded by ``ros2 bag record`` name the types alike.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from rosbags.typesys.store import Typestore
 from dreamzero_ros.core.messages import MessageBuilder
 
 PACKAGE_NAME = 'dreamzero_ros'
-INTERFACE_PACKAGE = 'dreamzero_ros_interfaces'
 #: The package's messages that replay registers.
 PACKAGE_MESSAGES = ('ActionChunk', 'PolicyStatus')
 
@@ -60,13 +59,13 @@ def find_msg_dir() -> Path:
 
 @cache
 def replay_typestore() -> Typestore:
-    """ROS 2 Kilted message types plus ``dreamzero_ros_interfaces/msg/*`` from the .msg files."""
+    """ROS 2 Kilted message types plus ``dreamzero_ros/msg/*`` from the .msg files."""
     store = get_typestore(Stores.ROS2_KILTED)
     folder = find_msg_dir()
     types = {}
     for name in PACKAGE_MESSAGES:
         text = (folder / f'{name}.msg').read_text()
-        types.update(get_types_from_msg(text, f'{INTERFACE_PACKAGE}/msg/{name}'))
+        types.update(get_types_from_msg(text, f'{PACKAGE_NAME}/msg/{name}'))
     store.register(types)
     return store
 

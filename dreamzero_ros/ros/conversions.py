@@ -27,8 +27,8 @@ from dreamzero_ros.core.messages import MessageBuilder, stamp_seconds, to_ns
 from dreamzero_ros.core.status_report import StatusReport
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
-    from dreamzero_ros_interfaces.msg import ActionChunk as ActionChunkMsg
-    from dreamzero_ros_interfaces.msg import PolicyStatus as PolicyStatusMsg
+    from dreamzero_ros.msg import ActionChunk as ActionChunkMsg
+    from dreamzero_ros.msg import PolicyStatus as PolicyStatusMsg
 except ImportError:  # pragma: no cover - depends on the install
     ActionChunkMsg = PolicyStatusMsg = None
 
@@ -71,7 +71,7 @@ def diagnostics_msg(stamp: float, name: str, report: StatusReport) -> Diagnostic
 
 
 def policy_status_msg(stamp: float, report: StatusReport):
-    """The package's ``dreamzero_ros_interfaces/PolicyStatus``; None where it is not built."""
+    """The package's ``dreamzero_ros/msg/PolicyStatus``; None where it is not built."""
     if PolicyStatusMsg is None:
         return None
     value = report.value

@@ -18,7 +18,7 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
   only while active, enabled and not dry_run; arm joints only), the gripper command
   (``gripper.interface``: GripperCommand action, Float64 or JointTrajectory on
   ``gripper.command_name``, same conditions), ``preview_topic`` (every merged trajectory),
-  ``chunk_topic`` (dreamzero_ros_interfaces/ActionChunk, raw chunks, where built),
+  ``chunk_topic`` (dreamzero_ros/msg/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
   ``/diagnostics``.
 
