@@ -235,14 +235,17 @@ class DemoRun:
     def wait_chunks(
         self, count: int, timeout: float, on_chunk: Callable[[Any], None] = lambda chunk: None
     ) -> bool:
-        """Spin until ``count`` chunks arrived (``on_chunk`` sees each); False on timeout.
+        """Spin until ``count`` more chunks arrived (``on_chunk`` sees each); False on timeout.
+
+        Chunks received before the call are not counted: those published before the commands
+        were enabled are not what the arm follows.
 
         Raises:
             RuntimeError: the policy node or the arm exited.
 
         """
         deadline = time.monotonic() + timeout
-        self.listener.max_chunks = count
+        self.listener.record_next_chunks(count)
         seen = 0
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.2)

@@ -93,6 +93,12 @@ class DemoListener(Node):
                 JointTrajectory, arm.gripper_topic, self._on_gripper_trajectory, 10
             )
 
+    def record_next_chunks(self, count: int) -> None:
+        """Forget the chunks received so far; record the next ``count`` only."""
+        self.chunks.clear()
+        self.latency = LatencyStats()
+        self.max_chunks = count
+
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
