@@ -125,6 +125,24 @@ def test_prompt_change_discards_and_new_queries_carry_the_prompt():
     assert loop.poll(1.1).query.observation.prompt == 'place'
 
 
+def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_resumed():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    in_flight = loop.poll(1.1).query
+    hold = loop.pause(1.2, 'task canceled')
+    assert hold is not None and loop.paused == 'task canceled'
+    np.testing.assert_allclose(hold.velocity_at(hold.end_time), 0.0)
+    assert loop.pause(1.25, 'again') is None  # already holding: nothing new to send
+    outcome = loop.on_chunk(in_flight, chunk_for(in_flight, 0.3), 1.3)
+    assert outcome.plan is None and 'paused' in outcome.discarded
+    feed(cache, 1.4)
+    assert loop.poll(1.4).query is None and loop.poll(1.5).refusal is None
+    loop.resume()
+    assert loop.paused == '' and loop.poll(1.5).query is not None
+
+
 def test_late_chunk_is_counted_and_not_used():
     loop, cache = make_loop()
     feed(cache, 1.0)

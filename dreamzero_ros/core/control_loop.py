@@ -17,6 +17,9 @@ seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the 
 discards the answer in flight, holds the command in force before the jump and asks for a fresh
 policy session; querying resumes with the first usable inputs of the new timeline.
 
+:meth:`ControlLoop.pause` stops querying (a task ended: the node holds until the next task or
+prompt) until :meth:`ControlLoop.resume`.
+
 Plans are in policy units (radians, gripper in ``[0, 1]``). All times are passed in.
 """
 
@@ -158,6 +161,8 @@ class ControlLoop:
         self.session_id = session_id
         self.plan: ActionPlan | None = None
         self.holding: str = ''
+        #: Why no query starts (see :meth:`pause`); empty while the loop runs.
+        self.paused: str = ''
         self.last_refusal: Refusal | None = None
         self.last_error: str = ''
         self.latency = LatencyStats()
@@ -184,6 +189,9 @@ class ControlLoop:
         if self._last_now is not None and self.is_backward_jump(self._last_now, now):
             return PollResult(hold=self.on_time_jump(self._last_now, now), time_jump=True)
         self._last_now = now
+        if self.paused:
+            self.last_refusal = None
+            return PollResult()
         refusal = self.cache.check(now)
         if refusal is None and not self.in_flight and not self._replan_too_soon(now):
             observation = self.cache.build(now, self.prompt, self.session_id)
@@ -335,6 +343,19 @@ class ControlLoop:
         self._generation += 1
         return self._start_hold(now, 'prompt changed')
 
+    def pause(self, now: float, reason: str) -> ActionPlan | None:
+        """Stop querying until :meth:`resume`; answers in flight are discarded; holds.
+
+        Returns the hold plan to publish (None when already holding or before any plan).
+        """
+        self.paused = reason
+        self._generation += 1
+        return self._start_hold(now, reason)
+
+    def resume(self) -> None:
+        """Query again (after :meth:`pause`)."""
+        self.paused = ''
+
     def forget_plan(self) -> None:
         """Drop the plan (e.g. on enable): the next chunk starts from the measured joints."""
         self.plan = None
@@ -350,7 +371,7 @@ class ControlLoop:
 
     def _discard_reason(self, query: Query, chunk: ActionChunk) -> str:
         if query.generation != self._generation:
-            return 'session reset or prompt changed while inferring'
+            return 'session reset, prompt changed or paused while inferring'
         if self.holding and self.last_refusal is not None:
             return f'input went bad while inferring ({self.holding})'
         actions = np.asarray(chunk.actions)

@@ -165,6 +165,18 @@ class GripperSettings:
 
 
 @dataclass(frozen=True)
+class TaskSettings:
+    """The task action ``~/run_task`` (``task.*``)."""
+
+    input_timeout: float = parameter(
+        2.0,
+        'Seconds the inputs may stay unusable (stale, missing, skewed, bad) during a ~/run_task '
+        'task before it ends as a fault; the node holds from the first refusal anyway.',
+        range=(0.01, 3600.0),
+    )
+
+
+@dataclass(frozen=True)
 class SchedulerSettings:
     """Query pacing and chunk hand-over (``scheduler.*``)."""
 
@@ -446,6 +458,7 @@ class NodeSettings:
     safety: SafetySettings = field(default_factory=SafetySettings)
     trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    task: TaskSettings = field(default_factory=TaskSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
 

@@ -41,8 +41,9 @@ def build_report(
     engine_state: str,
     enabled: bool,
     dry_run: bool,
+    task: str = '',
 ) -> StatusReport:
-    """Summarise the loop's counters and state at ``now``."""
+    """Summarise the loop's counters and state at ``now``; ``task``: the running task's goal."""
     counters = loop.counters
     cache = loop.cache.stats
     refusal = str(loop.last_refusal) if loop.last_refusal is not None else ''
@@ -88,6 +89,8 @@ def build_report(
         ('observations_refused', str(sum(counters.refusals.values()))),
         *((f'refused_{reason}', str(count)) for reason, count in sorted(counters.refusals.items())),
         ('holding', loop.holding),
+        ('paused', loop.paused),
+        ('task', task),
         ('last_refusal', refusal),
         ('last_error', loop.last_error),
     ]
@@ -95,6 +98,8 @@ def build_report(
         level, message = ERROR, f'engine {engine_state}'
     elif refusal:
         level, message = WARN, f'input refused: {refusal}'
+    elif loop.paused and lifecycle_state == 'active':
+        level, message = OK, f'idle, holding: {loop.paused}'
     elif loop.holding and loop.plan is not None and lifecycle_state == 'active':
         level, message = WARN, f'holding: {loop.holding}'
     elif lifecycle_state != 'active':

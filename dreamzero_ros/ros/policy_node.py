@@ -25,6 +25,9 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
 The cameras (``camera_keys`` mapped to ``camera_topics``), the arm joints and the gripper follow
 the loaded policy: configure fails, saying what differs, when the parameters do not fit it.
 
+Action: ``~/run_task`` (RunTask, where the interfaces are built): one instruction until a time
+limit, a cancel, a newer goal or a fault, then a hold (:mod:`~dreamzero_ros.ros.task_server`).
+
 Services: ``~/reset`` (std_srvs/Trigger), ``~/enable`` (std_srvs/SetBool), the lifecycle
 services, and the parameter services (``prompt``, ``session_id`` and ``dry_run`` may change at
 any time; the others while the node is unconfigured, taking effect at the next configure).
@@ -66,12 +69,14 @@ from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
+from dreamzero_ros.core.task_runner import CommandState
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
+from dreamzero_ros.ros.task_server import TaskServer
 
 #: Camera messages kept between two reads of the inputs: the newest only.
 CAMERA_QUEUE = 1
@@ -175,6 +180,7 @@ class PolicyNode(LifecycleNode):
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(SetBool, '~/enable', self._on_enable)
+        self._tasks = TaskServer(self, self)
         self._diagnostics_timer = self.create_timer(
             self.get_parameter('diagnostics_period').value, self.publish_diagnostics
         )
@@ -238,6 +244,7 @@ class PolicyNode(LifecycleNode):
         self._create_inputs()
         self._create_outputs()
         self.enabled = settings.start_enabled
+        self._tasks.configure(settings.task.input_timeout)
         self.lifecycle_state = 'inactive'
         self.get_logger().info(
             f'configured: {len(self._cameras)} cameras, commands '
@@ -269,6 +276,7 @@ class PolicyNode(LifecycleNode):
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Hold the current command, stop querying; an answer still in flight is discarded."""
+        self._tasks.fail('the node was deactivated')
         self._publish_hold(self.loop.reset(self._now()))
         self._await_delivery()
         self._destroy_timers()
@@ -294,6 +302,7 @@ class PolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _release(self) -> None:
+        self._tasks.release('the node was cleaned up or shut down')
         self._destroy_timers()
         if self._gripper is not None:
             self._gripper.destroy()
@@ -425,6 +434,7 @@ class PolicyNode(LifecycleNode):
 
     def _start_over_after_jump(self, hold: ActionPlan | None) -> None:
         self._publish_hold(hold)
+        self._tasks.fail('the clock jumped back')
         self._reset_policy_session(self.loop.holding)
         self.publish_diagnostics()
 
@@ -479,12 +489,15 @@ class PolicyNode(LifecycleNode):
             return
         for parameter in parameters:
             if parameter.name == 'prompt':
+                self._tasks.preempt(f'prompt set to {parameter.value!r}')
                 self._publish_hold(self.loop.set_prompt(parameter.value, self._now()))
+                self.loop.resume()  # after a task ended: query again, on this prompt
                 self.get_logger().info(f'prompt: {parameter.value!r}')
             elif parameter.name == 'session_id':
                 self.loop.session_id = parameter.value
                 self._reset_session('session_id changed')
             elif parameter.name == 'dry_run' and bool(parameter.value) != self.dry_run:
+                self._tasks.fail(f'dry_run set to {str(bool(parameter.value)).lower()}')
                 if parameter.value:
                     self._publish_hold(self.loop.hold(self._now(), 'dry run'))
                 else:
@@ -506,6 +519,7 @@ class PolicyNode(LifecycleNode):
         if enabled == self.enabled:
             return
         if not enabled:
+            self._tasks.fail(f'commands disabled by the {source}')
             if self.loop is not None:
                 self._publish_hold(self.loop.hold(self._now(), 'disabled'))
             self.enabled = False
@@ -531,6 +545,8 @@ class PolicyNode(LifecycleNode):
         now = self._now()
         self._read_inputs(now)
         self._check_and_query(now, read_at)
+        refusal = self.loop.last_refusal
+        self._tasks.tick('' if refusal is None else str(refusal))
         step = self._outputs.get('step')
         command = self.loop.command_at(now)
         if step is not None and command is not None and self.commanding:
@@ -600,6 +616,7 @@ class PolicyNode(LifecycleNode):
                 self.engine_state = f'error: {type(error).__name__}: {error}'
                 self.get_logger().error(f'policy failed: {error}')
                 self._publish_hold(self.loop.on_error(query, error, now))
+                self._tasks.fail(f'policy error: {error}')
                 self.publish_diagnostics()
                 continue
             self.engine_state = 'ready'
@@ -610,6 +627,7 @@ class PolicyNode(LifecycleNode):
             outcome = self.loop.on_chunk(query, chunk, now)
             if self._publish_chunk(query, chunk, outcome):
                 self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
+                self._tasks.chunk_executed()
             self.loop.observation_to_query.record(answer.query_delay, now)
             chunk_arrived = True
         if chunk_arrived and self.lifecycle_state == 'active':
@@ -679,6 +697,28 @@ class PolicyNode(LifecycleNode):
         if self.commanding:
             self._outputs['trajectory'].publish(msg)
 
+    # ------------------------------------------------------------------------ task host
+
+    def command_state(self) -> CommandState:
+        """Whether the node is active and its commands reach the controller (~/run_task)."""
+        return CommandState(self.lifecycle_state == 'active', self.enabled, self.dry_run)
+
+    def now(self) -> float:
+        """The node's clock, seconds."""
+        return self._now()
+
+    def begin_task(self, instruction: str) -> None:
+        """A task starts: its instruction is the prompt, in a fresh policy session."""
+        self._publish_hold(self.loop.set_prompt(instruction, self._now()))
+        self.loop.resume()
+        self._reset_session(f'task {instruction!r}')
+
+    def end_task(self, reason: str) -> None:
+        """A task ended: hold (braking a motion in force) and query no more."""
+        if self.loop is not None:
+            self._publish_hold(self.loop.pause(self._now(), reason))
+            self.publish_diagnostics()
+
     # ------------------------------------------------------------------------ diagnostics
 
     def publish_diagnostics(self) -> None:
@@ -693,6 +733,7 @@ class PolicyNode(LifecycleNode):
             engine_state=self.engine_state,
             enabled=self.enabled,
             dry_run=self.dry_run,
+            task=self._tasks.instruction,
         )
         self._diagnostics.publish(
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)

@@ -1,0 +1,205 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The task interface's decisions (the node's ``~/run_task`` action), without ROS.
+
+A task runs the policy on one instruction until its time limit, a cancel, a newer task, or a
+fault. :class:`TaskRunner` holds at most one task and says when it ends and with which
+:class:`TaskResult`; the node does the rest (prompt and fresh session at the start, a hold and
+no further query at the end).
+
+A goal is accepted only while the node is active and its commands reach the controller (enabled,
+not in dry run), or in dry run, where the task runs on previews only (nothing reaches the
+controller; the feedback state is ``dry_run``, ``chunks_executed`` counts previewed chunks). Its
+instruction must not be empty, its time limit (seconds, 0 = none) not negative.
+
+Ends (``outcome``):
+
+- ``time_limit``: the time limit passed;
+- ``canceled``: the client canceled the goal;
+- ``preempted``: a newer goal, or a prompt set through ``~/prompt`` or the ``prompt``
+  parameter, took over;
+- ``fault``: the node stopped commanding as the task was accepted (commands disabled, e-stop,
+  dry run switched), was deactivated or shut down, the policy failed, the clock jumped back, or
+  the inputs stayed unusable for longer than ``input_timeout`` seconds; ``message`` says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import enum
+import math
+
+#: Feedback states.
+EXECUTING = 'executing'
+DRY_RUN = 'dry_run'
+INPUTS_UNUSABLE = 'inputs_unusable'
+
+
+class Outcome(enum.StrEnum):
+    """How a task ended (the result's ``outcome``)."""
+
+    TIME_LIMIT = 'time_limit'
+    CANCELED = 'canceled'
+    PREEMPTED = 'preempted'
+    FAULT = 'fault'
+
+
+@dataclass(frozen=True)
+class CommandState:
+    """Whether the node's commands reach the controller."""
+
+    active: bool
+    enabled: bool
+    dry_run: bool
+
+    @property
+    def mode(self) -> str:
+        """``commanding``, ``dry_run`` (previews only) or ``disabled``."""
+        if self.dry_run:
+            return 'dry_run'
+        return 'commanding' if self.enabled else 'disabled'
+
+
+@dataclass(frozen=True)
+class TaskFeedback:
+    """Sent after each executed chunk."""
+
+    chunks_executed: int
+    elapsed: float
+    state: str
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """How and when a task ended."""
+
+    outcome: Outcome
+    chunks_executed: int
+    elapsed: float
+    message: str
+
+
+@dataclass
+class _Task:
+    goal_id: str
+    instruction: str
+    time_limit: float
+    started: float
+    mode: str
+    chunks: int = 0
+    unusable_since: float | None = None
+
+
+class TaskRunner:
+    """At most one task: accepts goals, counts executed chunks, decides how the task ends."""
+
+    def __init__(self, input_timeout: float) -> None:
+        if not input_timeout > 0:
+            raise ValueError(f'input_timeout must be > 0, got {input_timeout}')
+        self.input_timeout = input_timeout
+        self._task: _Task | None = None
+
+    @property
+    def goal_id(self) -> str | None:
+        """The running task's goal id; None when no task runs."""
+        return None if self._task is None else self._task.goal_id
+
+    @property
+    def instruction(self) -> str | None:
+        """The running task's instruction; None when no task runs."""
+        return None if self._task is None else self._task.instruction
+
+    @staticmethod
+    def refusal(instruction: str, time_limit: float, state: CommandState) -> str:
+        """Why a goal cannot be accepted now; empty when it can."""
+        if not instruction.strip():
+            return 'the instruction is empty'
+        if not math.isfinite(time_limit) or time_limit < 0:
+            return f'time_limit must be >= 0 seconds (0: none), got {time_limit}'
+        if not state.active:
+            return 'the node is not active'
+        if state.mode == 'disabled':
+            return 'commands are disabled: enable them with ~/enable (or set dry_run)'
+        return ''
+
+    def start(
+        self, goal_id: str, instruction: str, time_limit: float, state: CommandState, now: float
+    ) -> TaskResult | None:
+        """Run a new task from ``now``; returns the result of the task it preempts, if any.
+
+        Raises:
+            ValueError: the goal is refused (:meth:`refusal`).
+
+        """
+        reason = self.refusal(instruction, time_limit, state)
+        if reason:
+            raise ValueError(reason)
+        preempted = self._end(Outcome.PREEMPTED, now, f'preempted by a new goal: {instruction!r}')
+        self._task = _Task(goal_id, instruction, float(time_limit), now, state.mode)
+        return preempted
+
+    def chunk_executed(self, now: float) -> TaskFeedback | None:
+        """A chunk of the running task reached the controller (or the preview in dry run)."""
+        task = self._task
+        if task is None:
+            return None
+        task.chunks += 1
+        return self.feedback(now)
+
+    def feedback(self, now: float) -> TaskFeedback | None:
+        """The running task's progress; None when no task runs."""
+        task = self._task
+        if task is None:
+            return None
+        state = DRY_RUN if task.mode == 'dry_run' else EXECUTING
+        if task.unusable_since is not None:
+            state = INPUTS_UNUSABLE
+        return TaskFeedback(task.chunks, now - task.started, state)
+
+    def check(self, now: float, state: CommandState, input_problem: str) -> TaskResult | None:
+        """Called every control tick: the result if the task ends now, else None.
+
+        ``input_problem`` is why the inputs are unusable now (empty when they are usable).
+        """
+        task = self._task
+        if task is None:
+            return None
+        if not state.active:
+            return self.fail(now, 'the node was deactivated')
+        if state.mode != task.mode:
+            return self.fail(now, f'commands went from {task.mode} to {state.mode}')
+        if task.time_limit > 0 and now - task.started >= task.time_limit:
+            return self._end(
+                Outcome.TIME_LIMIT, now, f'time limit of {task.time_limit:g} s reached'
+            )
+        if not input_problem:
+            task.unusable_since = None
+            return None
+        if task.unusable_since is None:
+            task.unusable_since = now
+        if now - task.unusable_since > self.input_timeout:
+            return self.fail(
+                now,
+                f'inputs unusable for more than {self.input_timeout:g} s: {input_problem}',
+            )
+        return None
+
+    def cancel(self, now: float) -> TaskResult | None:
+        """The client canceled the running task."""
+        return self._end(Outcome.CANCELED, now, 'canceled')
+
+    def preempt(self, now: float, reason: str) -> TaskResult | None:
+        """Something other than a goal took over (a prompt set by hand)."""
+        return self._end(Outcome.PREEMPTED, now, reason)
+
+    def fail(self, now: float, reason: str) -> TaskResult | None:
+        """End the running task with a fault (e-stop, deactivate, policy error...)."""
+        return self._end(Outcome.FAULT, now, reason)
+
+    def _end(self, outcome: Outcome, now: float, message: str) -> TaskResult | None:
+        task = self._task
+        if task is None:
+            return None
+        self._task = None
+        return TaskResult(outcome, task.chunks, now - task.started, message)

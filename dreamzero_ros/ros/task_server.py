@@ -1,0 +1,201 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The node's task action ``~/run_task`` (RunTask): goals, feedback, cancel, preemption.
+
+A thin rclpy layer over :class:`~dreamzero_ros.core.task_runner.TaskRunner`, which decides which
+goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt and
+fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when told.
+Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
+``fault`` aborted; the result says which and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.task import Future
+
+from dreamzero_ros.core.task_runner import CommandState, Outcome, TaskResult, TaskRunner
+
+try:  # generated from action/RunTask.action where the interfaces are built
+    from dreamzero_ros_interfaces.action import RunTask
+except ImportError:  # pragma: no cover - depends on the install
+    RunTask = None
+
+
+class TaskHost(Protocol):
+    """What the task server needs from the node."""
+
+    def command_state(self) -> CommandState:
+        """Whether the node is active and its commands reach the controller."""
+
+    def now(self) -> float:
+        """The node's clock, seconds."""
+
+    def begin_task(self, instruction: str) -> None:
+        """Make ``instruction`` the prompt in a fresh policy session and query."""
+
+    def end_task(self, reason: str) -> None:
+        """Hold and stop querying until the next task or prompt."""
+
+
+class TaskServer:
+    """``~/run_task`` on ``node``; goals are refused until :meth:`configure`.
+
+    Where RunTask is not built there is no action server (logged once); the rest is inert.
+    """
+
+    def __init__(self, node: Any, host: TaskHost) -> None:
+        self._node = node
+        self._host = host
+        self.runner: TaskRunner | None = None
+        #: goal id -> (goal handle, future of its TaskResult) of the running task.
+        self._running: dict[str, tuple[Any, Future]] = {}
+        if RunTask is None:
+            node.get_logger().warning(
+                'no ~/run_task action: the RunTask interface is not built (colcon build, or '
+                'scripts/build_interfaces.sh)'
+            )
+            return
+        ActionServer(
+            node,
+            RunTask,
+            '~/run_task',
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            cancel_callback=self._on_cancel,
+        )
+
+    def configure(self, input_timeout: float) -> None:
+        """Accept goals from now on, with this input timeout."""
+        self.runner = TaskRunner(input_timeout)
+
+    def release(self, reason: str) -> None:
+        """End the running task (a fault) and refuse goals until the next :meth:`configure`."""
+        self.fail(reason)
+        self.runner = None
+
+    @property
+    def instruction(self) -> str:
+        """The running task's instruction; empty when none runs."""
+        return (self.runner.instruction if self.runner else None) or ''
+
+    # ------------------------------------------------------------------------ node events
+
+    def tick(self, input_problem: str) -> None:
+        """Every control tick: end the task on its time limit, a lost command path, bad inputs."""
+        if self.runner is not None:
+            self._end(
+                self.runner.check(self._host.now(), self._host.command_state(), input_problem)
+            )
+
+    def chunk_executed(self) -> None:
+        """A chunk reached the controller (the preview in dry run): feedback to the client."""
+        if self.runner is None:
+            return
+        feedback = self.runner.chunk_executed(self._host.now())
+        running = self._running.get(self.runner.goal_id or '')
+        if feedback is None or running is None:
+            return
+        running[0].publish_feedback(
+            RunTask.Feedback(
+                chunks_executed=feedback.chunks_executed,
+                elapsed=feedback.elapsed,
+                state=feedback.state,
+            )
+        )
+
+    def fail(self, reason: str) -> None:
+        """End the running task with a fault (e-stop, deactivate, policy error...)."""
+        if self.runner is not None:
+            self._end(self.runner.fail(self._host.now(), reason))
+
+    def preempt(self, reason: str) -> None:
+        """Something other than a goal took over (a prompt set by hand): no hold, no pause."""
+        if self.runner is not None:
+            self._resolve(self.runner.preempt(self._host.now(), reason))
+
+    # ------------------------------------------------------------------------ action server
+
+    def _on_goal(self, goal: Any) -> GoalResponse:
+        reason = (
+            'the node is not configured'
+            if self.runner is None
+            else TaskRunner.refusal(goal.instruction, goal.time_limit, self._host.command_state())
+        )
+        if reason:
+            self._node.get_logger().warning(f'run_task goal {goal.instruction!r} refused: {reason}')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    async def _execute(self, handle: Any) -> Any:
+        goal = handle.request
+        goal_id = bytes(handle.goal_id.uuid).hex()
+        if self.runner is None:
+            handle.abort()
+            return _result(TaskResult(Outcome.FAULT, 0, 0.0, 'the node is not configured'))
+        try:
+            preempted = self.runner.start(
+                goal_id,
+                goal.instruction,
+                goal.time_limit,
+                self._host.command_state(),
+                self._host.now(),
+            )
+        except ValueError as error:  # the node changed between acceptance and execution
+            handle.abort()
+            return _result(TaskResult(Outcome.FAULT, 0, 0.0, str(error)))
+        self._resolve(preempted)
+        done = Future()
+        self._running[goal_id] = (handle, done)
+        limit = f', time limit {goal.time_limit:g} s' if goal.time_limit > 0 else ''
+        self._node.get_logger().info(f'task {goal.instruction!r} started{limit}')
+        self._host.begin_task(goal.instruction)
+        result: TaskResult = await done
+        if result.outcome is Outcome.TIME_LIMIT:
+            handle.succeed()
+        elif result.outcome is Outcome.CANCELED:
+            handle.canceled()
+        else:
+            handle.abort()
+        return _result(result)
+
+    def _on_cancel(self, handle: Any) -> CancelResponse:
+        if self.runner is None or self.runner.goal_id != bytes(handle.goal_id.uuid).hex():
+            return CancelResponse.REJECT
+        self._end(self.runner.cancel(self._host.now()))
+        return CancelResponse.ACCEPT
+
+    def _end(self, result: TaskResult | None) -> None:
+        """The task ended: the node holds first, then the client gets the result."""
+        if result is None:
+            return
+        self._host.end_task(f'task ended: {result.outcome} ({result.message})')
+        self._resolve(result)
+
+    def _resolve(self, result: TaskResult | None) -> None:
+        if result is None:
+            return
+        text = (
+            f'task ended: {result.outcome}, {result.chunks_executed} chunks in '
+            f'{result.elapsed:.2f} s ({result.message})'
+        )
+        if result.outcome in (Outcome.TIME_LIMIT, Outcome.CANCELED):
+            self._node.get_logger().info(text)
+        else:
+            self._node.get_logger().warning(text)
+        for goal_id, (_, done) in list(self._running.items()):
+            if self.runner is None or goal_id != self.runner.goal_id:
+                del self._running[goal_id]
+                done.set_result(result)
+
+
+def _result(result: TaskResult) -> Any:
+    return RunTask.Result(
+        outcome=str(result.outcome),
+        chunks_executed=result.chunks_executed,
+        elapsed=result.elapsed,
+        message=result.message,
+    )

@@ -1,0 +1,249 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The task action ``~/run_task`` over real DDS: time limit, cancel, preemption, faults.
+
+The policy node runs in its own process on the tiny engine (commands enabled, not in dry run);
+this process publishes the cameras and joint states, sends goals with an rclpy ActionClient and
+records every trajectory sent to the controller. The tests run in file order on one node.
+"""
+
+import time
+from types import SimpleNamespace
+
+from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
+import pytest
+
+TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
+QUIET = 2.0  # seconds without any trajectory that show the node stopped (chunks take ~0.2 s)
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory):
+    """(harness, stream, node, client)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.action import ActionClient
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.ros.task_server import RunTask
+
+    assert RunTask is not None, 'the RunTask action is not built (scripts/build_interfaces.sh)'
+    folder = tmp_path_factory.mktemp('run_task')
+    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
+    harness = Harness('run_task_harness')
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    node = NodeProcess(
+        folder / 'node.log',
+        f'engine.checkpoint:={checkpoint}',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        'task.input_timeout:=1.0',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    stream = RobotStream(harness, demo_clips(30)[0])
+    client = ActionClient(harness.node, RunTask, f'{NODE}/run_task')
+    assert client.wait_for_server(timeout_sec=60), node.log()
+    # free-running on the configured prompt first, as before any task
+    harness.wait_for(lambda: _motions(harness, 0.0), TIMEOUT, 'a first trajectory', node.log)
+    yield harness, stream, node, client
+    stream.close()
+    client.destroy()
+    assert node.stop() == 0, node.log()[-3000:]
+    harness.close()
+
+
+def _motions(harness, since):
+    return [m for m in harness.messages('controller', since) if not is_hold(m)]
+
+
+def _wait(future, timeout, what, log):
+    end = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > end:
+            raise AssertionError(f'timed out waiting for {what}\n{log()[-4000:]}')
+        time.sleep(0.02)
+    return future.result()
+
+
+def _send(system, instruction, time_limit=0.0):
+    """Send a goal; its handle, the feedback it receives and the future of its result."""
+    from dreamzero_ros.ros.task_server import RunTask
+
+    harness, _, node, client = system
+    feedback = []
+    future = client.send_goal_async(
+        RunTask.Goal(instruction=instruction, time_limit=time_limit),
+        feedback_callback=lambda msg: feedback.append(msg.feedback),
+    )
+    handle = _wait(future, 30, f'the answer to goal {instruction!r}', node.log)
+    result = handle.get_result_async() if handle.accepted else None
+    return SimpleNamespace(handle=handle, feedback=feedback, result=result)
+
+
+def _result(system, goal):
+    """(status, result, arrival time) of a goal."""
+    harness, _, node, _ = system
+    response = _wait(goal.result, TIMEOUT, 'a task result', node.log)
+    return response.status, response.result, harness.now()
+
+
+def _quiet_after(system, since):
+    """Nothing at all reached the controller for QUIET seconds after ``since``."""
+    harness, _, node, _ = system
+    harness.wait_for(lambda: harness.now() > since + QUIET, QUIET + 5, 'time', node.log)
+    assert harness.messages('controller', since) == [], node.log()[-3000:]
+
+
+def _task_diagnostics(harness, since, instruction):
+    for msg in harness.messages('diagnostics', since):
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if values.get('task') == instruction and values.get('prompt') == instruction:
+                return values
+    return None
+
+
+def test_a_goal_runs_with_feedback_until_its_time_limit_then_holds(system):
+    from action_msgs.msg import GoalStatus
+
+    harness, _, node, _ = system
+    start = harness.now()
+    goal = _send(system, 'open the drawer', time_limit=3.0)
+    assert goal.handle.accepted
+    status, result, arrived = _result(system, goal)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result
+    assert result.outcome == 'time_limit' and 'time limit of 3 s' in result.message
+    assert 3.0 <= result.elapsed < 3.5, result
+    counts = [f.chunks_executed for f in goal.feedback]
+    assert len(counts) >= 2 and counts == list(range(1, len(counts) + 1)), counts
+    assert result.chunks_executed == counts[-1]
+    assert {f.state for f in goal.feedback} == {'executing'}
+    assert [f.elapsed for f in goal.feedback] == sorted(f.elapsed for f in goal.feedback)
+    assert _motions(harness, start), 'the task sent no trajectory'
+    assert _task_diagnostics(harness, start, 'open the drawer'), 'no diagnostics named the task'
+    # it ended with a hold and nothing after the result
+    assert any(is_hold(m) for m in harness.messages('controller', start + 2.5)), node.log()
+    _quiet_after(system, arrived)
+
+
+def test_cancel_holds_at_once_and_nothing_reaches_the_controller_after(system):
+    from action_msgs.msg import GoalStatus
+
+    harness, _, node, _ = system
+    goal = _send(system, 'pick up the marker')
+    harness.wait_for(lambda: len(goal.feedback) >= 2, TIMEOUT, 'two chunks', node.log)
+    canceled_at = harness.now()
+    answer = _wait(goal.handle.cancel_goal_async(), 30, 'the cancel answer', node.log)
+    assert len(answer.goals_canceling) == 1
+    status, result, arrived = _result(system, goal)
+    assert status == GoalStatus.STATUS_CANCELED and result.outcome == 'canceled', result
+    assert result.chunks_executed >= 2
+    # the arm was moving: a (braking) hold was sent between the cancel and its result
+    sent = harness.received.get('controller', [])
+    holds = [t for t, m in sent if is_hold(m) and canceled_at <= t <= arrived]
+    assert holds, node.log()[-3000:]
+    _quiet_after(system, arrived)
+
+
+def test_a_new_goal_preempts_the_running_one(system):
+    from action_msgs.msg import GoalStatus
+
+    harness, _, node, _ = system
+    first = _send(system, 'pick up the marker')
+    harness.wait_for(lambda: first.feedback, TIMEOUT, 'a chunk of the first task', node.log)
+    second = _send(system, 'put it in the cup', time_limit=2.0)
+    assert second.handle.accepted
+    status, result, _ = _result(system, first)
+    assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'preempted', result
+    assert "'put it in the cup'" in result.message and result.chunks_executed >= 1
+    status, result, arrived = _result(system, second)
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.outcome == 'time_limit', result
+    assert result.chunks_executed >= 1 and second.feedback[0].chunks_executed == 1
+    _quiet_after(system, arrived)
+
+
+def test_goals_are_refused_while_disabled_and_an_estop_ends_a_task_as_a_fault(system):
+    from action_msgs.msg import GoalStatus
+    from std_msgs.msg import Bool
+    from std_srvs.srv import SetBool
+
+    harness, _, node, _ = system
+    harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=False))
+    assert not _send(system, 'pick up the marker').handle.accepted
+    assert 'commands are disabled' in node.log()
+    assert not _send(system, '').handle.accepted  # an empty instruction, also when enabled
+    harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+    assert not _send(system, '  ').handle.accepted
+    goal = _send(system, 'pick up the marker')
+    harness.wait_for(lambda: goal.feedback, TIMEOUT, 'a chunk', node.log)
+    estop = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+    harness.wait_for(lambda: estop.get_subscription_count() > 0, 10, 'estop subscriber', node.log)
+    estop.publish(Bool(data=True))
+    status, result, arrived = _result(system, goal)
+    assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'fault', result
+    assert result.message == 'commands disabled by the e-stop topic'
+    _quiet_after(system, arrived)
+    harness.node.destroy_publisher(estop)
+    harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+
+
+def test_inputs_unusable_beyond_the_timeout_end_the_task_as_a_fault(system):
+    from action_msgs.msg import GoalStatus
+
+    harness, stream, node, _ = system
+    goal = _send(system, 'pick up the marker')
+    harness.wait_for(lambda: goal.feedback, TIMEOUT, 'a chunk', node.log)
+    stream.cameras_on = False
+    try:
+        status, result, _ = _result(system, goal)
+    finally:
+        stream.cameras_on = True
+    assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'fault', result
+    assert result.message.startswith('inputs unusable for more than 1 s: '), result.message
+
+
+def test_a_dry_run_task_previews_only(system):
+    from action_msgs.msg import GoalStatus
+    from std_srvs.srv import SetBool
+
+    harness, _, node, _ = system
+    harness.set_parameter(NODE, 'dry_run', True)
+    harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=False))
+    try:
+        start = harness.now()
+        goal = _send(system, 'wipe the table', time_limit=2.0)
+        assert goal.handle.accepted  # dry run: accepted even with commands disabled
+        status, result, _ = _result(system, goal)
+        assert status == GoalStatus.STATUS_SUCCEEDED and result.chunks_executed >= 1, result
+        assert {f.state for f in goal.feedback} == {'dry_run'}
+        assert harness.messages('controller', start) == []
+    finally:
+        harness.set_parameter(NODE, 'dry_run', False)
+        harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+
+
+def test_the_prompt_topic_preempts_a_task_and_works_when_none_runs(system):
+    from action_msgs.msg import GoalStatus
+    from std_msgs.msg import String
+
+    harness, _, node, _ = system
+    prompt = harness.node.create_publisher(String, f'{NODE}/prompt', 10)  # volatile
+    harness.wait_for(lambda: prompt.get_subscription_count() > 0, 10, 'prompt sub', node.log)
+    # no task runs (the last one ended): the node holds until a prompt arrives
+    idle = harness.now()
+    _quiet_after(system, idle)
+    prompt.publish(String(data='stack the blocks'))
+    harness.wait_for(lambda: _motions(harness, idle), TIMEOUT, 'motion on the prompt', node.log)
+    assert harness.get_parameters(NODE, ['prompt'])['prompt'] == 'stack the blocks'
+    # a prompt published while a task runs takes over from the task
+    goal = _send(system, 'pick up the marker')
+    harness.wait_for(lambda: goal.feedback, TIMEOUT, 'a chunk', node.log)
+    prompt.publish(String(data='open the drawer'))
+    status, result, arrived = _result(system, goal)
+    assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'preempted', result
+    assert result.message == "prompt set to 'open the drawer'"
+    harness.wait_for(lambda: _motions(harness, arrived), TIMEOUT, 'motion after', node.log)
+    harness.node.destroy_publisher(prompt)
