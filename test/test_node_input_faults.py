@@ -125,6 +125,10 @@ def test_joint_outside_its_limits_is_brought_in_at_max_step_delta_never_a_jump(s
 def test_malformed_joint_states_are_dropped_at_once_each_with_its_reason(system):
     harness, _, _, node = system
     publisher = harness.node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
+    # a message published before the node's subscription matched this publisher is lost
+    harness.wait_for(
+        lambda: publisher.get_subscription_count() > 0, 10, 'the node to subscribe', node.log
+    )
     start = harness.now()
     for names, positions in (
         ([*JOINTS[:4], JOINTS[3], *JOINTS[4:]], [*POSE[:4], 2.5, *POSE[4:]]),
