@@ -580,7 +580,7 @@ class PolicyNode(LifecycleNode):
             return
         if result.refusal is not None:
             self._note_refusal(result.refusal)
-        elif self._last_refusal:
+        elif self._last_refusal and not self.loop.paused:  # paused: inputs not checked
             self._last_refusal = ''
             self.get_logger().info('input usable again')
         self._publish_hold(result.hold)
