@@ -19,8 +19,8 @@ from rclpy.task import Future
 
 from dreamzero_ros.core.task_runner import CommandState, Outcome, TaskResult, TaskRunner
 
-try:  # generated from action/RunTask.action where the interfaces are built
-    from dreamzero_ros_interfaces.action import RunTask
+try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.sh)
+    from dreamzero_ros.action import RunTask
 except ImportError:  # pragma: no cover - depends on the install
     RunTask = None
 
