@@ -26,6 +26,7 @@ __all__ = [
     'ObservationError',
     'PolicyError',
     'ProtocolError',
+    'TaskRefusedError',
 ]
 
 
@@ -87,3 +88,7 @@ class DefinitionError(DreamZeroError, ValueError):
 
 class CfgParallelError(DreamZeroError, RuntimeError):
     """The CFG-parallel group cannot work (a worker failed or was configured differently)."""
+
+
+class TaskRefusedError(DreamZeroError, ValueError):
+    """A ``~/run_task`` goal cannot run now (node state, empty instruction, bad time limit)."""

@@ -13,6 +13,7 @@ from dreamzero_ros.core.task_runner import (
     Outcome,
     TaskRunner,
 )
+from dreamzero_ros.errors import TaskRefusedError
 
 COMMANDING = CommandState(active=True, enabled=True, dry_run=False)
 DISABLED = CommandState(active=True, enabled=False, dry_run=False)
@@ -37,7 +38,7 @@ def test_goal_acceptance(instruction, limit, state, reason):
     assert refusal.startswith(reason) and bool(refusal) == bool(reason)
     runner = TaskRunner(input_timeout=1.0)
     if reason:
-        with pytest.raises(ValueError, match=reason.split(':')[0]):
+        with pytest.raises(TaskRefusedError, match=reason.split(':')[0]):
             runner.start('g', instruction, limit, state, 0.0)
         assert runner.goal_id is None
     else:
@@ -82,7 +83,7 @@ def test_a_new_goal_preempts_the_running_one():
 def test_a_refused_goal_leaves_the_running_task_alone():
     runner = TaskRunner(input_timeout=1.0)
     runner.start('first', 'pick', 0.0, COMMANDING, 0.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(TaskRefusedError):
         runner.start('second', '', 0.0, COMMANDING, 1.0)
     assert runner.goal_id == 'first'
 

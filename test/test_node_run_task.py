@@ -97,6 +97,12 @@ def _quiet_after(system, since):
     assert harness.messages('controller', since) == [], node.log()[-3000:]
 
 
+def _holds_between(harness, start, end):
+    """Holds that reached the controller between ``start`` and ``end``."""
+    sent = harness.received.get('controller', [])
+    return [msg for arrived, msg in sent if is_hold(msg) and start <= arrived <= end]
+
+
 def _task_diagnostics(harness, since, instruction):
     for msg in harness.messages('diagnostics', since):
         for status in msg.status:
@@ -142,9 +148,7 @@ def test_cancel_holds_at_once_and_nothing_reaches_the_controller_after(system):
     assert status == GoalStatus.STATUS_CANCELED and result.outcome == 'canceled', result
     assert result.chunks_executed >= 2
     # the arm was moving: a (braking) hold was sent between the cancel and its result
-    sent = harness.received.get('controller', [])
-    holds = [t for t, m in sent if is_hold(m) and canceled_at <= t <= arrived]
-    assert holds, node.log()[-3000:]
+    assert _holds_between(harness, canceled_at, arrived), node.log()[-3000:]
     _quiet_after(system, arrived)
 
 
@@ -154,10 +158,13 @@ def test_a_new_goal_preempts_the_running_one(system):
     harness, _, node, _ = system
     first = _send(system, 'pick up the marker')
     harness.wait_for(lambda: first.feedback, TIMEOUT, 'a chunk of the first task', node.log)
+    sent = harness.now()
     second = _send(system, 'put it in the cup', time_limit=2.0)
     assert second.handle.accepted
-    status, result, _ = _result(system, first)
+    status, result, arrived = _result(system, first)
     assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'preempted', result
+    # the first task's motion braked to a hold before its result (the second runs 2 s)
+    assert _holds_between(harness, sent, arrived + 0.5), node.log()[-3000:]
     assert "'put it in the cup'" in result.message and result.chunks_executed >= 1
     status, result, arrived = _result(system, second)
     assert status == GoalStatus.STATUS_SUCCEEDED and result.outcome == 'time_limit', result
@@ -186,6 +193,14 @@ def test_goals_are_refused_while_disabled_and_an_estop_ends_a_task_as_a_fault(sy
     assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'fault', result
     assert result.message == 'commands disabled by the e-stop topic'
     _quiet_after(system, arrived)
+    # the e-stop stays in force until ~/enable: a goal now is refused and moves nothing
+    refusals = node.log().count('commands are disabled')
+    refused_at = harness.now()
+    assert not _send(system, 'pick up the marker').handle.accepted
+    harness.wait_for(
+        lambda: node.log().count('commands are disabled') > refusals, 10, 'the refusal', node.log
+    )
+    _quiet_after(system, refused_at)
     harness.node.destroy_publisher(estop)
     harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
 
@@ -241,9 +256,11 @@ def test_the_prompt_topic_preempts_a_task_and_works_when_none_runs(system):
     # a prompt published while a task runs takes over from the task
     goal = _send(system, 'pick up the marker')
     harness.wait_for(lambda: goal.feedback, TIMEOUT, 'a chunk', node.log)
+    published = harness.now()
     prompt.publish(String(data='open the drawer'))
     status, result, arrived = _result(system, goal)
     assert status == GoalStatus.STATUS_ABORTED and result.outcome == 'preempted', result
     assert result.message == "prompt set to 'open the drawer'"
+    assert _holds_between(harness, published, arrived + 0.5), node.log()[-3000:]
     harness.wait_for(lambda: _motions(harness, arrived), TIMEOUT, 'motion after', node.log)
     harness.node.destroy_publisher(prompt)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import enum
 import math
 
+from dreamzero_ros.errors import TaskRefusedError
+
 #: Feedback states.
 EXECUTING = 'executing'
 DRY_RUN = 'dry_run'
@@ -129,12 +131,12 @@ class TaskRunner:
         """Run a new task from ``now``; returns the result of the task it preempts, if any.
 
         Raises:
-            ValueError: the goal is refused (:meth:`refusal`).
+            TaskRefusedError: the goal is refused (:meth:`refusal`).
 
         """
         reason = self.refusal(instruction, time_limit, state)
         if reason:
-            raise ValueError(reason)
+            raise TaskRefusedError(reason)
         preempted = self._end(Outcome.PREEMPTED, now, f'preempted by a new goal: {instruction!r}')
         self._task = _Task(goal_id, instruction, float(time_limit), now, state.mode)
         return preempted

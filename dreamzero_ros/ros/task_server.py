@@ -18,6 +18,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
 from dreamzero_ros.core.task_runner import CommandState, Outcome, TaskResult, TaskRunner
+from dreamzero_ros.errors import TaskRefusedError
 
 try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.sh)
     from dreamzero_ros.action import RunTask
@@ -144,7 +145,7 @@ class TaskServer:
                 self._host.command_state(),
                 self._host.now(),
             )
-        except ValueError as error:  # the node changed between acceptance and execution
+        except TaskRefusedError as error:  # the node changed between acceptance and execution
             handle.abort()
             return _result(TaskResult(Outcome.FAULT, 0, 0.0, str(error)))
         self._resolve(preempted)
