@@ -17,6 +17,7 @@ __all__ = [
     'CheckpointError',
     'ConfigError',
     'DefinitionError',
+    'DeviceMemoryError',
     'DreamZeroError',
     'EmbodimentError',
     'ImageDecodeError',
@@ -84,6 +85,10 @@ class McapError(DreamZeroError, ValueError):
 
 class DefinitionError(DreamZeroError, ValueError):
     """A message type of a bag cannot be decoded: its definition is absent, unparsable or wrong."""
+
+
+class DeviceMemoryError(DreamZeroError, RuntimeError):
+    """An engine configuration needs more device memory than the device has free."""
 
 
 class CfgParallelError(DreamZeroError, RuntimeError):

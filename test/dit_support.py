@@ -7,6 +7,7 @@ import dataclasses
 
 import torch
 
+from dreamzero_ros.engine.acceleration import quantize_dit_
 from dreamzero_ros.engine.checkpoint import randomize_
 from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
 from dreamzero_ros.engine.fast_blocks import FastBlockProcessor, FastStages, stage_shard
@@ -52,9 +53,14 @@ def call_inputs(dit, timesteps='uniform', seed=1):
 
 
 def fast_processors(dit, compile_backend=None, fp8='off'):
-    """Fast block processors of ``dit`` (eager stages unless ``compile_backend``)."""
+    """Fast block processors of ``dit`` (eager stages unless ``compile_backend``).
+
+    With ``fp8`` the DiT's block linears are first held in FP8 (in place).
+    """
+    if fp8 != 'off':
+        quantize_dit_(dit, fp8)
     stages = FastStages(compile_backend, dit.device, stage_shard(dit))
-    return [FastBlockProcessor(block, stages, fp8) for block in dit.blocks]
+    return [FastBlockProcessor(block, stages) for block in dit.blocks]
 
 
 @torch.no_grad()

@@ -10,10 +10,16 @@ import pytest
 import torch
 
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.acceleration import AccelerationConfig, VAEEncoding
+from dreamzero_ros.engine.acceleration import (
+    AccelerationConfig,
+    VAEEncoding,
+    block_processors,
+    held_fp8_mode,
+)
 from dreamzero_ros.engine.attention import attention_kernel, sdpa
 from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
 from dreamzero_ros.engine.fast_blocks import FastBlockProcessor
+from dreamzero_ros.engine.fp8 import Fp8Linear
 from dreamzero_ros.engine.synthetic_droid import random_observation
 
 
@@ -65,20 +71,52 @@ def test_vae_encoding_follows_compile_on_cuda():
 
 def test_engine_with_speed_options_predicts_like_the_reference():
     reference = DreamZeroEngine.from_config(EngineConfig.tiny(), seed=3)
-    fast = DreamZeroEngine(
-        EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise')),
+    compiled = DreamZeroEngine(
+        EngineConfig.tiny(acceleration=AccelerationConfig(compile='eager')),
         reference.modules,
         reference.tokenizer,
         reference.embodiment,
     )
-    assert all(isinstance(p, FastBlockProcessor) for p in fast.denoiser.block_processors)
+    fp8 = DreamZeroEngine.from_config(
+        EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise')), seed=3
+    )
+    assert all(isinstance(p, FastBlockProcessor) for p in compiled.denoiser.block_processors)
     assert reference.denoiser.block_processors == [REFERENCE_PROCESSOR] * 2
     for step in range(2):
         observation = random_observation(seed=step, session_id='s', stamp=step / 15)
         # Each engine installs its own processors on the shared DiT before a chunk.
         a = reference.infer(observation).actions
         assert all(b.processor is REFERENCE_PROCESSOR for b in reference.modules.dit.blocks)
-        b = fast.infer(observation).actions
-        assert all(isinstance(b.processor, FastBlockProcessor) for b in fast.modules.dit.blocks)
-        assert a.shape == b.shape == (24, 8)
-        assert 0 < np.abs(a - b).max() < 0.05  # FP8 rounding, not another model
+        b = compiled.infer(observation).actions
+        assert all(isinstance(b.processor, FastBlockProcessor) for b in compiled.modules.dit.blocks)
+        c = fp8.infer(observation).actions
+        assert a.shape == b.shape == c.shape == (24, 8)
+        np.testing.assert_allclose(a, b, atol=1e-5)
+        assert 0 < np.abs(a - c).max() < 0.05  # FP8 rounding, not another model
+
+
+def test_fp8_weights_are_held_instead_of_the_model_dtype_ones():
+    bf16 = DreamZeroEngine.from_config(EngineConfig.tiny(), seed=3)
+    fp8_config = EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise'))
+    fp8 = DreamZeroEngine.from_config(fp8_config, seed=3)
+    block_bytes = [
+        sum(p.numel() * p.element_size() for p in engine.modules.dit.blocks.parameters())
+        for engine in (bf16, fp8)
+    ]
+    assert block_bytes[1] < 0.6 * block_bytes[0]
+    assert held_fp8_mode(fp8.modules.dit) == 'rowwise' and held_fp8_mode(bf16.modules.dit) == 'off'
+    # The same draws as the bf16 model, quantized: within FP8 rounding of it.
+    for name, layer in fp8.modules.dit.named_modules():
+        if isinstance(layer, Fp8Linear):
+            exact = bf16.modules.dit.get_submodule(name).weight.float()
+            assert (layer.weight.float() * layer.scale.T - exact).abs().max() <= (
+                exact.abs().amax(dim=1, keepdim=True) / 16 + 1e-6
+            ).max()
+    # An engine sharing a bf16 DiT with fp8_linear quantizes it in place (no second copy) ...
+    DreamZeroEngine(fp8_config, bf16.modules, bf16.tokenizer, bf16.embodiment)
+    assert held_fp8_mode(bf16.modules.dit) == 'rowwise'
+    # ... after which a model-dtype engine on it is refused.
+    with pytest.raises(ConfigError, match='holds its block linears in rowwise FP8'):
+        DreamZeroEngine(EngineConfig.tiny(), bf16.modules, bf16.tokenizer, bf16.embodiment)
+    with pytest.raises(ConfigError, match='tensorwise'):
+        block_processors(fp8.modules.dit, AccelerationConfig(fp8_linear='tensorwise'))

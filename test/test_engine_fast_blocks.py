@@ -77,7 +77,8 @@ def test_qkv_fusion_keeps_values_and_keys():
     dit = make_dit()
     attn = dit.blocks[0].self_attn
     before = {k: v.clone() for k, v in dit.state_dict().items()}
-    weight, bias = fuse_qkv_(attn)
+    weight, scale, bias = fuse_qkv_(attn)
+    assert scale is None
     assert fuse_qkv_(attn)[0] is weight  # idempotent
     assert attn.k.weight.data_ptr() == weight[attn.q.weight.shape[0] :].data_ptr()
     after = dit.state_dict()

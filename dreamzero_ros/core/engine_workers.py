@@ -66,6 +66,7 @@ class EngineRanks:
     worker_gpus: str = ''  # CUDA_VISIBLE_DEVICES of ranks 1.., comma-separated
     base_checkpoint: str = ''
     encoder_dir: str = ''
+    fp8_linear: str = 'off'  # rank 0's engine.fp8_linear: the workers hold FP8 weights too
     master_addr: str = '127.0.0.1'
     master_port: int = 0  # 0: a free port at every start
     worker_timeout: float = 600.0
@@ -103,6 +104,7 @@ class EngineRanks:
             worker_gpus=engine.worker_gpus,
             base_checkpoint=engine.base_checkpoint,
             encoder_dir=engine.encoder_dir,
+            fp8_linear=engine.fp8_linear,
             master_addr=engine.master_addr,
             master_port=engine.master_port,
             worker_timeout=engine.worker_timeout,
@@ -180,6 +182,8 @@ def worker_command(ranks: EngineRanks, worker: WorkerLaunch) -> list[str]:
         command += ['--base-checkpoint', ranks.base_checkpoint]
     if ranks.encoder_dir:
         command += ['--encoder-dir', ranks.encoder_dir]
+    if ranks.fp8_linear != 'off':
+        command += ['--fp8-linear', ranks.fp8_linear]
     return command
 
 
@@ -394,6 +398,7 @@ def load_from_arguments(
             worker_gpus=args.worker_gpus,
             base_checkpoint=str(options['base_checkpoint'] or ''),
             encoder_dir=str(options['encoder_dir'] or ''),
+            fp8_linear=options['acceleration'].fp8_linear,
             worker_timeout=args.worker_timeout,
         )
         return load_on_ranks(

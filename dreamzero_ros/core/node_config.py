@@ -258,8 +258,37 @@ class EngineSettings:
     )
     fp8_linear: str = parameter(
         'off',
-        'DiT block linears in FP8 e4m3 on Hopper GPUs (needs bfloat16); off is the reference.',
+        'DiT block linears held and run in FP8 e4m3 instead of the dtype (Hopper GPUs; needs '
+        'bfloat16; 16 GB less memory for the 14B model); off is the reference.',
         choices=('off', 'rowwise', 'tensorwise'),
+    )
+    compile_cache: str = parameter(
+        '',
+        'Folder of the persistent torch.compile cache (engine.compile), so that a restarted '
+        'node compiles from disk; empty: $XDG_CACHE_HOME/dreamzero_ros/torch_compile; off: '
+        "torch's own (/tmp).",
+    )
+    text_encoder: str = parameter(
+        'device',
+        'Where umT5 (11 GB in bf16) lives: device, cpu (encodes there; prompts are cached) or '
+        'offload (host memory, streamed to the GPU block by block when a prompt is new).',
+        choices=('device', 'cpu', 'offload'),
+    )
+    image_encoder: str = parameter(
+        'device',
+        'Where CLIP (1.3 GB) lives: device, or offload (streamed when a context window starts).',
+        choices=('device', 'offload'),
+    )
+    kv_cache: str = parameter(
+        'model',
+        'Precision of the DiT K/V cache: model (the dtype) or fp8 (about half the memory).',
+        choices=('model', 'fp8'),
+    )
+    memory_budget_gib: float = parameter(
+        0.0,
+        'GPU memory the engine may use, GiB; configure refuses a configuration whose estimate '
+        "is larger. 0: the GPU's free memory at configure.",
+        range=(0.0, 4096.0),
     )
     attention_backend: str = parameter(
         'auto',

@@ -59,6 +59,7 @@ def create_policy(
 
     from dreamzero_ros.engine.acceleration import AccelerationConfig
     from dreamzero_ros.engine.loader import load_engine
+    from dreamzero_ros.engine.memory_config import MemoryConfig
 
     folder = options.checkpoint
     device = options.device
@@ -74,6 +75,15 @@ def create_policy(
                 compile=options.compile,
                 fp8_linear=options.fp8_linear,
                 attention_backend=options.attention_backend,
+                compile_cache=options.compile_cache,
+            ),
+            memory=MemoryConfig(
+                text_encoder=options.text_encoder,
+                image_encoder=options.image_encoder,
+                kv_cache=options.kv_cache,
+            ),
+            memory_budget=(
+                int(options.memory_budget_gib * 2**30) if options.memory_budget_gib > 0 else None
             ),
             num_threads=options.num_threads,
             layout=layout,

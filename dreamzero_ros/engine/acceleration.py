@@ -9,9 +9,11 @@
   block between its attention calls are compiled (the repeated block, compiled once for all
   40); on CUDA the VAE encoder's norm/SiLU/time padding are compiled into one kernel per layer,
   its activations kept ``channels_last_3d``, and cuDNN picks its fastest convolutions;
-* ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears run in FP8 e4m3 (:mod:`.fp8`);
+* ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
+  instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
 * ``attention_backend``: the attention kernel :func:`.attention.sdpa` prefers (``auto``: torch's
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3).
+  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3);
+* ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
 
 They are applied to a DiT from outside, as diffusers does for Wan: :func:`block_processors`
 fuses the projections in place and gives every block a
@@ -31,9 +33,16 @@ from dreamzero_ros.errors import ConfigError
 from .attention import ATTENTION_KERNELS, flash_attention_3
 from .dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
 from .fast_blocks import FastBlockProcessor, FastStages, stage_shard
+from .fp8 import Fp8Linear, quantize_linears_
 from .option_names import FP8_MODES
 
-__all__ = ['AccelerationConfig', 'VAEEncoding', 'block_processors']
+__all__ = [
+    'AccelerationConfig',
+    'VAEEncoding',
+    'block_processors',
+    'held_fp8_mode',
+    'quantize_dit_',
+]
 
 _OFF = (False, None, 'off', 'none', '')
 
@@ -43,12 +52,15 @@ class AccelerationConfig:
     """The speed options a user sets (see the module docstring); defaults: the reference path.
 
     ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
-    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``).
+    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``);
+    ``compile_cache`` is the folder of the compile cache (:mod:`.compile_cache`): ``''`` for
+    ``$XDG_CACHE_HOME/dreamzero_ros/torch_compile``, ``off`` for torch's own locations.
     """
 
     compile: bool | str = False
     fp8_linear: str | bool = 'off'
     attention_backend: str = 'auto'
+    compile_cache: str = ''
 
     def __post_init__(self) -> None:
         fp8 = self.fp8_linear
@@ -82,21 +94,48 @@ class AccelerationConfig:
         return self.compile_backend is not None or self.fp8_linear != 'off'
 
 
+def held_fp8_mode(dit: CausalWanDiT) -> str:
+    """``off``, or the FP8 scaling in which ``dit``'s block linears are held."""
+    linear = dit.blocks[0].ffn[0] if len(dit.blocks) else None
+    return linear.mode if isinstance(linear, Fp8Linear) else 'off'
+
+
+def quantize_dit_(dit: CausalWanDiT, mode: str) -> None:
+    """Hold every linear of ``dit``'s blocks in FP8 ``mode`` instead of the model dtype.
+
+    In place: each model-dtype weight is released as its FP8 layer replaces it (on the ``meta``
+    device only the shapes are taken).  The other weights (embeddings, heads) stay.
+    """
+    for block in dit.blocks:
+        block.self_attn.__dict__.pop('_fused_qkv', None)  # drop the fused model-dtype q/k/v
+        quantize_linears_(block, mode)
+
+
 def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[BlockProcessor]:
     """The processors of ``dit``'s blocks under ``config``: fast ones, or the reference.
 
     Building fast processors fuses each block's q/k/v weights in place (same values and
-    checkpoint keys) and, with FP8, quantizes the block linears: of a tensor-parallel DiT, the
-    rank's shard (the DiT is sharded before its processors are built).  Install them with
+    checkpoint keys).  With ``fp8_linear`` a DiT that still holds model-dtype block linears is
+    quantized in place (:func:`quantize_dit_`): of a tensor-parallel DiT, the rank's shard (the
+    DiT is sharded before its processors are built).  Engines sharing the DiT then compute in
+    FP8 too, so a DiT held in FP8 refuses ``fp8_linear: off``.  Install the processors with
     :meth:`~dreamzero_ros.engine.dit.CausalWanDiT.set_block_processor`; the denoiser does before
     every chunk, so engines that share one DiT each compute with their own.
     """
+    held = held_fp8_mode(dit)
+    if held != config.fp8_linear and held != 'off':
+        raise ConfigError(
+            f'the DiT holds its block linears in {held} FP8 (built or quantized for '
+            f'fp8_linear: {held}); fp8_linear {config.fp8_linear!r} needs another model'
+        )
     if not config.fast_blocks:
         return [REFERENCE_PROCESSOR] * len(dit.blocks)
     if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
+    if config.fp8_linear != held:
+        quantize_dit_(dit, config.fp8_linear)
     stages = FastStages(config.compile_backend, dit.device, stage_shard(dit))
-    return [FastBlockProcessor(block, stages, config.fp8_linear) for block in dit.blocks]
+    return [FastBlockProcessor(block, stages) for block in dit.blocks]
 
 
 @dataclass(frozen=True)

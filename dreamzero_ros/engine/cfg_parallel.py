@@ -65,6 +65,7 @@ from dreamzero_ros.errors import CfgParallelError
 
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
+from .option_names import FP8_MODES
 from .parallel_layout import mesh_problem, setup_rank
 from .tensor_parallel import split_problem
 
@@ -364,17 +365,22 @@ def load_worker_dit(
     seed: int = 0,
     base_checkpoint: str | Path | None = None,
     encoder_dir: str | Path | None = None,
+    fp8_linear: str = 'off',
 ) -> CausalWanDiT:
     """The DiT a worker serves: from a checkpoint, or seeded random weights of a preset.
+
+    With ``fp8_linear`` its block linears are held in FP8 from the start (quantized tensor by
+    tensor as they load), so the worker never holds the model-dtype DiT.
 
     The random DiT equals that of ``DreamZeroEngine.from_config(EngineConfig.<preset>(), seed)``
     on the same device type and dtype.  From a checkpoint (LoRA adapters merged, a LoRA-only
     one on ``base_checkpoint``), the other components are checked (strictly, as the engine does)
     but loaded only onto the ``meta`` device.
     """
-    from .checkpoint import randomize_, skip_init
+    from .acceleration import AccelerationConfig
+    from .checkpoint import randomize_
     from .config import EngineConfig
-    from .modules import build_modules
+    from .modules import build_dit, build_modules
     from .upstream_config import read_config
     from .weights import load_checkpoint
 
@@ -382,9 +388,7 @@ def load_worker_dit(
         config = read_config(checkpoint, device=str(device), dtype=dtype)
     else:
         config = EngineConfig.preset(preset, device=str(device), dtype=dtype)
-    with skip_init(device, config.torch_dtype):
-        dit = CausalWanDiT(config.dit)
-    dit.eval().requires_grad_(False)
+    dit = build_dit(config.replace(acceleration=AccelerationConfig(fp8_linear=fp8_linear)))
     if checkpoint is None:
         return randomize_(dit, seed)
     modules = build_modules(config.replace(device='meta')).as_dict()
@@ -414,6 +418,12 @@ def main(argv: list[str] | None = None) -> int:
         '--encoder-dir', help='folder with the Wan2.1 encoder files a checkpoint lacks'
     )
     parser.add_argument('--preset', default='droid_14b', help='preset for --random-weights')
+    parser.add_argument(
+        '--fp8-linear',
+        choices=FP8_MODES,
+        default='off',
+        help="hold the DiT's block linears in FP8 from the start (rank 0's fp8_linear)",
+    )
     parser.add_argument('--init-method', default='env://', help='rendezvous (default env://)')
     parser.add_argument('--rank', type=int, help='this rank (default: $RANK)')
     parser.add_argument('--world-size', type=int, help='ranks in the group (default: $WORLD_SIZE)')
@@ -432,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         args.random_weights or 0,
         args.base_checkpoint,
         args.encoder_dir,
+        args.fp8_linear,
     )
     if args.init_method == 'env://':
         announce_loaded(rank, args.timeout)

@@ -39,6 +39,7 @@ from torch import nn
 
 from dreamzero_ros.errors import CheckpointError
 
+from .fp8 import Fp8Linear
 from .json_files import read_json
 
 __all__ = [
@@ -190,20 +191,28 @@ def randomize_(module: nn.Module, seed: int) -> nn.Module:
     """Fill every parameter with seeded values of a sane scale, on its own device, in place.
 
     Matrices and convolutions ``N(0, 1/fan_in)``; norm gains ``1 + N(0, 0.1)``; other vectors
-    ``N(0, 0.02)``.  The same seed, device type and dtype give the same weights.
+    ``N(0, 0.02)``.  The same seed, device type and dtype give the same weights; an
+    :class:`~.fp8.Fp8Linear` gets the quantized model-dtype values of the same draw.
     """
     generator: dict[torch.device, torch.Generator] = {}
-    for name, param in module.named_parameters():
-        device = param.device
-        if device not in generator:
-            generator[device] = torch.Generator(device).manual_seed(seed)
-        leaf = name.rsplit('.', 1)[-1]
-        if leaf == 'gamma' or (leaf == 'weight' and param.ndim == 1):
-            mean, std = 1.0, 0.1
-        elif param.ndim >= 2:
-            mean, std = 0.0, param[0].numel() ** -0.5
-        else:
-            mean, std = 0.0, 0.02
-        noise = torch.randn(param.shape, generator=generator[device], device=device)
-        param.copy_(noise * std + mean)
+    seen: set[int] = set()
+    for owner in module.modules():
+        for leaf, param in owner.named_parameters(recurse=False):
+            if id(param) in seen:
+                continue
+            seen.add(id(param))
+            device = param.device
+            if device not in generator:
+                generator[device] = torch.Generator(device).manual_seed(seed)
+            if leaf == 'gamma' or (leaf == 'weight' and param.ndim == 1):
+                mean, std = 1.0, 0.1
+            elif param.ndim >= 2:
+                mean, std = 0.0, param[0].numel() ** -0.5
+            else:
+                mean, std = 0.0, 0.02
+            noise = torch.randn(param.shape, generator=generator[device], device=device)
+            if isinstance(owner, Fp8Linear) and leaf == 'weight':
+                owner.load_(noise * std + mean)
+            else:
+                param.copy_(noise * std + mean)
     return module

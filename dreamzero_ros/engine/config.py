@@ -33,6 +33,7 @@ from .acceleration import AccelerationConfig
 from .dit import DiTConfig
 from .embodiment import Embodiment
 from .image_encoder import CLIPConfig
+from .memory_config import MemoryConfig
 from .model_inputs import NEGATIVE_PROMPT
 from .option_names import DTYPE_NAMES
 from .step_cache import StepCacheConfig
@@ -69,9 +70,11 @@ class EngineConfig:
         device: torch device the engine runs on.
         max_sessions: sessions kept at once (least recently used ones are dropped).
         max_cached_prompts: prompt encodings kept at once.
-        acceleration: the speed options (``compile``, ``fp8_linear``, ``attention_backend``;
-            see :class:`~.acceleration.AccelerationConfig`); the default is the reference path.
-            FP8 linears need ``bfloat16``.
+        acceleration: the speed options (``compile``, ``fp8_linear``, ``attention_backend``,
+            ``compile_cache``; see :class:`~.acceleration.AccelerationConfig`); the default is
+            the reference path.  FP8 linears need ``bfloat16``.
+        memory: where the text encoder lives and the K/V cache's precision
+            (:class:`~.memory_config.MemoryConfig`); the default keeps everything on the device.
 
     """
 
@@ -94,6 +97,7 @@ class EngineConfig:
     max_sessions: int = 4
     max_cached_prompts: int = 16
     acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
     def __post_init__(self) -> None:
         if isinstance(self.step_cache, str):
@@ -103,6 +107,8 @@ class EngineConfig:
                 raise ConfigError(str(error)) from error
         if not isinstance(self.acceleration, AccelerationConfig):
             raise ConfigError('acceleration must be an AccelerationConfig')
+        if not isinstance(self.memory, MemoryConfig):
+            raise ConfigError('memory must be a MemoryConfig')
         if self.acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
             raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
         dit = self.dit

@@ -70,6 +70,7 @@ from .acceleration import AccelerationConfig, block_processors
 from .attention import attention_kernel
 from .dit import CausalWanDiT, CrossAttentionContext, DiTOutput
 from .kv_cache import KVCache
+from .option_names import KV_CACHE_KINDS
 from .scheduler import FlowUniPCScheduler, sample_noise
 from .step_cache import StepCacheConfig, StepSchedule
 
@@ -85,7 +86,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DenoiseConfig:
-    """Sampling settings of a chunk (upstream defaults) and the DiT's speed options."""
+    """Sampling settings of a chunk (upstream defaults), speed options and K/V cache precision.
+
+    ``kv_cache``: ``model`` (the model dtype) or ``fp8`` (:class:`.kv_cache.Fp8KVCache`).
+    """
 
     num_inference_steps: int = 16
     cfg_scale: float = 5.0
@@ -94,10 +98,13 @@ class DenoiseConfig:
     num_train_timesteps: int = 1000
     step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
     acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
+    kv_cache: str = 'model'
 
     def __post_init__(self) -> None:
         if self.num_inference_steps < 1:
             raise ValueError('num_inference_steps must be >= 1')
+        if self.kv_cache not in KV_CACHE_KINDS:
+            raise ValueError(f'kv_cache must be one of {KV_CACHE_KINDS}, got {self.kv_cache!r}')
         StepSchedule(self.step_cache, self.num_inference_steps)  # validates the pairing
 
     @property
@@ -388,7 +395,7 @@ class ChunkDenoiser:
             session.clip_tokens = inputs.clip_tokens.to(device=device, dtype=dtype)
             rows = inputs.context_latents.shape[0] * len(self.layout.local_branches)
             if session.cache is None or session.cache.batch != rows:
-                session.cache = self.dit.new_cache(rows)
+                session.cache = self.dit.new_cache(rows, self.config.kv_cache)
             session.cache.reset()
         self._context(session, inputs)
 

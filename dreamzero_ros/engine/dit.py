@@ -52,7 +52,7 @@ from torch import nn
 import torch.nn.functional as F  # noqa: N812
 
 from .attention import SelfAttentionBackend, sdpa
-from .kv_cache import KVCache
+from .kv_cache import KV_CACHES, KVCache
 from .rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
 
 if TYPE_CHECKING:
@@ -636,10 +636,14 @@ class CausalWanDiT(nn.Module):
             self._rotary[key] = rotary
         return rotary
 
-    def new_cache(self, batch: int) -> KVCache:
-        """An empty K/V cache for ``batch`` rows in the model's dtype and device."""
+    def new_cache(self, batch: int, kind: str = 'model') -> KVCache:
+        """An empty K/V cache for ``batch`` rows on the model's device.
+
+        ``kind``: ``model`` (keys and values in the model dtype) or ``fp8``
+        (:class:`~.kv_cache.Fp8KVCache`).
+        """
         c = self.config
-        return KVCache(
+        return KV_CACHES[kind](
             c.num_layers,
             batch,
             self.blocks[0].self_attn.num_heads,  # heads held here (fewer under tensor parallel)

@@ -17,8 +17,8 @@ on every block when ``compile`` or ``fp8_linear`` is set), with:
   compiled stage, fused with QK RMSNorm and the rotary embedding -- or, on CUDA with Triton, by
   one hand-written kernel (:mod:`.qk_rope_kernel`) -- and attention over a view of the cache;
 * on CUDA, the bf16/fp16 FFN input projection with its tanh GELU in the cuBLASLt epilogue;
-* optionally FP8 e4m3 block linears (:mod:`.fp8`, weights quantized once, about 12 GB for the
-  14B model next to the model-dtype weights) and ``torch.compile`` of the three stages between
+* the block's FP8 e4m3 linears where the DiT holds them (:class:`.fp8.Fp8Linear`, instead of
+  the model-dtype weights) and ``torch.compile`` of the three stages between
   the attention calls (norms, AdaLN modulation, QK RMSNorm, rotary embedding, gating, GELU and
   the FP8 input quantization fuse into a few kernels around the matrix products).
 
@@ -47,7 +47,7 @@ import torch.nn.functional as F  # noqa: N812
 from . import qk_rope_kernel
 from .attention import sdpa
 from .dit import CrossKV, Modulation
-from .fp8 import fp8_linear, quantize_weight
+from .fp8 import Fp8Linear, fp8_linear
 from .kv_cache import KVCache
 from .rope import Rotary, rotate
 
@@ -66,10 +66,12 @@ def stage_shard(dit: Any) -> Shard:
 
 
 @torch.no_grad()
-def fuse_qkv_(attention: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-    """Make ``q, k, v`` of a self-attention views of one ``(3 dim, dim)`` matrix; return it.
+def fuse_qkv_(attention: torch.nn.Module) -> Linear:
+    """Make ``q, k, v`` of a self-attention views of one ``(3 dim, dim)`` layer; return it.
 
     Values and ``state_dict`` keys are unchanged; a second call returns the same fused tensors.
+    FP8 layers (:class:`~.fp8.Fp8Linear`) fuse their e4m3 weights and scales; tensorwise scales
+    become one per row of the fused layer (its product then scales its input per row too).
     """
     linears = (attention.q, attention.k, attention.v)
     fused = getattr(attention, '_fused_qkv', None)
@@ -77,13 +79,18 @@ def fuse_qkv_(attention: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         return fused
     weight = torch.cat([lin.weight for lin in linears])
     bias = torch.cat([lin.bias for lin in linears])
+    scale = None
+    if isinstance(linears[0], Fp8Linear):
+        scale = torch.cat([lin.scale.expand(1, lin.out_features) for lin in linears], dim=1)
     rows = linears[0].weight.shape[0]
     for i, lin in enumerate(linears):
         part = slice(i * rows, (i + 1) * rows)
         lin.weight = torch.nn.Parameter(weight[part], requires_grad=False)
         lin.bias = torch.nn.Parameter(bias[part], requires_grad=False)
-    attention._fused_qkv = (weight, bias)
-    return weight, bias
+        if scale is not None and lin.scale.ndim == 2:
+            lin.scale = scale[:, part]
+    attention._fused_qkv = (weight, scale, bias)
+    return attention._fused_qkv
 
 
 def _linear(x: torch.Tensor, layer: Linear) -> torch.Tensor:
@@ -280,28 +287,27 @@ def _norm_weight(norm: torch.nn.Module) -> torch.Tensor | None:
     return getattr(norm, 'weight', None)
 
 
-def _layer_weights(block: Any, fp8: str) -> _LayerWeights:
-    def linear(weight: torch.Tensor, bias: torch.Tensor | None) -> Linear:
-        if fp8 == 'off':
-            return weight, None, bias
-        return quantize_weight(weight, bias, fp8).as_tuple()
+def _linear_of(layer: torch.nn.Module) -> Linear:
+    """``(weight, scale, bias)`` of an ``nn.Linear`` (no scale) or an :class:`~.fp8.Fp8Linear`."""
+    if isinstance(layer, Fp8Linear):
+        return layer.as_tuple()
+    return layer.weight, None, layer.bias
 
-    def module(lin: torch.nn.Linear) -> Linear:
-        return linear(lin.weight, lin.bias)
 
+def _layer_weights(block: Any) -> _LayerWeights:
     attn, cross = block.self_attn, block.cross_attn
     norm3 = block.norm3
     return _LayerWeights(
-        qkv=linear(*fuse_qkv_(attn)),
+        qkv=fuse_qkv_(attn),
         norm_q=_norm_weight(attn.norm_q),
         norm_k=_norm_weight(attn.norm_k),
-        o=module(attn.o),
+        o=_linear_of(attn.o),
         norm3=None if isinstance(norm3, torch.nn.Identity) else (norm3.weight, norm3.bias),
-        cross_q=module(cross.q),
+        cross_q=_linear_of(cross.q),
         cross_norm_q=_norm_weight(cross.norm_q),
-        cross_o=module(cross.o),
-        ffn_in=module(block.ffn[0]),
-        ffn_out=module(block.ffn[2]),
+        cross_o=_linear_of(cross.o),
+        ffn_in=_linear_of(block.ffn[0]),
+        ffn_out=_linear_of(block.ffn[2]),
     )
 
 
@@ -378,12 +384,12 @@ class FastStages:
 class FastBlockProcessor:
     """A :class:`~dreamzero_ros.engine.dit.DiTBlock`'s processor: its fused, compiled stages.
 
-    Building it fuses the block's q/k/v weights in place and, with ``fp8`` other than ``off``,
-    quantizes its linears.
+    Building it fuses the block's q/k/v weights in place; the block's FP8 linears
+    (:func:`.fp8.quantize_linears_`) run in FP8.
     """
 
-    def __init__(self, block: Any, stages: FastStages, fp8: str = 'off') -> None:
-        self.weights = _layer_weights(block, fp8)
+    def __init__(self, block: Any, stages: FastStages) -> None:
+        self.weights = _layer_weights(block)
         self.stages = stages
         self.heads = block.self_attn.num_heads
         self.eps = block.norm1.eps

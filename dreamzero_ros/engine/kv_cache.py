@@ -26,8 +26,10 @@ import copy
 import torch
 
 from .attention import sdpa
+from .fp8 import FP8_DTYPE, FP8_MAX
+from .kv_fp8_kernel import dequantize_into
 
-__all__ = ['KVCache']
+__all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache']
 
 
 class KVCache:
@@ -56,13 +58,25 @@ class KVCache:
         self.max_video_tokens = max_video_tokens
         self.max_register_tokens = max_register_tokens
         capacity = max_video_tokens + max_register_tokens
-        shape = (num_layers, batch, capacity, num_heads, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self._allocate((num_layers, batch, capacity, num_heads, head_dim), dtype, device)
         self.length = 0
         self._new_video = 0
         self._new_total = 0
         self._is_view = False
+
+    def _allocate(
+        self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str
+    ) -> None:
+        """The buffers, ``(layers, batch, capacity, heads, head_dim)``."""
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+
+    def _drop_oldest(self, count: int) -> None:
+        """Drop the ``count`` oldest cached tokens (the sliding window)."""
+        keep = self.length - count
+        self.k[:, :, :keep] = self.k[:, :, count : self.length].clone()
+        self.v[:, :, :keep] = self.v[:, :, count : self.length].clone()
+        self.length = keep
 
     @property
     def batch(self) -> int:
@@ -88,10 +102,7 @@ class KVCache:
         if overflow > 0 and self._is_view:
             raise RuntimeError('a row view of the cache cannot drop cached tokens')
         if overflow > 0:
-            keep = self.length - overflow
-            self.k[:, :, :keep] = self.k[:, :, overflow : self.length].clone()
-            self.v[:, :, :keep] = self.v[:, :, overflow : self.length].clone()
-            self.length = keep
+            self._drop_oldest(overflow)
         self._new_video = num_video
         self._new_total = num_video + num_registers
 
@@ -146,3 +157,145 @@ class KVCache:
             raise RuntimeError('a row view of the cache cannot commit')
         self.length += self._new_video
         self._new_video = self._new_total = 0
+
+
+def _quantize_rows(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(values, scale)``: e4m3 values of ``x (..., D)`` and one ``dtype`` scale per vector.
+
+    The scale is rounded to ``dtype`` before dividing, so ``values * scale`` is what is read.
+    """
+    xf = x.float()
+    scale = (xf.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12) / FP8_MAX).to(dtype)
+    values = (xf / scale.float()).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    return values, scale
+
+
+class Fp8KVCache(KVCache):
+    """A :class:`KVCache` that keeps its tokens in FP8 e4m3: about half the memory of bf16.
+
+    Each cached key and value vector (one token, one head) is stored as e4m3 values with one
+    scale in the model dtype (``amax / 448``).  A call's new keys and values are written in the
+    model dtype into a working buffer of one layer, ``(batch, capacity, heads, head_dim)``,
+    right after the cached tokens (:meth:`slots`); attention dequantizes the layer's cached
+    tokens into the same buffer and attends over it, so a call attends its own tokens exactly.
+    A prefill's new tokens (a call without register tokens: the only calls that are committed)
+    are quantized into the store when the next layer starts writing and on :meth:`commit`; a
+    denoising call's are never stored.
+
+    Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2, plus the working buffer of
+    one layer.
+    """
+
+    def _allocate(
+        self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str
+    ) -> None:
+        scales = (*shape[:-1], 1)
+        self.k8 = torch.zeros(shape, dtype=FP8_DTYPE, device=device)
+        self.v8 = torch.zeros(shape, dtype=FP8_DTYPE, device=device)
+        self.k_scale = torch.zeros(scales, dtype=dtype, device=device)
+        self.v_scale = torch.zeros(scales, dtype=dtype, device=device)
+        self.work_k = torch.zeros(shape[1:], dtype=dtype, device=device)
+        self.work_v = torch.zeros(shape[1:], dtype=dtype, device=device)
+        self._pending: int | None = None
+        self._prefill = False
+
+    def _stores(self) -> tuple[torch.Tensor, ...]:
+        return self.k8, self.v8, self.k_scale, self.v_scale
+
+    def _drop_oldest(self, count: int) -> None:
+        keep = self.length - count
+        for store in self._stores():
+            store[:, :, :keep] = store[:, :, count : self.length].clone()
+        self.length = keep
+
+    @property
+    def batch(self) -> int:
+        """Rows of the cache."""
+        return self.k8.shape[1]
+
+    def reset(self) -> None:
+        """Forget every cached token (a new context window)."""
+        super().reset()
+        self._pending = None
+
+    def begin(self, num_video: int, num_registers: int) -> None:
+        """As :meth:`KVCache.begin`, after quantizing the last call's pending tokens."""
+        self._flush()
+        super().begin(num_video, num_registers)
+        self._prefill = num_registers == 0
+
+    def rows(self, count: int) -> Fp8KVCache:
+        """The first ``count`` rows as a cache of their own (see :meth:`KVCache.rows`)."""
+        if not 0 < count <= self.batch:
+            raise ValueError(f'rows must be in [1, {self.batch}], got {count}')
+        self._flush()
+        view = copy.copy(self)
+        view.k8, view.v8, view.k_scale, view.v_scale = (t[:, :count] for t in self._stores())
+        view.work_k, view.work_v = self.work_k[:count], self.work_v[:count]
+        view._is_view = True
+        return view
+
+    def _flush(self) -> None:
+        """Quantize the pending layer's new tokens from the working buffer into the store."""
+        layer, self._pending = self._pending, None
+        if layer is None or not self._new_total or not self._prefill:
+            return
+        new = slice(self.length, self.length + self._new_total)
+        for work, store, scale in (
+            (self.work_k, self.k8, self.k_scale),
+            (self.work_v, self.v8, self.v_scale),
+        ):
+            values, scales = _quantize_rows(work[:, new], work.dtype)
+            store[layer, :, new] = values
+            scale[layer, :, new] = scales
+
+    def slots(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The working buffer's slots of the call's new tokens (quantized later)."""
+        self._flush()
+        self._pending = layer
+        end = self.length + self._new_total
+        return self.work_k[:, self.length : end], self.work_v[:, self.length : end]
+
+    def attend_written(self, layer: int, q: torch.Tensor) -> torch.Tensor:
+        """Dequantize ``layer``'s cached tokens next to the new ones; attend ``q`` over them."""
+        end = self.length + self._new_total
+        cached = self.length
+        if cached:
+            for work, store, scale in (
+                (self.work_k, self.k8, self.k_scale),
+                (self.work_v, self.v8, self.v_scale),
+            ):
+                dequantize_into(
+                    store[layer, :, :cached], scale[layer, :, :cached], work[:, :cached]
+                )
+        return sdpa(q, self.work_k[:, :end], self.work_v[:, :end])
+
+    def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the call's ``k, v`` into the working buffer (quantized later)."""
+        if k.shape[1] != self._new_total:
+            raise RuntimeError(
+                f'layer {layer}: got {k.shape[1]} new tokens, begin() announced {self._new_total}'
+            )
+        k_slot, v_slot = self.slots(layer)
+        k_slot.copy_(k)
+        v_slot.copy_(v)
+
+    def commit(self) -> None:
+        """Quantize the last layer's new tokens, then keep the call's video tokens."""
+        if self._new_total and not self._prefill:
+            raise RuntimeError('an FP8 K/V cache commits prefill calls (no register tokens) only')
+        self._flush()
+        super().commit()
+
+    def dequantized(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cached keys and values of ``layer`` in the model dtype (for tests)."""
+        self._flush()
+        dtype = self.work_k.dtype
+        cached = slice(0, self.length)
+        k = self.k8[layer, :, cached].to(dtype) * self.k_scale[layer, :, cached]
+        v = self.v8[layer, :, cached].to(dtype) * self.v_scale[layer, :, cached]
+        return k, v
+
+
+#: ``kv_cache`` option -> cache class: ``model`` (the model dtype) or ``fp8``.
+KV_CACHES: dict[str, type[KVCache]] = {'model': KVCache, 'fp8': Fp8KVCache}

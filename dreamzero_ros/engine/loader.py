@@ -22,11 +22,20 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from .option_names import ATTENTION_BACKENDS, DTYPE_NAMES, FP8_MODES, STEP_CACHE_MODES
+from .option_names import (
+    ATTENTION_BACKENDS,
+    DTYPE_NAMES,
+    FP8_MODES,
+    IMAGE_ENCODER_PLACEMENTS,
+    KV_CACHE_KINDS,
+    STEP_CACHE_MODES,
+    TEXT_ENCODER_PLACEMENTS,
+)
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
     from .acceleration import AccelerationConfig
     from .denoise import BranchLayout
+    from .memory_config import MemoryConfig
     from .pipeline import DreamZeroEngine
 
 __all__ = [
@@ -63,6 +72,8 @@ def load_engine(
     dtype: str | None = None,
     step_cache: str | None = None,
     acceleration: AccelerationConfig | None = None,
+    memory: MemoryConfig | None = None,
+    memory_budget: int | None = None,
     num_threads: int = 0,
     layout: BranchLayout | None = None,
     max_sessions: int | None = None,
@@ -82,6 +93,10 @@ def load_engine(
         dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU.
         step_cache: ``full``, ``static`` or ``dynamic``; None keeps the default (``static``).
         acceleration: compilation, FP8 linears and attention kernel; None: the reference path.
+        memory: encoder placement and K/V cache precision; None: everything on the device.
+        memory_budget: device bytes the engine may use; None: the free memory of a CUDA
+            device.  A configuration whose estimated need exceeds it is refused before loading
+            (:class:`~dreamzero_ros.errors.DeviceMemoryError`).
         num_threads: torch CPU threads; 0 lets torch decide.
         layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one: this
             process is then rank 0).
@@ -115,6 +130,9 @@ def load_engine(
         settings['step_cache'] = step_cache
     if acceleration is not None:
         settings['acceleration'] = acceleration
+    if memory is not None:
+        settings['memory'] = memory
+    settings['memory_budget'] = memory_budget
     if max_sessions is not None:
         settings['max_sessions'] = max_sessions
     if checkpoint is not None:
@@ -212,6 +230,39 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
         'needs the flash_attn_3 package)',
     )
+    speed.add_argument(
+        '--compile-cache',
+        default='',
+        help='folder of the persistent compile cache (default: '
+        "$XDG_CACHE_HOME/dreamzero_ros/torch_compile; off: torch's own)",
+    )
+    memory = parser.add_argument_group('engine memory (docs/performance.md)')
+    memory.add_argument(
+        '--text-encoder',
+        choices=TEXT_ENCODER_PLACEMENTS,
+        default='device',
+        help='where umT5 lives: device (default), cpu (runs there) or offload (streamed to the '
+        'device when a prompt is new)',
+    )
+    memory.add_argument(
+        '--image-encoder',
+        choices=IMAGE_ENCODER_PLACEMENTS,
+        default='device',
+        help='where CLIP lives: device (default) or offload (streamed when a window starts)',
+    )
+    memory.add_argument(
+        '--kv-cache',
+        choices=KV_CACHE_KINDS,
+        default='model',
+        help='K/V cache precision: model (default) or fp8 (about half the memory)',
+    )
+    memory.add_argument(
+        '--memory-budget-gib',
+        type=float,
+        default=0.0,
+        help='device memory the engine may use, GiB; refused at load when its estimate is '
+        "larger (default 0: the GPU's free memory)",
+    )
     _add_parallel_arguments(parser.add_argument_group('parallel engine (docs/policy_node.md)'))
 
 
@@ -255,7 +306,9 @@ def _add_parallel_arguments(group: argparse._ArgumentGroup) -> None:
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
     from .acceleration import AccelerationConfig
+    from .memory_config import MemoryConfig
 
+    budget = args.memory_budget_gib
     return {
         'device': args.device,
         'dtype': args.dtype,
@@ -270,5 +323,12 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
             compile=args.compile,
             fp8_linear=args.fp8_linear,
             attention_backend=args.attention_backend,
+            compile_cache=args.compile_cache,
         ),
+        'memory': MemoryConfig(
+            text_encoder=args.text_encoder,
+            image_encoder=args.image_encoder,
+            kv_cache=args.kv_cache,
+        ),
+        'memory_budget': int(budget * 2**30) if budget > 0 else None,
     }

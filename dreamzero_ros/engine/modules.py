@@ -7,16 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
+from .acceleration import quantize_dit_
 from .checkpoint import randomize_, skip_init
 from .config import EngineConfig
 from .dit import CausalWanDiT
 from .image_encoder import CLIPImageEncoder
+from .offload import host_lookup_, stream_parts_
 from .text_encoder import UMT5Encoder
 from .vae import WanVAE
 
-__all__ = ['EngineModules', 'build_modules']
+__all__ = ['EngineModules', 'build_dit', 'build_modules']
 
 
 @dataclass
@@ -39,20 +42,76 @@ class EngineModules:
 
 
 def build_modules(config: EngineConfig, seed: int | None = None) -> EngineModules:
-    """Construct the networks on ``config.device`` in ``config.dtype``, in inference mode.
+    """Construct the networks in ``config.dtype``, in inference mode, where they will run.
 
-    Parameters are allocated once, in the final dtype, without running initialisers; with
-    ``seed`` they are filled with seeded random values, otherwise they await a checkpoint.
+    Parameters are allocated once, in their final dtype and place, without running
+    initialisers; with ``seed`` they are filled with seeded random values, otherwise they await a
+    checkpoint.  Two options change what is allocated:
+
+    * ``acceleration.fp8_linear``: the DiT is built on the ``meta`` device, its block linears
+      made :class:`~.fp8.Fp8Linear`, then allocated: the model-dtype block weights never exist
+      (a checkpoint is quantized tensor by tensor as it loads, :mod:`.weights`);
+    * ``memory.text_encoder`` / ``memory.image_encoder`` other than ``device``: the encoder is
+      kept on the host (with ``offload`` streamed to the device block by block,
+      :mod:`.offload`).  With ``seed`` it is randomised on ``config.device`` first -- the same
+      weights as a build that keeps it there -- before the DiT is allocated, then moved.
     """
-    with skip_init(config.device, config.torch_dtype):
-        modules = EngineModules(
-            dit=CausalWanDiT(config.dit),
-            text_encoder=UMT5Encoder(config.text_encoder),
-            image_encoder=CLIPImageEncoder(config.image_encoder),
-            vae=WanVAE(config.vae),
-        )
-    for offset, module in enumerate(modules.as_dict().values()):
-        module.eval().requires_grad_(False)
-        if seed is not None:
-            randomize_(module, seed + offset)
-    return modules
+    device = torch.device(config.device)
+    dtype = config.torch_dtype
+    memory = config.memory
+    text_encoder = _build_encoder(UMT5Encoder, config.text_encoder, config, seed, 1)
+    if memory.text_encoder == 'offload' and device.type != 'meta':
+        parts = [*text_encoder.blocks, text_encoder.norm]
+        if text_encoder.pos_embedding is not None:
+            parts.append(text_encoder.pos_embedding)
+        stream_parts_(text_encoder, parts, device)
+        host_lookup_(text_encoder.token_embedding, device)
+    image_encoder = _build_encoder(CLIPImageEncoder, config.image_encoder, config, seed, 2)
+    if memory.image_encoder == 'offload' and device.type != 'meta':
+        visual = image_encoder.model.visual
+        stream_parts_(image_encoder, [visual, *visual.transformer], device)
+    dit = build_dit(config)
+    _prepare(dit, seed, 0)
+    with skip_init(device, dtype):
+        vae = WanVAE(config.vae)
+    _prepare(vae, seed, 3)
+    return EngineModules(dit, text_encoder, image_encoder, vae)
+
+
+def build_dit(config: EngineConfig) -> CausalWanDiT:
+    """The DiT on ``config.device``, uninitialised, its block linears FP8 with ``fp8_linear``.
+
+    With FP8 it is built on the ``meta`` device, its block linears made
+    :class:`~.fp8.Fp8Linear`, then allocated: the model-dtype block weights never exist.
+    """
+    fp8 = config.acceleration.fp8_linear
+    with skip_init(config.device if fp8 == 'off' else 'meta', config.torch_dtype):
+        dit = CausalWanDiT(config.dit)
+    if fp8 != 'off':
+        quantize_dit_(dit, fp8)
+        dit.to_empty(device=config.device)
+    return dit.eval().requires_grad_(False)
+
+
+def _build_encoder(
+    kind: type[nn.Module], shape: object, config: EngineConfig, seed: int | None, offset: int
+) -> nn.Module:
+    """An encoder on ``config.device``, or on the host where ``config.memory`` puts it.
+
+    A seeded host encoder is randomised on ``config.device`` first (the same weights as one
+    kept there), before the other networks are allocated, then moved.
+    """
+    device = torch.device(config.device)
+    placement = getattr(config.memory, 'text_encoder' if kind is UMT5Encoder else 'image_encoder')
+    host = device if device.type == 'meta' or placement == 'device' else torch.device('cpu')
+    with skip_init(device if seed is not None else host, config.torch_dtype):
+        encoder = kind(shape)
+    _prepare(encoder, seed, offset)
+    return encoder.to(host)
+
+
+def _prepare(module: nn.Module, seed: int | None, offset: int) -> None:
+    """Inference mode; seeded random values with ``seed`` (``seed + offset`` per network)."""
+    module.eval().requires_grad_(False)
+    if seed is not None:
+        randomize_(module, seed + offset)

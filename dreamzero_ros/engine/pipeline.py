@@ -48,13 +48,16 @@ from dreamzero_ros.errors import CheckpointError, PolicyError
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 from .acceleration import VAEEncoding
+from .compile_cache import use_compile_cache
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
 from .embodiment import Embodiment
 from .experiment_cfg import embodiment_from_checkpoint
+from .memory_estimate import check_memory, device_budget, estimate_memory, session_memory
 from .model_inputs import prepare_views, to_model_video, validate_observation
 from .modules import EngineModules, build_modules
 from .normalization import StateActionNormalizer
+from .offload import streamed_device
 from .session import Session, SessionStore
 from .synthetic_droid import droid_embodiment_for
 from .tokenizer import TOKENIZER_FILE, UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
@@ -105,6 +108,11 @@ class DreamZeroEngine:
             embodiment, config.max_state_dim, config.max_action_dim
         )
         self.device = torch.device(config.device)
+        #: The folder of the persistent compile cache (None unless ``compile`` uses inductor,
+        #: or with ``compile_cache: off``), set before anything compiles.
+        self.compile_cache = None
+        if config.acceleration.compile_backend == 'inductor':
+            self.compile_cache = use_compile_cache(config.acceleration.compile_cache)
         self.denoiser = ChunkDenoiser(
             modules.dit,
             DenoiseConfig(
@@ -114,6 +122,7 @@ class DreamZeroEngine:
                 seed=config.seed,
                 step_cache=config.step_cache,
                 acceleration=config.acceleration,
+                kv_cache=config.memory.kv_cache,
             ),
             layout,
         )
@@ -152,9 +161,15 @@ class DreamZeroEngine:
         embodiment_tag: str | None = None,
         embodiment_file: str | Path | None = None,
         prompt_template: str | None = None,
+        memory_budget: int | None = None,
         **settings: Any,
     ) -> DreamZeroEngine:
         """Load a checkpoint folder (see :mod:`.checkpoint` for the layout).
+
+        Before anything is allocated, the configuration's memory need
+        (:func:`.memory_estimate.estimate_memory`) is checked against the device's free memory
+        (CUDA) or ``memory_budget``: a configuration that cannot fit is refused with
+        :class:`~dreamzero_ros.errors.DeviceMemoryError`.
 
         Args:
             folder: checkpoint folder (a full checkpoint, or a LoRA-only one with
@@ -172,6 +187,8 @@ class DreamZeroEngine:
             embodiment_file: an embodiment file (YAML) instead of the checkpoint's
                 ``experiment_cfg/conf.yaml``.
             prompt_template: the prompt template, for an embodiment upstream has none for.
+            memory_budget: device bytes the engine may use; None: the free memory of a CUDA
+                device (no check on other devices).
             settings: other :class:`EngineConfig` fields (sampling, sessions, ...).
 
         """
@@ -185,6 +202,11 @@ class DreamZeroEngine:
             settings['dtype'] = dtype
         config = read_config(folder, **settings)
         config.check_embodiment(embodiment)
+        check_memory(
+            estimate_memory(config, *_layout_shape(layout, config)),
+            device_budget(config.device) if memory_budget is None else memory_budget,
+            config.device,
+        )
         tokenizer = UMT5Tokenizer(tokenizer_path, config.text_encoder.text_len)
         modules = build_modules(config)
         load_checkpoint(folder, modules.as_dict(), base=base_checkpoint, encoder_dir=encoder_dir)
@@ -219,17 +241,13 @@ class DreamZeroEngine:
     def session_memory_bytes(self) -> int:
         """Device memory one session holds once it has run, bytes.
 
-        Its self-attention K/V cache and projected cross-attention keys/values, for the CFG
-        branches on this device.
+        Its self-attention K/V cache (in the precision of ``memory.kv_cache``) and projected
+        cross-attention keys/values, for the CFG branches on this device.
         """
         dit = self.modules.dit
-        c = dit.config
         rows = len(self.denoiser.layout.local_branches)
-        heads = dit.blocks[0].self_attn.num_heads
-        tokens = c.max_attention_tokens + c.register_tokens
-        tokens += c.text_len + self.modules.image_encoder.config.num_tokens
-        itemsize = torch.empty((), dtype=dit.dtype).element_size()
-        return 2 * rows * c.num_layers * tokens * heads * c.head_dim * itemsize
+        tp_size = dit.config.num_heads // dit.blocks[0].self_attn.num_heads
+        return sum(session_memory(self.config, rows, tp_size))
 
     # ------------------------------------------------------------------ Policy
     @property
@@ -319,8 +337,15 @@ class DreamZeroEngine:
         timings[name] = timings.get(name, 0.0) + (time.perf_counter() - start) * 1e3
 
     def _encode_text(self, text: str) -> torch.Tensor:
+        """umT5 embeddings on the engine's device, computed where the encoder runs.
+
+        On the device; on the host when ``memory.text_encoder`` is ``cpu``; on the device with
+        the weights streamed from the host when it is ``offload``.
+        """
         ids, mask = self.tokenizer(text)
-        return self.modules.text_encoder.encode(ids.to(self.device), mask.to(self.device))
+        encoder = self.modules.text_encoder
+        where = streamed_device(encoder) or encoder.token_embedding.weight.device
+        return encoder.encode(ids.to(where), mask.to(where)).to(self.device)
 
     def encode_prompt(self, text: str) -> torch.Tensor:
         """umT5 embeddings ``(1, text_len, dim)`` of ``text`` (already templated), LRU-cached."""
@@ -452,6 +477,18 @@ class DreamZeroEngine:
             timing_ms=timings,
             video=frames,
         )
+
+
+def _layout_shape(layout: BranchLayout | None, config: EngineConfig) -> tuple[int, int]:
+    """``(cfg_rows, tp_size)`` of this process under ``layout`` (before it is attached)."""
+    tp_size = int(getattr(layout, 'tp_size', 1))
+    rows = 2 if config.cfg_scale != 1.0 else 1
+    if layout is not None and type(layout) is not BranchLayout:
+        import torch.distributed as dist
+
+        world = dist.get_world_size() if dist.is_initialized() else 1
+        rows = max(1, rows // max(1, world // tp_size))
+    return rows, tp_size
 
 
 def _tokenizer_path(

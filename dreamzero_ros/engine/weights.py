@@ -17,7 +17,9 @@ a tensor stored in an incompatible dtype (integer or boolean where the model hol
 point; floating dtypes are cast) or a base that does not fit the adapters is a
 :class:`CheckpointError` naming the tensor and where it was read.  Tensors are copied one at a
 time from memory-mapped shards into modules that already live on the target device in the target
-dtype, so a checkpoint never needs more memory than the model (and one merged tensor).
+dtype, so a checkpoint never needs more memory than the model (and one merged tensor); the
+weights of FP8 layers (:class:`~.fp8.Fp8Linear`) are quantized one at a time as they arrive, so
+an FP8 DiT never holds its model-dtype weights.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .checkpoint import (
     checkpoint_state,
 )
 from .encoder_files import ENCODERS, EncoderFile, resolve_encoder_file
+from .fp8 import Fp8Linear
 from .json_files import read_json
 from .lora import CheckpointTensors, LoraSettings, MergedWeights
 
@@ -155,9 +158,15 @@ def load_weights(source: WeightSource, modules: Mapping[str, nn.Module]) -> None
             f'{len(missing)} tensor(s) missing from the checkpoint, e.g. {missing[0]!r}: '
             f'{missing[:8]}'
         )
+    fp8_layers = {
+        id(layer.weight): layer
+        for module in modules.values()
+        for layer in module.modules()
+        if isinstance(layer, Fp8Linear)
+    }
     with torch.no_grad():
         for name, target in targets.items():
-            _copy_tensor(source, name, target)
+            _copy_tensor(source, name, target, fp8_layers.get(id(target)))
 
 
 def load_checkpoint(
@@ -172,11 +181,14 @@ def load_checkpoint(
         load_weights(s, modules)
 
 
-def _copy_tensor(source: WeightSource, name: str, target: torch.Tensor) -> None:
+def _copy_tensor(
+    source: WeightSource, name: str, target: torch.Tensor, fp8_layer: Fp8Linear | None = None
+) -> None:
     """Copy one tensor into ``target`` after checking its shape and dtype.
 
     A floating-point tensor may be stored in any floating dtype (it is cast); any other
-    tensor must be stored in exactly the dtype of ``target``.
+    tensor must be stored in exactly the dtype of ``target``.  The weight of an FP8 layer
+    (``fp8_layer``) is quantized into it.
     """
     shape = source.shape(name)
     if shape != tuple(target.shape):
@@ -195,7 +207,10 @@ def _copy_tensor(source: WeightSource, name: str, target: torch.Tensor) -> None:
             f'tensor {source.where(name)} is stored as {_dtype_name(tensor.dtype)}, the model '
             f'expects {kind} {_dtype_name(target.dtype)}'
         )
-    target.data.copy_(tensor)
+    if fp8_layer is not None:
+        fp8_layer.load_(tensor)
+    else:
+        target.data.copy_(tensor)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
