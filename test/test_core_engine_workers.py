@@ -14,6 +14,7 @@ from dreamzero_ros.core.engine_workers import (
     WorkerStartError,
     load_on_ranks,
     plan_workers,
+    worker_command,
 )
 from dreamzero_ros.core.node_config import build_settings
 
@@ -135,3 +136,10 @@ def test_two_groups_on_one_host_get_their_own_ports():
     finally:
         first.close()
         second.close()
+
+
+def test_workers_hold_the_dit_in_fp8_from_the_start_when_rank_0_does():
+    (worker,) = plan_workers(_ranks(device='cpu'), 0)
+    assert '--fp8-linear' not in worker_command(_ranks(device='cpu'), worker)
+    command = worker_command(_ranks(device='cpu', fp8_linear='rowwise'), worker)
+    assert command[command.index('--fp8-linear') + 1] == 'rowwise'

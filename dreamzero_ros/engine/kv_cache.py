@@ -282,7 +282,7 @@ class Fp8KVCache(KVCache):
 
     def commit(self) -> None:
         """Quantize the last layer's new tokens, then keep the call's video tokens."""
-        if self._new_total and not self._prefill:
+        if self._new_total and not self._prefill and not self._is_view:
             raise RuntimeError('an FP8 K/V cache commits prefill calls (no register tokens) only')
         self._flush()
         super().commit()
