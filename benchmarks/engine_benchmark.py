@@ -199,7 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         cfg_parallel.init_process_group(rank, world, device=device)
         if rank >= 1:
             dit = cfg_parallel.load_worker_dit(
-                device, args.dtype, preset=args.preset, seed=args.seed
+                device,
+                args.dtype,
+                preset=args.preset,
+                seed=args.seed,
+                fp8_linear=configs[0].acceleration.fp8_linear,
+                tp_rank=rank % tp,
+                tp_size=tp,
             )
             chunks = cfg_parallel.run_worker(dit)
             dist.destroy_process_group()

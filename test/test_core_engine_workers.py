@@ -138,8 +138,11 @@ def test_two_groups_on_one_host_get_their_own_ports():
         second.close()
 
 
-def test_workers_hold_the_dit_in_fp8_from_the_start_when_rank_0_does():
+def test_workers_build_their_dit_as_rank_0_does_fp8_and_shard():
     (worker,) = plan_workers(_ranks(device='cpu'), 0)
-    assert '--fp8-linear' not in worker_command(_ranks(device='cpu'), worker)
-    command = worker_command(_ranks(device='cpu', fp8_linear='rowwise'), worker)
+    plain = worker_command(_ranks(device='cpu'), worker)
+    assert '--fp8-linear' not in plain and '--tensor-parallel' not in plain
+    ranks = _ranks(cfg_parallel=1, tensor_parallel=2, fp8_linear='rowwise')
+    command = worker_command(ranks, worker)
     assert command[command.index('--fp8-linear') + 1] == 'rowwise'
+    assert command[command.index('--tensor-parallel') + 1] == '2'

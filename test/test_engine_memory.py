@@ -14,10 +14,12 @@ import subprocess
 import sys
 
 from dit_support import call_inputs, fast_processors, make_dit, rel
+from node_support import child_pids
 import numpy as np
 import pytest
 import torch
 
+from dreamzero_ros.core.engine_workers import WORKER_MODULE
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.acceleration import AccelerationConfig, held_fp8_mode
 from dreamzero_ros.engine.cfg_parallel import load_worker_dit
@@ -28,6 +30,7 @@ from dreamzero_ros.engine.kv_cache import Fp8KVCache, KVCache
 from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
 from dreamzero_ros.engine.memory_config import MemoryConfig
 from dreamzero_ros.engine.memory_estimate import GIB, estimate_memory
+from dreamzero_ros.engine.modules import build_dit
 from dreamzero_ros.engine.offload import stream_parts_, streamed_device
 from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.synthetic_droid import random_observation
@@ -92,6 +95,50 @@ def test_a_cfg_parallel_worker_builds_its_dit_in_fp8():
         worker.state_dict().items(), engine.modules.dit.state_dict().values(), strict=True
     ):
         assert torch.equal(a.float(), b.float()), name
+
+
+def test_tensor_parallel_ranks_get_the_memory_options_and_serve_the_one_process_fp8_actions(
+    tiny_checkpoint,
+):
+    """The node's engine on TP 2 (this process is rank 0, the worker a process it starts)."""
+    from dreamzero_ros.core.node_config import build_settings
+    from dreamzero_ros.core.policy_factory import create_policy
+
+    values = {
+        'engine.checkpoint': str(tiny_checkpoint),
+        'engine.device': 'cpu',
+        'engine.dtype': 'bfloat16',
+        'engine.fp8_linear': 'rowwise',
+        'engine.kv_cache': 'fp8',
+        'engine.text_encoder': 'cpu',
+        'engine.tensor_parallel': 2,
+    }
+    policy = create_policy(build_settings(values), log=lambda text: None)
+    try:
+        commands = [Path(f'/proc/{pid}/cmdline').read_text() for pid in child_pids(os.getpid())]
+        (command,) = [c.split('\0') for c in commands if WORKER_MODULE in c]
+        assert command[command.index('--fp8-linear') + 1] == 'rowwise'
+        assert command[command.index('--tensor-parallel') + 1] == '2'
+        engine = policy.policy
+        dit = engine.modules.dit
+        assert (dit.tensor_parallel.rank, dit.tensor_parallel.size) == (0, 2)
+        assert held_fp8_mode(dit) == 'rowwise' and dit.blocks[0].ffn[0].weight.element_size() == 1
+        assert dit.blocks[0].ffn[0].out_features == dit.config.ffn_dim // 2
+        served = _actions(policy, 3)
+        assert isinstance(engine.sessions.get('s').denoise.cache, Fp8KVCache)
+    finally:
+        policy.close()
+    assert not torch.distributed.is_initialized()  # the group was left, the worker ended
+    memory = MemoryConfig(text_encoder='cpu', kv_cache='fp8')
+    one_process = load_engine(
+        tiny_checkpoint, device='cpu', dtype='bfloat16', acceleration=FP8, memory=memory
+    )
+    want = _actions(one_process, 3)
+    # Each shard's own FP8 scales: close to the one-process FP8 actions (which differ by about
+    # 1e-3 from bf16 here), far from another chunk's.
+    assert rel(torch.from_numpy(served), torch.from_numpy(want)) < 0.01
+    assert np.abs(served - want).max() < 0.05
+    assert rel(torch.from_numpy(want[0]), torch.from_numpy(want[1])) > 0.1
 
 
 def _cache_pair(dit):
@@ -230,9 +277,24 @@ def test_the_estimate_of_the_14b_model_per_option():
     )
     one_row = estimate_memory(gpu32, cfg_rows=1)
     assert one_row.kv_cache < 0.51 * small.kv_cache
-    tp = estimate_memory(EngineConfig.droid_14b(), tp_size=2)
-    assert tp.weights['dit'] < 0.51 * bf16.weights['dit'] + GIB
     assert 'K/V cache' in small.describe()
+
+
+def test_the_estimate_counts_one_rank():
+    fp8 = EngineConfig.droid_14b(acceleration=FP8)
+    whole = estimate_memory(fp8)
+    # CFG parallel: each rank a whole DiT, one CFG row of caches
+    cfg = estimate_memory(fp8, cfg_rows=1)
+    assert cfg.weights == whole.weights and cfg.kv_cache < 0.51 * whole.kv_cache
+    # Tensor parallel: a rank holds its shard of the (FP8) blocks and its heads' caches
+    tp = estimate_memory(fp8, tp_size=2)
+    assert 0.49 * whole.weights['dit'] < tp.weights['dit'] < 0.51 * whole.weights['dit'] + GIB
+    assert tp.kv_cache == whole.kv_cache // 2 and tp.weights['vae'] == whole.weights['vae']
+    # ... exactly what a shard built for rank 1 of 2 holds
+    tiny = EngineConfig.tiny(dtype='bfloat16', acceleration=FP8)
+    shard = build_dit(tiny, tp_rank=1, tp_size=2)
+    held = sum(t.numel() * t.element_size() for t in (*shard.parameters(), *shard.buffers()))
+    assert estimate_memory(tiny, tp_size=2).weights['dit'] == held
 
 
 def test_loading_refuses_a_configuration_that_cannot_fit(tiny_checkpoint):

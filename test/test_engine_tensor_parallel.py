@@ -8,6 +8,10 @@ prefill and a denoising call through the reference processor, the fast one, the 
 ``torch.compile`` (inductor: its all-reduces are functional collectives inside the compiled
 graphs) and FP8 linears.  The test process runs the unsharded DiT: the reference processor (all
 three compute the reference function), and FP8 linears.
+
+A shard built before it holds values (a worker rank's, rank 0's of a parallel engine) loads its
+part of each checkpoint tensor, or of the whole model's random draw, and quantizes FP8 weights
+after the cut: the same weights as cutting, then quantizing the whole model.
 """
 
 import multiprocessing
@@ -18,9 +22,23 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine.acceleration import AccelerationConfig, block_processors
-from dreamzero_ros.engine.cfg_parallel import free_port
-from dreamzero_ros.engine.tensor_parallel import shard_dit_, split_problem
+from dreamzero_ros.engine.acceleration import (
+    AccelerationConfig,
+    block_processors,
+    held_fp8_mode,
+    quantize_dit_,
+)
+from dreamzero_ros.engine.cfg_parallel import free_port, load_worker_dit
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.fp8 import Fp8Linear
+from dreamzero_ros.engine.modules import build_dit
+from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.tensor_parallel import (
+    join_group_,
+    shard_dit_,
+    shard_problem,
+    split_problem,
+)
 
 #: name -> (model dtype, acceleration options; None: the fast processor, eager)
 VARIANTS = {
@@ -45,7 +63,8 @@ def _rank(rank: int, port: int, result: str) -> None:
                                 world_size=2)  # fmt: skip
         outputs, heads = {}, []
         for name, (dtype, options) in VARIANTS.items():
-            dit = shard_dit_(make_dit(dtype), None)
+            dit = shard_dit_(make_dit(dtype), rank, 2)
+            join_group_(dit, dist.group.WORLD)
             heads.append(dit.blocks[0].self_attn.num_heads)
             outputs[name] = _outputs(dit, options)
         torch.save({'outputs': outputs, 'heads': heads}, result)
@@ -109,3 +128,89 @@ def test_split_problem_names_heads_and_ffn():
     config = make_dit().config
     assert split_problem(config, 2) == ''
     assert 'do not split over 3 tensor-parallel ranks' in split_problem(config, 3)
+
+
+@pytest.fixture(scope='module')
+def tiny_checkpoint(tmp_path_factory):
+    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
+
+
+def _whole_then_cut(checkpoint, rank: int, fp8: str = 'off'):
+    """The reference order: the whole bf16 DiT, cut to shard ``rank`` of 2, then quantized."""
+    dit = shard_dit_(load_worker_dit('cpu', 'bfloat16', checkpoint), rank, 2)
+    if fp8 != 'off':
+        quantize_dit_(dit, fp8)
+    return dit
+
+
+@pytest.mark.parametrize('fp8', ['off', 'rowwise', 'tensorwise'])
+def test_a_shard_loads_its_part_and_quantizes_it_after_the_cut(tiny_checkpoint, fp8):
+    for rank in (0, 1):
+        shard = load_worker_dit(
+            'cpu', 'bfloat16', tiny_checkpoint, fp8_linear=fp8, tp_rank=rank, tp_size=2
+        )
+        want = _whole_then_cut(tiny_checkpoint, rank, fp8)
+        assert (shard.tensor_parallel.rank, shard.tensor_parallel.size) == (rank, 2)
+        assert held_fp8_mode(shard) == fp8
+        got, expected = shard.state_dict(), want.state_dict()
+        assert got.keys() == expected.keys()
+        for key, value in got.items():
+            assert torch.equal(value.float(), expected[key].float()), key
+        for name, layer in shard.named_modules():
+            if isinstance(layer, Fp8Linear):
+                assert torch.equal(layer.scale, want.get_submodule(name).scale), name
+    if fp8 != 'off':
+        # Not a cut of the whole model's FP8 weights: the row-parallel layers (o, ffn.2) of a
+        # shard have the scales of its own columns.
+        whole = load_worker_dit('cpu', 'bfloat16', tiny_checkpoint, fp8_linear=fp8)
+        row_parallel = [
+            f'blocks.{i}.{name}'
+            for i in range(len(whole.blocks))
+            for name in ('self_attn.o', 'cross_attn.o', 'ffn.2')
+        ]
+        assert any(
+            not torch.equal(shard.get_submodule(n).scale, whole.get_submodule(n).scale)
+            for n in row_parallel
+        )
+
+
+def test_a_random_shard_is_its_part_of_the_whole_random_model():
+    for fp8 in ('off', 'rowwise'):
+        shard = load_worker_dit('cpu', 'bfloat16', preset='tiny', seed=4, fp8_linear=fp8,
+                                tp_rank=1, tp_size=2)  # fmt: skip
+        whole = shard_dit_(load_worker_dit('cpu', 'bfloat16', preset='tiny', seed=4), 1, 2)
+        if fp8 != 'off':
+            quantize_dit_(whole, fp8)
+        for (key, a), b in zip(
+            shard.state_dict().items(), whole.state_dict().values(), strict=True
+        ):
+            assert torch.equal(a.float(), b.float()), key
+
+
+def test_fp8_weights_quantized_whole_are_never_cut():
+    config = EngineConfig.tiny(
+        dtype='bfloat16', acceleration=AccelerationConfig(fp8_linear='rowwise')
+    )
+    dit = build_dit(config, seed=0)
+    with pytest.raises(ValueError, match='shard it before quantizing'):
+        shard_dit_(dit, 0, 2)
+    assert 'each rank quantizes its own shard' in shard_problem(dit, 2, 1)
+    assert shard_problem(dit, 1, 0) == ''  # unsharded, it may serve as it is
+
+
+def test_a_shard_must_be_the_one_its_rank_is_given():
+    shard = build_dit(EngineConfig.tiny(), seed=0, tp_rank=1, tp_size=2)
+    assert shard_problem(shard, 2, 1) == ''
+    assert 'built as tensor-parallel shard 1 of 2, the group makes this rank shard 0 of 2' in (
+        shard_problem(shard, 2, 0)
+    )
+    assert 'shard 1 of 2' in shard_problem(shard, 1, 0)
+    assert 'do not split over 3' in shard_problem(shard, 3, 1)
+
+
+def test_a_shard_refuses_to_compute_before_it_joined_its_group():
+    dit = shard_dit_(make_dit(), 0, 2)
+    with pytest.raises(RuntimeError, match='not joined its tensor-parallel group'):
+        run_call(dit, call_inputs(dit))
+    with pytest.raises(RuntimeError, match='not joined its tensor-parallel group'):
+        fast_processors(dit)

@@ -66,7 +66,7 @@ class EngineRanks:
     worker_gpus: str = ''  # CUDA_VISIBLE_DEVICES of ranks 1.., comma-separated
     base_checkpoint: str = ''
     encoder_dir: str = ''
-    fp8_linear: str = 'off'  # rank 0's engine.fp8_linear: the workers hold FP8 weights too
+    fp8_linear: str = 'off'  # rank 0's fp8_linear: the workers hold FP8 block weights too
     master_addr: str = '127.0.0.1'
     master_port: int = 0  # 0: a free port at every start
     worker_timeout: float = 600.0
@@ -184,6 +184,8 @@ def worker_command(ranks: EngineRanks, worker: WorkerLaunch) -> list[str]:
         command += ['--encoder-dir', ranks.encoder_dir]
     if ranks.fp8_linear != 'off':
         command += ['--fp8-linear', ranks.fp8_linear]
+    if ranks.tensor_parallel > 1:
+        command += ['--tensor-parallel', str(ranks.tensor_parallel)]
     return command
 
 

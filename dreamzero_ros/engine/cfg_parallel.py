@@ -26,10 +26,13 @@ Driver/worker arrangement
     engine (``DreamZeroEngine.from_pretrained(..., layout=driver)``), uses a
     :class:`ParallelDriver` as its branch layout.  Ranks >= 1 run :func:`run_worker` (console
     script ``dreamzero-engine-worker``).  Attaching the driver to a denoiser is a handshake: it
-    sends the :class:`~dreamzero_ros.engine.denoise.DenoiseConfig` and ``tp_size``; every rank
-    checks the grid and that it built the same :class:`~dreamzero_ros.engine.dit.DiTConfig`, and
-    any refusal raises :class:`CfgParallelError` on every rank.  Then all ranks build the process
-    groups and shard their DiT.  The driver's hooks broadcast, before rank 0 runs its part:
+    sends the :class:`~dreamzero_ros.engine.denoise.DenoiseConfig` (speed options and K/V cache
+    precision included) and ``tp_size``; every rank checks the grid, that it built the same
+    :class:`~dreamzero_ros.engine.dit.DiTConfig` and, if it loaded a shard, that it is its own
+    (:func:`~dreamzero_ros.engine.tensor_parallel.shard_problem`); any refusal raises
+    :class:`CfgParallelError` on every rank.  Then all ranks build the process groups and their
+    shards join them (a whole DiT is cut first).  The driver's hooks broadcast, before rank 0
+    runs its part:
 
     * ``infer``: session id + :class:`~dreamzero_ros.engine.denoise.ChunkInputs` tensors (the
       prompt tensors only when the driver's prompt tensors changed);
@@ -67,7 +70,7 @@ from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseSession
 from .dit import CausalWanDiT
 from .option_names import FP8_MODES
 from .parallel_layout import mesh_problem, setup_rank
-from .tensor_parallel import split_problem
+from .tensor_parallel import shard_problem
 
 __all__ = [
     'ParallelDriver',
@@ -134,9 +137,10 @@ class ParallelDriver(BranchLayout):
 
     Attaching to a denoiser performs the handshake with the workers (sampling config, DiT config,
     ``tp_size``), builds the ``cfg x tp`` mesh over the default group (``world / tp_size`` CFG
-    branches, 1 or 2) and shards the DiT if ``tp_size > 1``.  Every chunk and session close is
-    then forwarded to the workers before rank 0 computes its part.  :meth:`shutdown` ends the
-    worker loops.
+    branches, 1 or 2) and, if ``tp_size > 1``, joins the DiT's shard to its group (an engine
+    built with this layout holds rank 0's shard only; a whole DiT is cut here).  Every chunk
+    and session close is then forwarded to the workers before rank 0 computes its part.
+    :meth:`shutdown` ends the worker loops.
     """
 
     def __init__(self, tp_size: int = 1) -> None:
@@ -171,7 +175,7 @@ class ParallelDriver(BranchLayout):
         try:
             self._channel.agree(
                 mesh_problem(self.tp_size, denoiser.config.use_cfg)
-                or split_problem(denoiser.dit.config, self.tp_size)
+                or shard_problem(denoiser.dit, self.tp_size, 0)
             )
         except CfgParallelError:
             self._closed = True
@@ -224,7 +228,9 @@ def run_worker(dit: CausalWanDiT) -> int:
     channel = _Channel(comm)
     header, _ = channel.receive()
     config, tp_size = header['config'], header['tp_size']
-    problem = mesh_problem(tp_size, config.use_cfg) or split_problem(dit.config, tp_size)
+    problem = mesh_problem(tp_size, config.use_cfg) or shard_problem(
+        dit, tp_size, dist.get_rank() % tp_size
+    )
     if header['dit_config'] != dit.config:
         problem = f'DiT config {dit.config} != rank 0 {header["dit_config"]}'
     channel.agree(problem)
@@ -366,19 +372,22 @@ def load_worker_dit(
     base_checkpoint: str | Path | None = None,
     encoder_dir: str | Path | None = None,
     fp8_linear: str = 'off',
+    tp_rank: int = 0,
+    tp_size: int = 1,
 ) -> CausalWanDiT:
     """The DiT a worker serves: from a checkpoint, or seeded random weights of a preset.
 
-    With ``fp8_linear`` its block linears are held in FP8 from the start (quantized tensor by
-    tensor as they load), so the worker never holds the model-dtype DiT.
+    With ``tp_size`` > 1 only its shard ``tp_rank`` is built and filled
+    (:func:`.tensor_parallel.shard_dit_`); with ``fp8_linear`` its block linears are held in
+    FP8 from the start, each quantized as it loads (after the cut, with the shard's own
+    scales), so the worker holds neither the model-dtype DiT nor the other ranks' weights.
 
     The random DiT equals that of ``DreamZeroEngine.from_config(EngineConfig.<preset>(), seed)``
-    on the same device type and dtype.  From a checkpoint (LoRA adapters merged, a LoRA-only
-    one on ``base_checkpoint``), the other components are checked (strictly, as the engine does)
-    but loaded only onto the ``meta`` device.
+    on the same device type and dtype (cut the same way).  From a checkpoint (LoRA adapters
+    merged, a LoRA-only one on ``base_checkpoint``), the other components are checked (strictly,
+    as the engine does) but loaded only onto the ``meta`` device.
     """
     from .acceleration import AccelerationConfig
-    from .checkpoint import randomize_
     from .config import EngineConfig
     from .modules import build_dit, build_modules
     from .upstream_config import read_config
@@ -388,9 +397,10 @@ def load_worker_dit(
         config = read_config(checkpoint, device=str(device), dtype=dtype)
     else:
         config = EngineConfig.preset(preset, device=str(device), dtype=dtype)
-    dit = build_dit(config.replace(acceleration=AccelerationConfig(fp8_linear=fp8_linear)))
+    config = config.replace(acceleration=AccelerationConfig(fp8_linear=fp8_linear))
+    dit = build_dit(config, None if checkpoint is not None else seed, tp_rank, tp_size)
     if checkpoint is None:
-        return randomize_(dit, seed)
+        return dit
     modules = build_modules(config.replace(device='meta')).as_dict()
     load_checkpoint(
         checkpoint, {**modules, 'dit': dit}, base=base_checkpoint, encoder_dir=encoder_dir
@@ -424,6 +434,13 @@ def main(argv: list[str] | None = None) -> int:
         default='off',
         help="hold the DiT's block linears in FP8 from the start (rank 0's fp8_linear)",
     )
+    parser.add_argument(
+        '--tensor-parallel',
+        type=int,
+        default=1,
+        help="ranks each CFG branch's DiT is split over (rank 0's); this rank builds and loads "
+        'only its own shard (default 1)',
+    )
     parser.add_argument('--init-method', default='env://', help='rendezvous (default env://)')
     parser.add_argument('--rank', type=int, help='this rank (default: $RANK)')
     parser.add_argument('--world-size', type=int, help='ranks in the group (default: $WORLD_SIZE)')
@@ -434,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     world_size = args.world_size or int(os.environ.get('WORLD_SIZE', '2'))
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
+    if args.tensor_parallel < 1:
+        parser.error(f'--tensor-parallel must be at least 1, got {args.tensor_parallel}')
     dit = load_worker_dit(
         args.device,
         args.dtype,
@@ -443,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         args.base_checkpoint,
         args.encoder_dir,
         args.fp8_linear,
+        rank % args.tensor_parallel,
+        args.tensor_parallel,
     )
     if args.init_method == 'env://':
         announce_loaded(rank, args.timeout)

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 import contextlib
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safetensors import SafetensorError, safe_open
 import torch
@@ -41,6 +43,9 @@ from dreamzero_ros.errors import CheckpointError
 
 from .fp8 import Fp8Linear
 from .json_files import read_json
+
+if TYPE_CHECKING:
+    from .tensor_parallel import ShardPart
 
 __all__ = [
     'COMPONENT_PREFIXES',
@@ -187,16 +192,21 @@ def skip_init(device: torch.device | str, dtype: torch.dtype) -> Iterator[None]:
 
 
 @torch.no_grad()
-def randomize_(module: nn.Module, seed: int) -> nn.Module:
+def randomize_(
+    module: nn.Module, seed: int, parts: Mapping[str, ShardPart] | None = None
+) -> nn.Module:
     """Fill every parameter with seeded values of a sane scale, on its own device, in place.
 
     Matrices and convolutions ``N(0, 1/fan_in)``; norm gains ``1 + N(0, 0.1)``; other vectors
     ``N(0, 0.02)``.  The same seed, device type and dtype give the same weights; an
-    :class:`~.fp8.Fp8Linear` gets the quantized model-dtype values of the same draw.
+    :class:`~.fp8.Fp8Linear` gets the quantized model-dtype values of the same draw.  A
+    parameter named in ``parts`` (a tensor-parallel shard's,
+    :class:`~.tensor_parallel.ShardPart`) gets its part of the whole tensor's draw.
     """
+    parts = parts or {}
     generator: dict[torch.device, torch.Generator] = {}
     seen: set[int] = set()
-    for owner in module.modules():
+    for prefix, owner in module.named_modules():
         for leaf, param in owner.named_parameters(recurse=False):
             if id(param) in seen:
                 continue
@@ -204,15 +214,19 @@ def randomize_(module: nn.Module, seed: int) -> nn.Module:
             device = param.device
             if device not in generator:
                 generator[device] = torch.Generator(device).manual_seed(seed)
-            if leaf == 'gamma' or (leaf == 'weight' and param.ndim == 1):
+            part = parts.get(f'{prefix}.{leaf}' if prefix else leaf)
+            shape = part.full_shape if part is not None else tuple(param.shape)
+            if leaf == 'gamma' or (leaf == 'weight' and len(shape) == 1):
                 mean, std = 1.0, 0.1
-            elif param.ndim >= 2:
-                mean, std = 0.0, param[0].numel() ** -0.5
+            elif len(shape) >= 2:
+                mean, std = 0.0, math.prod(shape[1:]) ** -0.5
             else:
                 mean, std = 0.0, 0.02
-            noise = torch.randn(param.shape, generator=generator[device], device=device)
+            values = torch.randn(shape, generator=generator[device], device=device) * std + mean
+            if part is not None:
+                values = part.take(values)
             if isinstance(owner, Fp8Linear) and leaf == 'weight':
-                owner.load_(noise * std + mean)
+                owner.load_(values)
             else:
-                param.copy_(noise * std + mean)
+                param.copy_(values)
     return module

@@ -224,6 +224,9 @@ class BranchLayout:
 
     def __init__(self, use_cfg: bool = True) -> None:
         self.branches: tuple[str, ...] = ('cond', 'uncond') if use_cfg else ('cond',)
+        #: Tensor-parallel ranks each branch's DiT is split over; a DiT built for this layout
+        #: is rank 0's shard (the multi-process driver sets it; 1: whole).
+        self.tp_size = 1
 
     @property
     def local_branches(self) -> tuple[str, ...]:

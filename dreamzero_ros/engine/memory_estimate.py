@@ -3,15 +3,17 @@
 
 """What an engine configuration needs of its device's memory, and refusing one that cannot fit.
 
-:func:`estimate_memory` adds up, in bytes on the engine's device:
+:func:`estimate_memory` adds up, in bytes on the device of one rank -- the process that runs
+the engine (rank 0 of a multi-process one, which also runs the encoders):
 
 * the weights of each network where the configuration keeps it and in its dtype (counted on a
   ``meta`` build of the same modules: FP8 block linears at one byte per value, umT5 nothing
-  when it lives on the host, a streamed encoder its largest part), the DiT's block weights split
-  over ``tp_size`` tensor-parallel ranks;
+  when it lives on the host, a streamed encoder its largest part); under tensor parallel the
+  DiT is the rank's shard (``1 / tp_size`` of the block weights, which is all a rank ever
+  holds: it loads its part of each tensor), under CFG parallel a whole copy;
 * per session, the DiT's self-attention K/V cache (model dtype, or FP8 with its scales and the
-  working buffer of one layer) and the projected cross-attention keys and values, for the CFG
-  rows this process computes;
+  working buffer of one layer; the rank's heads) and the projected cross-attention keys and
+  values, for the CFG rows this process computes;
 * an allowance for activations: the larger of one DiT call's (fused q/k/v in float32, the FFN
   hidden layer) and the VAE encoder's at full resolution, plus a fixed margin for the
   allocator and library workspaces, calibrated on the H200 measurements of
@@ -96,7 +98,7 @@ def estimate_memory(
         config: the engine configuration (its ``memory`` and ``acceleration`` options).
         cfg_rows: CFG rows computed in this process: 2 with both branches batched (the default
             when ``cfg_scale`` is not 1), 1 under CFG parallel or without CFG.
-        tp_size: tensor-parallel ranks the DiT is split over.
+        tp_size: tensor-parallel ranks the DiT is split over (the estimate is one rank's).
         sessions: sessions held at once.
 
     """
@@ -104,10 +106,9 @@ def estimate_memory(
 
     if cfg_rows is None:
         cfg_rows = 2 if config.cfg_scale != 1.0 else 1
-    modules = build_modules(config.replace(device='meta'))
-    dit, text = modules.dit, modules.text_encoder
-    block_bytes = sum(_bytes(block) for block in dit.blocks)
-    weights = {'dit': _bytes(dit) - block_bytes + block_bytes // tp_size}
+    modules = build_modules(config.replace(device='meta'), tp_size=tp_size)
+    text = modules.text_encoder
+    weights = {'dit': _bytes(modules.dit)}
     placement = config.memory.text_encoder
     if placement == 'device':
         weights['text_encoder'] = _bytes(text)

@@ -16,6 +16,7 @@ from .config import EngineConfig
 from .dit import CausalWanDiT
 from .image_encoder import CLIPImageEncoder
 from .offload import host_lookup_, stream_parts_
+from .tensor_parallel import shard_dit_
 from .text_encoder import UMT5Encoder
 from .vae import WanVAE
 
@@ -41,16 +42,19 @@ class EngineModules:
         }
 
 
-def build_modules(config: EngineConfig, seed: int | None = None) -> EngineModules:
+def build_modules(
+    config: EngineConfig, seed: int | None = None, tp_rank: int = 0, tp_size: int = 1
+) -> EngineModules:
     """Construct the networks in ``config.dtype``, in inference mode, where they will run.
 
     Parameters are allocated once, in their final dtype and place, without running
     initialisers; with ``seed`` they are filled with seeded random values, otherwise they await a
-    checkpoint.  Two options change what is allocated:
+    checkpoint.  These change what is allocated:
 
-    * ``acceleration.fp8_linear``: the DiT is built on the ``meta`` device, its block linears
-      made :class:`~.fp8.Fp8Linear`, then allocated: the model-dtype block weights never exist
-      (a checkpoint is quantized tensor by tensor as it loads, :mod:`.weights`);
+    * ``tp_size`` > 1: the DiT is only its tensor-parallel shard ``tp_rank`` (:func:`build_dit`);
+    * ``acceleration.fp8_linear``: the DiT's block linears are :class:`~.fp8.Fp8Linear`; the
+      model-dtype block weights never exist (a checkpoint is quantized tensor by tensor as it
+      loads, :mod:`.weights`);
     * ``memory.text_encoder`` / ``memory.image_encoder`` other than ``device``: the encoder is
       kept on the host (with ``offload`` streamed to the device block by block,
       :mod:`.offload`).  With ``seed`` it is randomised on ``config.device`` first -- the same
@@ -70,27 +74,40 @@ def build_modules(config: EngineConfig, seed: int | None = None) -> EngineModule
     if memory.image_encoder == 'offload' and device.type != 'meta':
         visual = image_encoder.model.visual
         stream_parts_(image_encoder, [visual, *visual.transformer], device)
-    dit = build_dit(config)
-    _prepare(dit, seed, 0)
+    dit = build_dit(config, seed, tp_rank, tp_size)
     with skip_init(device, dtype):
         vae = WanVAE(config.vae)
     _prepare(vae, seed, 3)
     return EngineModules(dit, text_encoder, image_encoder, vae)
 
 
-def build_dit(config: EngineConfig) -> CausalWanDiT:
-    """The DiT on ``config.device``, uninitialised, its block linears FP8 with ``fp8_linear``.
+def build_dit(
+    config: EngineConfig, seed: int | None = None, tp_rank: int = 0, tp_size: int = 1
+) -> CausalWanDiT:
+    """The DiT on ``config.device``, in inference mode: whole, or its tensor-parallel shard.
 
-    With FP8 it is built on the ``meta`` device, its block linears made
-    :class:`~.fp8.Fp8Linear`, then allocated: the model-dtype block weights never exist.
+    With ``tp_size`` > 1 or ``fp8_linear`` it is built on the ``meta`` device, cut to shard
+    ``tp_rank`` of ``tp_size`` (:func:`.tensor_parallel.shard_dit_`), its block linears then made
+    :class:`~.fp8.Fp8Linear` (each shard quantized on its own), and only then allocated: neither
+    the other ranks' weights nor the model-dtype block weights ever exist.  With ``seed`` it is
+    filled with seeded random values (a shard with its part of the whole model's draw),
+    otherwise it awaits a checkpoint.
     """
     fp8 = config.acceleration.fp8_linear
-    with skip_init(config.device if fp8 == 'off' else 'meta', config.torch_dtype):
+    lazy = fp8 != 'off' or tp_size > 1
+    with skip_init('meta' if lazy else config.device, config.torch_dtype):
         dit = CausalWanDiT(config.dit)
+    if tp_size > 1:
+        shard_dit_(dit, tp_rank, tp_size)
     if fp8 != 'off':
         quantize_dit_(dit, fp8)
+    if lazy:
         dit.to_empty(device=config.device)
-    return dit.eval().requires_grad_(False)
+    dit.eval().requires_grad_(False)
+    if seed is not None:
+        shard = dit.tensor_parallel
+        randomize_(dit, seed, shard.parts if shard is not None else None)
+    return dit
 
 
 def _build_encoder(

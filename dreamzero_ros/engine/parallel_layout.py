@@ -22,7 +22,7 @@ from dreamzero_ros.errors import CfgParallelError
 
 from .denoise import BranchLayout
 from .dit import CausalWanDiT
-from .tensor_parallel import shard_dit_
+from .tensor_parallel import join_group_, shard_dit_
 
 __all__ = ['CfgParallelLayout', 'ParallelMesh', 'make_mesh', 'mesh_problem', 'setup_rank']
 
@@ -97,10 +97,16 @@ def make_mesh(tp_size: int) -> ParallelMesh:
 
 
 def setup_rank(dit: CausalWanDiT, tp_size: int, use_cfg: bool, comm: torch.device):
-    """Build the mesh, shard the DiT for tensor parallel, and return this rank's layout."""
+    """Build the mesh, shard the DiT for tensor parallel, and return this rank's layout.
+
+    A DiT built as this rank's shard (:func:`.tensor_parallel.shard_problem` checked that it is)
+    joins its group; a whole one is cut first.
+    """
     mesh = make_mesh(tp_size)
     if tp_size > 1:
-        shard_dit_(dit, mesh.tp_group)
+        if dit.tensor_parallel is None:
+            shard_dit_(dit, mesh.tp_rank, tp_size)
+        join_group_(dit, mesh.tp_group)
     if mesh.cfg_size == 2:
         return CfgParallelLayout(mesh.cfg_group, comm)
     return BranchLayout(use_cfg)

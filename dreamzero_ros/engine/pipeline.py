@@ -176,7 +176,8 @@ class DreamZeroEngine:
                 ``base_checkpoint``).
             device: torch device to run on.
             dtype: ``bfloat16`` (default), ``float16`` or ``float32``.
-            layout: CFG branch layout (:mod:`.cfg_parallel` gives the 2-process one).
+            layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one; with
+                tensor parallel the DiT is built and loaded as rank 0's shard only).
             tokenizer_file: the umT5 sentencepiece model, if not ``tokenizer/spiece.model`` of
                 the checkpoint (or of its base); the published checkpoint does not ship it: take
                 ``spiece.model`` of ``google/umt5-xxl``.
@@ -202,13 +203,14 @@ class DreamZeroEngine:
             settings['dtype'] = dtype
         config = read_config(folder, **settings)
         config.check_embodiment(embodiment)
+        rows, tp_size = _layout_shape(layout, config)
         check_memory(
-            estimate_memory(config, *_layout_shape(layout, config)),
+            estimate_memory(config, rows, tp_size),
             device_budget(config.device) if memory_budget is None else memory_budget,
             config.device,
         )
         tokenizer = UMT5Tokenizer(tokenizer_path, config.text_encoder.text_len)
-        modules = build_modules(config)
+        modules = build_modules(config, tp_size=tp_size)
         load_checkpoint(folder, modules.as_dict(), base=base_checkpoint, encoder_dir=encoder_dir)
         return cls(config, modules, tokenizer, embodiment, layout)
 
@@ -223,14 +225,17 @@ class DreamZeroEngine:
         """An engine with seeded random weights, a tiny trained tokenizer and ``embodiment``.
 
         ``embodiment`` defaults to DROID with plausible statistics at the view size of the
-        preset (:func:`.synthetic_droid.droid_embodiment_for`).
+        preset (:func:`.synthetic_droid.droid_embodiment_for`).  With a tensor-parallel
+        ``layout`` the DiT is rank 0's shard of the same random model.
         """
         if embodiment is None:
             embodiment = droid_embodiment_for(config.dit.frame_seqlen)
         with tempfile.TemporaryDirectory() as folder:
             train_tiny_tokenizer(folder)
             tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
-        return cls(config, build_modules(config, seed), tokenizer, embodiment, layout)
+        tp_size = 1 if layout is None else layout.tp_size
+        modules = build_modules(config, seed, tp_size=tp_size)
+        return cls(config, modules, tokenizer, embodiment, layout)
 
     # ------------------------------------------------------------------ sessions
     @property
@@ -481,7 +486,7 @@ class DreamZeroEngine:
 
 def _layout_shape(layout: BranchLayout | None, config: EngineConfig) -> tuple[int, int]:
     """``(cfg_rows, tp_size)`` of this process under ``layout`` (before it is attached)."""
-    tp_size = int(getattr(layout, 'tp_size', 1))
+    tp_size = 1 if layout is None else layout.tp_size
     rows = 2 if config.cfg_scale != 1.0 else 1
     if layout is not None and type(layout) is not BranchLayout:
         import torch.distributed as dist

@@ -17,9 +17,11 @@ a tensor stored in an incompatible dtype (integer or boolean where the model hol
 point; floating dtypes are cast) or a base that does not fit the adapters is a
 :class:`CheckpointError` naming the tensor and where it was read.  Tensors are copied one at a
 time from memory-mapped shards into modules that already live on the target device in the target
-dtype, so a checkpoint never needs more memory than the model (and one merged tensor); the
-weights of FP8 layers (:class:`~.fp8.Fp8Linear`) are quantized one at a time as they arrive, so
-an FP8 DiT never holds its model-dtype weights.
+dtype, so a checkpoint never needs more memory than the model (and one merged tensor).  A
+tensor-parallel shard of the DiT (:func:`.tensor_parallel.shard_dit_`) takes its part of each
+tensor it cut, and the weights of FP8 layers (:class:`~.fp8.Fp8Linear`) are quantized one at a
+time as they arrive (a shard's part, with its own scales): such a DiT never holds the other
+ranks' weights nor its model-dtype block weights.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ from .checkpoint import (
     IGNORED_PREFIXES,
     checkpoint_state,
 )
+from .dit import CausalWanDiT
 from .encoder_files import ENCODERS, EncoderFile, resolve_encoder_file
 from .fp8 import Fp8Linear
 from .json_files import read_json
 from .lora import CheckpointTensors, LoraSettings, MergedWeights
+from .tensor_parallel import ShardPart
 
 __all__ = ['WeightSource', 'load_checkpoint', 'load_weights', 'open_checkpoint']
 
@@ -164,9 +168,20 @@ def load_weights(source: WeightSource, modules: Mapping[str, nn.Module]) -> None
         for layer in module.modules()
         if isinstance(layer, Fp8Linear)
     }
+    parts = _shard_parts(modules)
     with torch.no_grad():
         for name, target in targets.items():
-            _copy_tensor(source, name, target, fp8_layers.get(id(target)))
+            _copy_tensor(source, name, target, fp8_layers.get(id(target)), parts.get(name))
+
+
+def _shard_parts(modules: Mapping[str, nn.Module]) -> dict[str, ShardPart]:
+    """Checkpoint name -> the part a tensor-parallel DiT among ``modules`` holds of it."""
+    dit = modules.get('dit')
+    shard = dit.tensor_parallel if isinstance(dit, CausalWanDiT) else None
+    if shard is None:
+        return {}
+    prefix = COMPONENT_PREFIXES['dit']
+    return {prefix + key: part for key, part in shard.parts.items()}
 
 
 def load_checkpoint(
@@ -182,19 +197,23 @@ def load_checkpoint(
 
 
 def _copy_tensor(
-    source: WeightSource, name: str, target: torch.Tensor, fp8_layer: Fp8Linear | None = None
+    source: WeightSource,
+    name: str,
+    target: torch.Tensor,
+    fp8_layer: Fp8Linear | None = None,
+    part: ShardPart | None = None,
 ) -> None:
     """Copy one tensor into ``target`` after checking its shape and dtype.
 
     A floating-point tensor may be stored in any floating dtype (it is cast); any other
-    tensor must be stored in exactly the dtype of ``target``.  The weight of an FP8 layer
-    (``fp8_layer``) is quantized into it.
+    tensor must be stored in exactly the dtype of ``target``.  A shard's ``part`` of the tensor
+    is cut from it first; the weight of an FP8 layer (``fp8_layer``) is quantized into it.
     """
     shape = source.shape(name)
-    if shape != tuple(target.shape):
+    expected = part.full_shape if part is not None else tuple(target.shape)
+    if shape != expected:
         raise CheckpointError(
-            f'tensor {source.where(name)} has shape {shape}, the model expects '
-            f'{tuple(target.shape)}'
+            f'tensor {source.where(name)} has shape {shape}, the model expects {expected}'
         )
     tensor = source.read(name)
     if target.dtype.is_floating_point:
@@ -207,6 +226,8 @@ def _copy_tensor(
             f'tensor {source.where(name)} is stored as {_dtype_name(tensor.dtype)}, the model '
             f'expects {kind} {_dtype_name(target.dtype)}'
         )
+    if part is not None:
+        tensor = part.take(tensor)
     if fp8_layer is not None:
         fp8_layer.load_(tensor)
     else:
