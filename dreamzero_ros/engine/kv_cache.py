@@ -287,15 +287,6 @@ class Fp8KVCache(KVCache):
         self._flush()
         super().commit()
 
-    def dequantized(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The cached keys and values of ``layer`` in the model dtype (for tests)."""
-        self._flush()
-        dtype = self.work_k.dtype
-        cached = slice(0, self.length)
-        k = self.k8[layer, :, cached].to(dtype) * self.k_scale[layer, :, cached]
-        v = self.v8[layer, :, cached].to(dtype) * self.v_scale[layer, :, cached]
-        return k, v
-
 
 #: ``kv_cache`` option -> cache class: ``model`` (the model dtype) or ``fp8``.
 KV_CACHES: dict[str, type[KVCache]] = {'model': KVCache, 'fp8': Fp8KVCache}
