@@ -24,7 +24,10 @@ One process runs both CFG branches as one batch.  Under ``torchrun --nproc_per_n
 runs the conditional branch and rank 1 the unconditional one (CFG parallel, one variant per
 launch; NCCL on GPUs, gloo on the CPU); rank 0 prints.  With ``--tensor-parallel N`` each CFG
 branch's DiT is split over N of the ranks (``nproc = N``: batched CFG; ``2 N``: CFG parallel
-too).
+too).  Every rank prints its peak memory, rank 0 also the engine's estimate of its need.
+``--device cuda`` puts rank i on GPU i; a device with an index (``cuda:0``) puts every rank on
+that one, which with ``--backend gloo`` runs the ranks on a single GPU: each rank's memory and
+the sharded code on the GPU, not the speed (gloo copies every all-reduce through the host).
 
 Examples::
 
@@ -33,6 +36,8 @@ Examples::
     python benchmarks/engine_benchmark.py --variants eager attention compile dynamic fp8 fp8-dynamic
     torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py  # 14B, CFG parallel on 2 GPUs
     torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py --tensor-parallel 2
+    torchrun --nproc_per_node 2 benchmarks/engine_benchmark.py --tensor-parallel 2 \
+        --device cuda:0 --backend gloo --variants fp8     # both ranks on one GPU
     python benchmarks/engine_benchmark.py --preset tiny --device cpu --warmup 1 --repeats 3
 """
 
@@ -46,6 +51,7 @@ import time
 import traceback
 from typing import Any
 
+from bench_timing import peak_memory_gib
 from engine_chunks import run_schedule
 from engine_report import compare_actions, print_summary, print_table
 from engine_variants import parse_variants, variant_config
@@ -59,6 +65,7 @@ import torch.distributed as dist
 
 from dreamzero_ros.engine import cfg_parallel
 from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.memory_estimate import GIB, estimate_memory
 from dreamzero_ros.engine.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.step_cache import StepCacheConfig
 
@@ -107,6 +114,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=1,
         help='under torchrun: ranks each CFG branch is split over (the rest: CFG parallel)',
+    )
+    parser.add_argument(
+        '--backend',
+        choices=('gloo', 'nccl'),
+        help='under torchrun: the process group backend (default: nccl on GPUs, else gloo)',
     )
     parser.add_argument('--warmup', type=int, default=2, help='chunks before timing')
     parser.add_argument('--repeats', type=int, default=8, help='timed chunks per schedule')
@@ -171,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get('WORLD_SIZE', '1'))
     rank = int(os.environ.get('RANK', '0'))
     device = args.device
-    if device == 'cuda':
+    if device == 'cuda':  # one GPU per rank; an explicit index puts every rank on it
         device = f'cuda:{int(os.environ.get("LOCAL_RANK", "0"))}'
     tp = args.tensor_parallel
     if tp < 1 or world % tp or world // tp not in (1, 2):
@@ -196,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(variants) != 1:
             print('CFG / tensor parallel runs one variant per launch', file=sys.stderr)
             return 2
-        cfg_parallel.init_process_group(rank, world, device=device)
+        cfg_parallel.init_process_group(rank, world, backend=args.backend, device=device)
         if rank >= 1:
             dit = cfg_parallel.load_worker_dit(
                 device,
@@ -215,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                 else ('the conditional branch', 'the unconditional branch')[rank // tp]
             )
             shard = f', shard {rank % tp} of {tp}' if tp > 1 else ''
-            print(f'rank {rank}: {chunks} chunks of {work}{shard}', flush=True)
+            peak = peak_memory_gib(torch.device(device))
+            print(f'rank {rank}: {chunks} chunks of {work}{shard}, peak {peak:.2f} GiB', flush=True)
             return 0
         layout = cfg_parallel.ParallelDriver(tp)
     start = time.perf_counter()
@@ -235,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         f'DreamZero engine benchmark: preset {args.preset}, {device}, {args.dtype}, {mode}, '
         f'{args.steps} steps, cfg {args.cfg_scale}, torch {torch.__version__}\n'
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
-        f'build (random weights on the device): {build_s:.1f} s'
+        f'build (random weights on the device): {build_s:.1f} s; rank 0 estimate '
+        f'{estimate_memory(configs[0], rows, tp).total / GIB:.2f} GiB'
     )
     extras = _micro_benchmarks(args, engine)
     results, ran, failed = [], [], []

@@ -14,6 +14,9 @@ Named variants add up the speed options:
 * ``dynamic-min`` / ``fp8-dynamic-min``: the dynamic cache at its fewest DiT calls (4 of 16:
   steps 0, 1, 6, 11) -- what a trained model whose successive velocities agree gets; random
   weights never pass upstream's 0.93 similarity test, so they run all 16 steps.
+
+A ``label:key=value,...`` variant also takes the memory options (``text_encoder``,
+``image_encoder``, ``kv_cache``; :mod:`dreamzero_ros.engine.memory_config`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from dreamzero_ros.engine.acceleration import AccelerationConfig
 from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.memory_config import MemoryConfig
 from dreamzero_ros.engine.step_cache import StepCacheConfig
 
 __all__ = ['NAMED_VARIANTS', 'VARIANT_KEYS', 'parse_variants', 'variant_config']
@@ -40,7 +44,9 @@ NAMED_VARIANTS: dict[str, dict[str, Any]] = {
     'fp8-dynamic-min': {**_COMPILED, 'fp8_linear': 'FP8', 'step_cache': 'dynamic-min'},
 }
 #: Settings of a ``label:key=value,...`` variant.
-VARIANT_KEYS = ('step_cache', 'compile', 'fp8_linear', 'attention_backend')
+SPEED_KEYS = ('compile', 'fp8_linear', 'attention_backend')
+MEMORY_KEYS = ('text_encoder', 'image_encoder', 'kv_cache')
+VARIANT_KEYS = ('step_cache', *SPEED_KEYS, *MEMORY_KEYS)
 #: The dynamic schedule with every similarity test passed, i.e. its fewest DiT calls.
 DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))
 
@@ -85,10 +91,15 @@ def parse_variants(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]
 
 def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int) -> EngineConfig:
     """``base`` with a variant's settings (the step cache by mode name, or ``dynamic-min``)."""
-    speed = {key: settings[key] for key in VARIANT_KEYS[1:] if key in settings}
+    speed = {key: settings[key] for key in SPEED_KEYS if key in settings}
+    memory = {key: settings[key] for key in MEMORY_KEYS if key in settings}
     mode = settings.get('step_cache', base.step_cache.mode)
     if mode == 'dynamic-min':
         step_cache = DYNAMIC_MIN
     else:
         step_cache = StepCacheConfig(mode=mode, dit_steps=dit_steps)
-    return base.replace(step_cache=step_cache, acceleration=AccelerationConfig(**speed))
+    return base.replace(
+        step_cache=step_cache,
+        acceleration=AccelerationConfig(**speed),
+        memory=MemoryConfig(**memory),
+    )
