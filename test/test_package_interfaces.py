@@ -71,8 +71,8 @@ def _wait(future, what: str, timeout: float = TIMEOUT):
 def _send_goal(client, goal, feedback: list):
     """Send ``goal`` until the server answers; its handle.
 
-    A server drops its reply when it has not yet discovered the client's reply reader (Fast DDS
-    waits 100 ms for it), which happens under load right after discovery: the goal is sent again.
+    A reply sent before the server has discovered the client's reply reader is lost (discovery is
+    per endpoint); under load that happens right after discovery, so the goal is sent again.
     """
     deadline = time.monotonic() + TIMEOUT
     while True:
