@@ -71,17 +71,21 @@ class KVCache:
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
 
+    def _stores(self) -> tuple[torch.Tensor, ...]:
+        """The buffers that hold cached tokens, ``(layers, batch, capacity, ...)``."""
+        return self.k, self.v
+
     def _drop_oldest(self, count: int) -> None:
         """Drop the ``count`` oldest cached tokens (the sliding window)."""
         keep = self.length - count
-        self.k[:, :, :keep] = self.k[:, :, count : self.length].clone()
-        self.v[:, :, :keep] = self.v[:, :, count : self.length].clone()
+        for store in self._stores():
+            store[:, :, :keep] = store[:, :, count : self.length].clone()
         self.length = keep
 
     @property
     def batch(self) -> int:
         """Rows of the cache."""
-        return self.k.shape[1]
+        return self._stores()[0].shape[1]
 
     def reset(self) -> None:
         """Forget every cached token (a new context window)."""
@@ -147,9 +151,9 @@ class KVCache:
             raise RuntimeError(
                 f'layer {layer}: got {k.shape[1]} new tokens, begin() announced {self._new_total}'
             )
-        end = self.length + self._new_total
-        self.k[layer, :, self.length : end] = k
-        self.v[layer, :, self.length : end] = v
+        k_slot, v_slot = self.slots(layer)
+        k_slot.copy_(k)
+        v_slot.copy_(v)
 
     def commit(self) -> None:
         """Keep the video tokens of the last call (a prefill) in the cache."""
@@ -201,17 +205,6 @@ class Fp8KVCache(KVCache):
 
     def _stores(self) -> tuple[torch.Tensor, ...]:
         return self.k8, self.v8, self.k_scale, self.v_scale
-
-    def _drop_oldest(self, count: int) -> None:
-        keep = self.length - count
-        for store in self._stores():
-            store[:, :, :keep] = store[:, :, count : self.length].clone()
-        self.length = keep
-
-    @property
-    def batch(self) -> int:
-        """Rows of the cache."""
-        return self.k8.shape[1]
 
     def reset(self) -> None:
         """Forget every cached token (a new context window)."""
@@ -269,16 +262,6 @@ class Fp8KVCache(KVCache):
                     store[layer, :, :cached], scale[layer, :, :cached], work[:, :cached]
                 )
         return sdpa(q, self.work_k[:, :end], self.work_v[:, :end])
-
-    def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Write the call's ``k, v`` into the working buffer (quantized later)."""
-        if k.shape[1] != self._new_total:
-            raise RuntimeError(
-                f'layer {layer}: got {k.shape[1]} new tokens, begin() announced {self._new_total}'
-            )
-        k_slot, v_slot = self.slots(layer)
-        k_slot.copy_(k)
-        v_slot.copy_(v)
 
     def commit(self) -> None:
         """Quantize the last layer's new tokens, then keep the call's video tokens."""

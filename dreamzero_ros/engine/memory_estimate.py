@@ -125,7 +125,7 @@ def estimate_memory(
 
     kv_cache, context = session_memory(config, cfg_rows, tp_size)
     c = config.dit
-    itemsize = torch.empty((), dtype=config.torch_dtype).element_size()
+    itemsize = config.torch_dtype.itemsize
     tokens = c.num_frame_per_block * c.frame_seqlen + c.register_tokens
     dit_call = cfg_rows * tokens * (12 * c.dim + 2 * c.ffn_dim // tp_size) * itemsize
     pixels = c.frame_seqlen * (8 * c.patch_size[1]) * (8 * c.patch_size[2])
@@ -137,7 +137,7 @@ def estimate_memory(
 def session_memory(config: EngineConfig, cfg_rows: int, tp_size: int = 1) -> tuple[int, int]:
     """``(kv_cache, context)``: device bytes of one session's caches (:func:`estimate_memory`)."""
     c = config.dit
-    itemsize = torch.empty((), dtype=config.torch_dtype).element_size()
+    itemsize = config.torch_dtype.itemsize
     heads = c.num_heads // tp_size
     capacity = c.max_attention_tokens + c.register_tokens
     values = cfg_rows * c.num_layers * capacity * heads * c.head_dim
