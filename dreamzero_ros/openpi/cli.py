@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+import errno
 import logging
 import os
 from pathlib import Path
+import socket
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.openpi import session_budget
@@ -109,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         help='refuse requests with a single exterior camera instead of blacking out the other',
     )
     parser.add_argument('--log-level', default='INFO', help='logging level (default INFO)')
+    add_debug_option(parser)
     return parser
 
 
@@ -159,8 +163,35 @@ def _add_limits(group: argparse._ArgumentGroup) -> None:
     )
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before the (slow) model load.
+
+    Raises:
+        OSError: the address is in use or cannot be bound; the message says what to do.
+
+    """
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            why = 'in use' if error.errno == errno.EADDRINUSE else error.strerror
+            raise OSError(
+                error.errno,
+                f'cannot listen on {host}:{port} ({why}): stop the other server or choose '
+                'another --port (0: any free port)',
+            ) from error
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-openpi-server``."""
+    return run_tool('dreamzero-openpi-server', _serve, argv)
+
+
+def _serve(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -190,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         parser.error(str(error))
+    check_port_free(args.host, args.port)
+    logging.getLogger(__name__).info('loading the model (%s)', args.checkpoint or args.preset)
     # The engine's session store must hold every session the server admits.
     max_sessions = args.max_sessions or session_budget.MAX_DEFAULT_SESSIONS
     logger = logging.getLogger(__name__)
