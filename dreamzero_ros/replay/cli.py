@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable, Sequence
 import contextlib
 import dataclasses
+import importlib.metadata
 import json
 from pathlib import Path
 import sys
@@ -142,6 +143,29 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, Callable[[], None] | 
     return load_from_arguments(args, log=_note)
 
 
+def policy_description(args: argparse.Namespace) -> dict[str, object]:
+    """What produced the chunks, for the report: source, random weights, options, version."""
+    from dreamzero_ros.engine.loader import engine_arguments
+
+    try:
+        version = importlib.metadata.version('dreamzero_ros')
+    except importlib.metadata.PackageNotFoundError:
+        version = 'unknown'
+    description: dict[str, object] = {
+        'source': _policy_name(args),
+        'random_weights': bool(args.preset),
+        'dreamzero_ros_version': version,
+    }
+    if not args.server:
+        options = engine_arguments(args)
+        description['options'] = {
+            key: value.__dict__ if dataclasses.is_dataclass(value) else value
+            for key, value in options.items()
+            if value is not None
+        }
+    return json.loads(json.dumps(description, default=str))
+
+
 def _policy_name(args: argparse.Namespace) -> str:
     if args.server:
         return f'remote server {args.server}'
@@ -181,6 +205,7 @@ def _replay(argv: list[str]) -> int:
             request_video=args.video,
             allow_partial=args.allow_partial,
             loop=settings.loop,
+            policy=policy_description(args),
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
@@ -227,6 +252,9 @@ def _replay(argv: list[str]) -> int:
         if video_path is not None:
             written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
+        if args.preset:
+            _note('random weights: the scores measure nothing about DreamZero (see the report)')
+        _note(f'open {written["report"]} in a browser for the plots and the error tables')
         if not evaluation.records:
             print('dreamzero-replay: no chunk was produced (see refusals)', file=sys.stderr)
             return 1
@@ -237,9 +265,10 @@ def _replay(argv: list[str]) -> int:
 
 
 def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
-    summary: dict[str, object] = {
-        key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')
-    }
+    summary: dict[str, object] = {'policy': metrics['policy'].get('source')}
+    summary.update(
+        {key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')}
+    )
     if metrics['chunks']:
         summary['arm_mae_rad'] = metrics['errors']['arm']['mae']
         summary['hold_baseline_arm_mae_rad'] = metrics['hold_baseline_errors']['arm']['mae']
