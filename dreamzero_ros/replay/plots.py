@@ -24,7 +24,7 @@ MAX_PLOTTED_CHUNKS = 12
 
 
 def thinning(count: int, limit: int = MAX_PLOTTED_CHUNKS) -> int:
-    """k such that every k-th of ``count`` chunks is at most ``limit`` chunks (1: all)."""
+    """The step that thins ``count`` chunks to at most ``limit`` (1: keep all)."""
     return max(1, -(-count // limit))
 
 
