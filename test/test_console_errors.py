@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from node_support import ros_env
+import pytest
 from script_paths import installed_script
 
 from dreamzero_ros.console import (
@@ -108,3 +109,24 @@ def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
     )  # fmt: skip
     line = _one_line(result, 1)
     assert 'nothing recorded' in line and 'use_sim_time:=true' in line
+
+
+def test_tools_name_their_policy_alike(tmp_path):
+    from dreamzero_ros.openpi.cli import build_parser, parse_arguments
+    from dreamzero_ros.replay.cli import build_replay_parser
+
+    server, replay = build_parser(), build_replay_parser()
+    for parser in (server, replay):
+        help_text = parser.format_help()
+        assert '--checkpoint DIR' in help_text and '--preset {tiny,small}' in help_text
+        assert '--debug' in help_text and 'exit codes:' in help_text
+    args = replay.parse_args(['bag', '--checkpoint', 'ckpt', '-o', 'report'])
+    assert (str(args.checkpoint), str(args.out)) == ('ckpt', 'report')
+    assert str(parse_arguments(server, ['--checkpoint', 'ckpt']).checkpoint) == 'ckpt'
+    # the positional folder the server took first still works, once
+    assert str(parse_arguments(server, ['ckpt', '--port', '0']).checkpoint) == 'ckpt'
+    for argv in (['ckpt', '--preset', 'tiny'], ['--port', '0']):
+        with pytest.raises(SystemExit):
+            parse_arguments(server, argv)
+    with pytest.raises(SystemExit):
+        replay.parse_args(['bag', '--preset', 'huge'])

@@ -21,9 +21,10 @@ import socket
 
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
+from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
+from dreamzero_ros.policy_source import add_policy_source
 
 API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
 
@@ -66,13 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         description='Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
     )
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument('checkpoint', nargs='?', type=Path, help='checkpoint folder to load')
-    model.add_argument(
-        '--preset',
-        choices=RANDOM_PRESETS,
-        help='serve random weights of a small architecture instead',
-    )
+    add_policy_source(parser, remote=False, required=False)  # checked in parse_arguments
+    # the checkpoint as a positional argument, as this tool took it first
+    parser.add_argument('checkpoint_path', nargs='?', type=Path, help=argparse.SUPPRESS)
     add_engine_arguments(parser)
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
@@ -191,9 +188,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_tool('dreamzero-openpi-server', _serve, argv)
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The server's options; a positional checkpoint folder counts as ``--checkpoint``."""
+    args = parser.parse_args(argv)
+    if args.checkpoint_path is not None:
+        if args.checkpoint or args.preset:
+            parser.error('give one checkpoint folder (--checkpoint DIR) or --preset')
+        args.checkpoint = args.checkpoint_path
+    if not (args.checkpoint or args.preset):
+        parser.error('one of the arguments --checkpoint --preset is required')
+    return args
+
+
 def _serve(argv: list[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv)
     logging.basicConfig(
         level=args.log_level.upper(), format='%(asctime)s %(levelname)s %(name)s: %(message)s'
     )

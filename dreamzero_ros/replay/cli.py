@@ -21,6 +21,7 @@ from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.errors import BagError
+from dreamzero_ros.policy_source import add_policy_source
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
@@ -88,10 +89,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         'per-joint error over the horizon, latency and chunk timing, as JSON and an HTML report.',
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder (or a single .mcap / .db3 file)')
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument('--checkpoint', type=Path, help='DreamZero checkpoint folder')
-    model.add_argument('--preset', help='random weights of a preset architecture (e.g. tiny)')
-    model.add_argument('--server', help='remote OpenPI server, ws://HOST:PORT')
+    add_policy_source(parser, remote=True)
     parser.add_argument(
         '--api-key-file',
         type=Path,
@@ -101,8 +99,9 @@ def build_replay_parser() -> argparse.ArgumentParser:
         f'every user of the machine could read in the process list',
     )
     parser.add_argument(
-        '--out', type=Path, default=None, help='output folder (default replay_<bag>)'
-    )
+        '-o', '--output', '--out', dest='out', type=Path, default=None,
+        help='new folder for the report, metrics and video (default replay_<bag>)',
+    )  # fmt: skip
     parser.add_argument(
         '--prompt',
         default=None,
