@@ -196,6 +196,8 @@ def test_slow_subscriber_does_not_delay_trajectories(system):
         f'({slow.size} chunks)'
     )
     assert baseline.size >= 2 and slow.size >= 3
-    assert np.median(slow) < np.median(baseline) + 0.05
-    assert slow.max() < 0.5
+    # decoding runs beside the executor on 2 shared cores: allow scheduling noise, not the
+    # seconds a reader sleeping 5 s per message would cost if it were in the command's way
+    assert np.median(slow) < np.median(baseline) + 0.1
+    assert slow.max() < 1.0
     assert int(values['views_chunks_decoded']) > 0 and values['views_errors'] == '0'

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+import inspect
 import threading
 from typing import Any
 
@@ -68,6 +69,16 @@ def encode_frame(rgb: np.ndarray, encoding: str) -> bytes | RawImage:
         raise ValueError(f'encoding {encoding!r} is not one of {VIEW_ENCODINGS}')
     rgb = np.ascontiguousarray(rgb)
     return encode_compressed(rgb, 'jpeg') if encoding == 'jpeg' else encode_raw(rgb, 'rgb8')
+
+
+def policy_keeps_views(policy: Any) -> bool:
+    """Whether ``policy`` (or the policy a SerializedPolicy wraps) can keep a chunk's views."""
+    inner = getattr(policy, 'policy', policy)
+    try:
+        parameters = inspect.signature(inner.infer).parameters
+    except (TypeError, ValueError):
+        return False
+    return 'predicted_video' in parameters and 'model_input' in parameters
 
 
 @dataclass

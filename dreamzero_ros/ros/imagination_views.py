@@ -22,7 +22,6 @@ publishes: a slow decode or a slow subscriber never holds up a command.
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
@@ -46,16 +45,6 @@ from dreamzero_ros.ros.conversions import to_time
 VIEW_QOS = QoSProfile(
     depth=16, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
 )
-
-
-def policy_keeps_views(policy: Any) -> bool:
-    """Whether ``policy`` (or the policy a SerializedPolicy wraps) can keep a chunk's views."""
-    inner = getattr(policy, 'policy', policy)
-    try:
-        parameters = inspect.signature(inner.infer).parameters
-    except (TypeError, ValueError):
-        return False
-    return 'predicted_video' in parameters and 'model_input' in parameters
 
 
 class ImaginationViews:
