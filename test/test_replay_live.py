@@ -18,6 +18,7 @@ from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.live_replay import LiveReplayConfig, _Recorder, node_topic
 from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
+from dreamzero_ros.replay.video import ImaginationStrips, recorded_predictions
 
 HERE = Path(__file__).resolve().parent
 START = 1_700_000_000.0
@@ -170,3 +171,12 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     assert [m.chunk_id for _, _, m in chunks][:2] == [0, 1]
     planned = [m for m in previews if m.header.stamp.sec != 0]  # not the zero-stamp holds
     assert planned and all(len(m.points) > 1 for m in planned)
+    # the recorder subscribed to the view topics, so the node decoded and published them
+    with BagReader(out) as reader:
+        assert list(reader.messages([node_topic('~/model_input')]))
+    cameras = list(ReplayTopics().cameras)
+    predictions = recorded_predictions(out, 'dreamzero_policy', cameras)
+    assert predictions and all(len(v) == 8 for v in predictions[0].cameras.values())
+    strips = ImaginationStrips()
+    strips.add(predictions[0])
+    assert strips.render(bag, ReplayTopics())['imagination_0'].startswith(b'\x89PNG')

@@ -20,6 +20,7 @@ what the model saw, and every chunk gives ``4 * num_frame_per_block`` future fra
 from __future__ import annotations
 
 from collections.abc import Sequence
+import threading
 
 import numpy as np
 import torch
@@ -91,6 +92,8 @@ class ChunkViews:
         self.camera_keys = tuple(camera_keys)
         self.latents = latents
         self._model_input = model_input
+        self._decoded: np.ndarray | None = None
+        self._lock = threading.Lock()
 
     @property
     def has_predicted_video(self) -> bool:
@@ -104,10 +107,17 @@ class ChunkViews:
 
     @torch.no_grad()
     def decode_predicted(self) -> np.ndarray:
-        """The predicted future frames, stitched: uint8 ``(4 n, H, W, 3)``, oldest first."""
+        """The predicted future frames, stitched: uint8 ``(4 n, H, W, 3)``, oldest first.
+
+        Decoded once; later calls return the same (read-only) array.
+        """
         if self.latents is None:
             raise ValueError('the predicted video was not kept for this chunk')
-        return decode_to_uint8(self._vae, self.latents)[1:]
+        with self._lock:
+            if self._decoded is None:
+                self._decoded = decode_to_uint8(self._vae, self.latents)[1:]
+                self._decoded.flags.writeable = False
+            return self._decoded
 
     def model_input_frame(self) -> np.ndarray:
         """The stitched uint8 ``(H, W, 3)`` frame the model was given."""

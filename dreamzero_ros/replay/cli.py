@@ -147,7 +147,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
     from dreamzero_ros.replay.progress import ProgressBar
     from dreamzero_ros.replay.report import write_outputs
-    from dreamzero_ros.replay.video import VideoComparison
+    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
 
     parser = build_replay_parser()
     args = parser.parse_args(argv)
@@ -189,13 +189,19 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
+        strips = ImaginationStrips() if args.video else None
+
+        def on_chunk(record, chunk):
+            video.add_chunk(record, chunk)
+            strips.add_chunk(record, chunk)
+
         try:
             evaluation = evaluate_bag(
                 args.bag,
                 policy,
                 config,
                 progress=progress,
-                on_chunk=video.add_chunk if video else None,
+                on_chunk=on_chunk if video else None,
                 integrity=integrity,
             )
             if progress is not None:
@@ -205,12 +211,13 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
                 if video
                 else None
             )
+            figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
         if video is not None and video_path is None:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        written = write_outputs(evaluation, out, video_path.name if video_path else None)
+        written = write_outputs(evaluation, out, video_path.name if video_path else None, figures)
         if video_path is not None:
             written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
