@@ -4,8 +4,9 @@
 """A slow reader of the policy node's view topics, run as its own process.
 
 ``python slow_view_peer.py NODE CAMERA... ``: subscribes (reliable) to ``NODE/model_input``,
-``NODE/predicted_video`` and ``NODE/predicted_video/<camera>`` and sleeps 5 s in every callback,
-so that it reads far slower than the node writes. Prints ``ready`` once spinning.
+``NODE/predicted_video`` and ``NODE/predicted_video/<camera>`` (each ``/compressed``) and
+sleeps 5 s in every callback, so that it reads far slower than the node writes. Prints
+``ready`` once spinning.
 """
 
 import sys
@@ -24,6 +25,7 @@ def main() -> None:
     qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
     topics = [f'{node_name}/model_input', f'{node_name}/predicted_video']
     topics += [f'{node_name}/predicted_video/{camera}' for camera in cameras]
+    topics = [f'{topic}/compressed' for topic in topics]
     for topic in topics:
         node.create_subscription(CompressedImage, topic, lambda msg: time.sleep(5.0), qos)
     print('ready', flush=True)

@@ -112,10 +112,12 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
     from dreamzero_ros.ros.imagination_views import VIEW_QOS
 
     harness, node = system
-    harness.record('predicted', CompressedImage, f'{NODE}/predicted_video', VIEW_QOS)
-    harness.record('input', CompressedImage, f'{NODE}/model_input', VIEW_QOS)
+    harness.record('predicted', CompressedImage, f'{NODE}/predicted_video/compressed', VIEW_QOS)
+    harness.record('input', CompressedImage, f'{NODE}/model_input/compressed', VIEW_QOS)
     for camera in CAMERAS:
-        harness.record(camera, CompressedImage, f'{NODE}/predicted_video/{camera}', VIEW_QOS)
+        harness.record(
+            camera, CompressedImage, f'{NODE}/predicted_video/{camera}/compressed', VIEW_QOS
+        )
 
     def frames_of(key, stamp):
         """The (arrival, msg) of ``key`` stamped at the times of the chunk stamped ``stamp``."""

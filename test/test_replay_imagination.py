@@ -61,14 +61,16 @@ def test_predicted_frames_are_read_back_from_a_recording_chunk_by_chunk(tmp_path
     recording = tmp_path / 'recorded'
     writer = BagWriter(recording, 'mcap')
     for camera in cameras:
-        writer.add_topic(f'/dreamzero_policy/predicted_video/{camera}', COMPRESSED_IMAGE_TYPE)
+        writer.add_topic(
+            f'/dreamzero_policy/predicted_video/{camera}/compressed', COMPRESSED_IMAGE_TYPE
+        )
     # two chunks whose predicted times overlap (a chunk every 0.5 s, 8 frames over 1.6 s)
     for chunk_index, stamp in enumerate((START, START + 0.5)):
         for camera in cameras:
             for j in range(8):
                 rgb = np.full((16, 32, 3), 30 * chunk_index + j, dtype=np.uint8)
                 msg = BAG_MESSAGES.compressed_image(to_ns(stamp + (j + 1) * 0.2), rgb, camera)
-                topic = f'/dreamzero_policy/predicted_video/{camera}'
+                topic = f'/dreamzero_policy/predicted_video/{camera}/compressed'
                 writer.write(topic, to_ns(stamp + 0.3), msg)
     writer.close()
     chunks = recorded_predictions(recording, 'dreamzero_policy', cameras)
@@ -86,9 +88,10 @@ def test_predicted_frames_are_read_back_from_a_recording_chunk_by_chunk(tmp_path
 
 def test_live_replay_records_the_view_topics():
     outputs = recorded_outputs(node_settings())
-    assert outputs['/dreamzero_policy/model_input'] == COMPRESSED_IMAGE_TYPE
-    assert outputs['/dreamzero_policy/predicted_video'] == COMPRESSED_IMAGE_TYPE
-    assert outputs['/dreamzero_policy/predicted_video/wrist_image_left'] == COMPRESSED_IMAGE_TYPE
+    node = '/dreamzero_policy'
+    assert outputs[f'{node}/model_input/compressed'] == COMPRESSED_IMAGE_TYPE
+    assert outputs[f'{node}/predicted_video/compressed'] == COMPRESSED_IMAGE_TYPE
+    assert outputs[f'{node}/predicted_video/wrist_image_left/compressed'] == COMPRESSED_IMAGE_TYPE
     raw = recorded_outputs(node_settings(None, {'views.encoding': 'raw'}))
     assert raw['/dreamzero_policy/model_input'] == 'sensor_msgs/msg/Image'
     off = recorded_outputs(node_settings(None, {'views.enabled': False}))

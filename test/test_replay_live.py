@@ -173,7 +173,7 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     assert planned and all(len(m.points) > 1 for m in planned)
     # the recorder subscribed to the view topics, so the node decoded and published them
     with BagReader(out) as reader:
-        assert list(reader.messages([node_topic('~/model_input')]))
+        assert list(reader.messages([node_topic('~/model_input/compressed')]))
     cameras = list(ReplayTopics().cameras)
     predictions = recorded_predictions(out, 'dreamzero_policy', cameras)
     assert predictions and all(len(v) == 8 for v in predictions[0].cameras.values())

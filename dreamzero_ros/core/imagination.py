@@ -31,6 +31,18 @@ if TYPE_CHECKING:
 VIEW_ENCODINGS = ('jpeg', 'raw')
 
 
+def view_topics(camera_keys: tuple[str, ...], encoding: str) -> dict[str, str]:
+    """View -> its topic name (``~/`` relative), for each view of the node.
+
+    The views: ``model_input``, ``predicted_video`` and ``predicted_video/<camera>``. As
+    image_transport names them: raw images on the base name, JPEG on ``<base>/compressed``
+    (so that RViz's image displays and ``image_transport`` subscribers find them).
+    """
+    suffix = '/compressed' if encoding == 'jpeg' else ''
+    views = ['model_input', 'predicted_video', *(f'predicted_video/{k}' for k in camera_keys)]
+    return {view: f'~/{view}{suffix}' for view in views}
+
+
 @dataclass(frozen=True)
 class ViewSettings:
     """The model's input and predicted video as images (``views.*``)."""

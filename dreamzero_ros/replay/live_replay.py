@@ -29,6 +29,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
+from dreamzero_ros.core.imagination import view_topics
 from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, stamp_to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.errors import BagError
@@ -125,9 +126,8 @@ def recorded_outputs(settings: NodeSettings, node_name: str = NODE_NAME) -> dict
     }
     if settings.views.enabled:
         image = COMPRESSED_IMAGE_TYPE if settings.views.encoding == 'jpeg' else IMAGE_TYPE
-        views = ['~/model_input', '~/predicted_video']
-        views += [f'~/predicted_video/{camera}' for camera in settings.camera_keys]
-        outputs.update({node_topic(view, node_name): image for view in views})
+        views = view_topics(settings.camera_keys, settings.views.encoding)
+        outputs.update({node_topic(view, node_name): image for view in views.values()})
     return outputs
 
 

@@ -200,11 +200,17 @@ def recorded_predictions(
 ) -> list[PredictedChunk]:
     """The chunks' predicted frames in a recording of ``<node>/predicted_video/<camera>``.
 
+    The per-camera topics are read raw or ``/compressed``, whichever the recording holds.
+
     Each chunk's frames were published at once, stamped at evenly spaced future times; a frame
     that is not later than the previous one by the same spacing starts the next chunk.
     """
     per_camera: dict[str, list[list[tuple[float, bytes]]]] = {camera: [] for camera in cameras}
-    topics = {f'/{node_name}/predicted_video/{camera}': camera for camera in cameras}
+    topics = {
+        f'/{node_name}/predicted_video/{camera}{suffix}': camera
+        for camera in cameras
+        for suffix in ('', '/compressed')
+    }
     with BagReader(recording, allow_partial) as reader:
         present = [topic for topic in topics if topic in reader.topics]
         for topic, _, message in reader.messages(present):

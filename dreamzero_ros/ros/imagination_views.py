@@ -3,7 +3,8 @@
 
 """The policy node's view topics: what the model saw and what it imagines, only while watched.
 
-Topics (``views.encoding``: sensor_msgs/CompressedImage JPEG, or sensor_msgs/Image rgb8):
+Topics (``views.encoding``: sensor_msgs/CompressedImage JPEG on ``<name>/compressed``, or
+sensor_msgs/Image rgb8 on ``<name>``, as image_transport names them):
 
 - ``~/model_input``: the stitched frame the model was given (after crop, resize, letterbox and
   stitching), stamped with the observation's stamp;
@@ -36,6 +37,7 @@ from dreamzero_ros.core.imagination import (
     ViewWorker,
     encode_frame,
     predicted_frame_times,
+    view_topics,
 )
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros.conversions import to_time
@@ -66,10 +68,11 @@ class ImaginationViews:
         self._step_duration = step_duration
         self.counters = ViewCounters()
         msg_type = CompressedImage if settings.encoding == 'jpeg' else Image
-        self._input = node.create_publisher(msg_type, '~/model_input', VIEW_QOS)
-        self._video = node.create_publisher(msg_type, '~/predicted_video', VIEW_QOS)
+        topics = view_topics(camera_keys, settings.encoding)
+        self._input = node.create_publisher(msg_type, topics['model_input'], VIEW_QOS)
+        self._video = node.create_publisher(msg_type, topics['predicted_video'], VIEW_QOS)
         self._cameras = {
-            key: node.create_publisher(msg_type, f'~/predicted_video/{key}', VIEW_QOS)
+            key: node.create_publisher(msg_type, topics[f'predicted_video/{key}'], VIEW_QOS)
             for key in camera_keys
         }
         self._worker = ViewWorker(self._publish, settings.max_pending, self._on_error)
