@@ -49,6 +49,7 @@ class Collector:
         self.node = rclpy.create_node('dreamzero_views_figure')
         self.lock = threading.Lock()
         self.messages: dict[str, list] = {}
+        self.arrivals: dict[int, int] = {}  # id(message) -> arrival order
         subscribe = self.node.create_subscription
         for camera in cameras:
             subscribe(Image, f'/{camera}', self._keep(f'camera/{camera}'), qos_profile_sensor_data)
@@ -65,6 +66,7 @@ class Collector:
     def _keep(self, key: str):
         def keep(msg) -> None:
             with self.lock:
+                self.arrivals[id(msg)] = len(self.arrivals)
                 self.messages.setdefault(key, []).append(msg)
 
         return keep
@@ -74,29 +76,36 @@ class Collector:
         with self.lock:
             return list(self.messages.get(key, []))
 
+    def chunk_frames(self, camera: str, model_input) -> list:
+        """The predicted frames of ``camera`` of the chunk whose model input is given.
+
+        The node publishes a chunk's model input, then its predicted frames: the first 8 of
+        ``camera`` to arrive after the input.
+        """
+        after = self.arrivals[id(model_input)]
+        with self.lock:
+            frames = [m for m in self.messages.get(f'predicted/{camera}', [])
+                      if self.arrivals[id(m)] > after]  # fmt: skip
+        return frames[:8]
+
 
 def _seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def wait_for_chunk(collector: Collector, cameras: list[str], timeout: float) -> float:
-    """The stamp of a chunk whose model input and predicted frames of every camera arrived."""
+def wait_for_chunk(collector: Collector, cameras: list[str], timeout: float):
+    """The model input message of a chunk whose predicted frames of every camera arrived."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        for msg in reversed(collector.get('input')):
-            stamp = _seconds(msg.header.stamp)
-            counts = [
-                sum(_seconds(m.header.stamp) > stamp for m in collector.get(f'predicted/{c}'))
-                for c in cameras
-            ]
-            if min(counts) >= 8:
-                return stamp
+        for msg in collector.get('input'):
+            if min(len(collector.chunk_frames(c, msg)) for c in cameras) >= 8:
+                return msg
         time.sleep(0.2)
     raise TimeoutError('no chunk with its views arrived')
 
 
-def render(collector: Collector, cameras: list[str], stamp: float, out: Path) -> None:
-    """Draw the topics of the chunk stamped ``stamp`` into ``out`` (PNG)."""
+def render(collector: Collector, cameras: list[str], model_input, out: Path) -> None:
+    """Draw the topics of the chunk of ``model_input`` into ``out`` (PNG)."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -104,6 +113,7 @@ def render(collector: Collector, cameras: list[str], stamp: float, out: Path) ->
 
     from dreamzero_ros.core.image_codec import decode_compressed, msg_to_rgb
 
+    stamp = _seconds(model_input.header.stamp)
     figure = plt.figure(figsize=(16, 11))
     grid = figure.add_gridspec(6, 8)
     for index, camera in enumerate(cameras):
@@ -113,15 +123,12 @@ def render(collector: Collector, cameras: list[str], stamp: float, out: Path) ->
         axis.imshow(msg_to_rgb(latest))
         axis.set_title(f'/{camera}', fontsize=9)
         axis.axis('off')
-    model_input = next(m for m in collector.get('input') if _seconds(m.header.stamp) == stamp)
     axis = figure.add_subplot(grid[0:2, 6:8])
     axis.imshow(decode_compressed('jpeg', model_input.data))
     axis.set_title(f'{NODE}/model_input', fontsize=9)
     axis.axis('off')
     for row, camera in enumerate(cameras):
-        frames = [m for m in collector.get(f'predicted/{camera}')
-                  if stamp < _seconds(m.header.stamp)][:8]  # fmt: skip
-        for column, msg in enumerate(frames):
+        for column, msg in enumerate(collector.chunk_frames(camera, model_input)):
             axis = figure.add_subplot(grid[2 + row, column])
             axis.imshow(decode_compressed('jpeg', msg.data))
             axis.set_xticks([])
@@ -187,9 +194,9 @@ def main() -> int:
         )  # fmt: skip
         try:
             collector = Collector(cameras)
-            stamp = wait_for_chunk(collector, cameras, args.timeout)
+            model_input = wait_for_chunk(collector, cameras, args.timeout)
             time.sleep(1.5)  # a few joint states after the chunk, and a diagnostics message
-            render(collector, cameras, stamp, args.out)
+            render(collector, cameras, model_input, args.out)
         finally:
             for process in (stream, node):
                 process.send_signal(2)
