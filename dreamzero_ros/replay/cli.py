@@ -324,6 +324,14 @@ def build_live_parser() -> argparse.ArgumentParser:
         '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
     )
     parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    parser.add_argument(
+        '--imagination',
+        type=Path,
+        default=None,
+        metavar='DIR',
+        help="with --record: write each recorded chunk's predicted frames over the bag's camera "
+        'frames at the same times, per camera, as DIR/imagination_<k>.png',
+    )
     add_allow_partial(parser)
     add_node_arguments(parser, command_topic=False)
     return parser
@@ -344,6 +352,8 @@ def live_main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_live_parser()
     args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    if args.imagination is not None and args.record is None:
+        parser.error('--imagination needs --record')
     node_name = args.node_name or NODE_NAME
     try:
         settings = settings_from_args(args)
@@ -370,5 +380,26 @@ def live_main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print('dreamzero-live-replay: interrupted', file=sys.stderr)
         return 130
-    print(json.dumps(result.__dict__, indent=1))
+    summary = dict(result.__dict__)
+    if args.imagination is not None:
+        summary['imagination'] = _write_imagination(args, settings, node_name)
+    print(json.dumps(summary, indent=1))
     return 0
+
+
+def _write_imagination(args: argparse.Namespace, settings: NodeSettings, node_name: str) -> list:
+    """Write the predicted-over-recorded figures of a live recording; their paths."""
+    from dreamzero_ros.replay.video import ImaginationStrips, recorded_predictions
+
+    strips = ImaginationStrips()
+    cameras = list(settings.camera_keys)
+    for chunk in recorded_predictions(args.record, node_name, cameras, args.allow_partial):
+        strips.add(chunk)
+    topics = ReplayTopics.from_settings(settings, None, 'auto')
+    args.imagination.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, png in strips.render(args.bag, topics, args.allow_partial).items():
+        path = args.imagination / f'{name}.png'
+        path.write_bytes(png)
+        paths.append(str(path))
+    return paths
