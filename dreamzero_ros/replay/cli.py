@@ -186,7 +186,7 @@ def _replay(argv: list[str]) -> int:
     from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
     from dreamzero_ros.replay.progress import ProgressBar
     from dreamzero_ros.replay.report import write_outputs
-    from dreamzero_ros.replay.video import VideoComparison
+    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
 
     parser = build_replay_parser()
     args = parser.parse_args(argv)
@@ -226,13 +226,19 @@ def _replay(argv: list[str]) -> int:
         config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
+        strips = ImaginationStrips() if args.video else None
+
+        def on_chunk(record, chunk):
+            video.add_chunk(record, chunk)
+            strips.add_chunk(record, chunk)
+
         try:
             evaluation = evaluate_bag(
                 args.bag,
                 policy,
                 config,
                 progress=progress,
-                on_chunk=video.add_chunk if video else None,
+                on_chunk=on_chunk if video else None,
                 integrity=integrity,
             )
             if progress is not None:
@@ -242,12 +248,13 @@ def _replay(argv: list[str]) -> int:
                 if video
                 else None
             )
+            figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
         if video is not None and video_path is None:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        written = write_outputs(evaluation, out, video_path.name if video_path else None)
+        written = write_outputs(evaluation, out, video_path.name if video_path else None, figures)
         if video_path is not None:
             written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
@@ -365,6 +372,14 @@ def build_live_parser() -> argparse.ArgumentParser:
         '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
     )
     parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    parser.add_argument(
+        '--imagination',
+        type=Path,
+        default=None,
+        metavar='DIR',
+        help="with --record: write each recorded chunk's predicted frames over the bag's camera "
+        'frames at the same times, per camera, as DIR/imagination_<k>.png',
+    )
     add_allow_partial(parser)
     add_node_arguments(parser, command_topic=False)
     add_debug_option(parser)
@@ -389,6 +404,8 @@ def _live(argv: list[str]) -> int:
 
     parser = build_live_parser()
     args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    if args.imagination is not None and args.record is None:
+        parser.error('--imagination needs --record')
     node_name = args.node_name or NODE_NAME
     try:
         settings = settings_from_args(args)
@@ -411,8 +428,9 @@ def _live(argv: list[str]) -> int:
     with contextlib.ExitStack() as stack:
         record = stack.enter_context(staged_folder(args.record)) if args.record else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
-    print(json.dumps(result.__dict__, indent=1))
+    summary = dict(result.__dict__)
     if args.record and not any(result.recorded.values()):
+        print(json.dumps(summary, indent=1))
         print(
             f'dreamzero-live-replay: nothing recorded into {args.record}: no policy node '
             'published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
@@ -420,4 +438,25 @@ def _live(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.imagination is not None:
+        summary['imagination'] = _write_imagination(args, settings, node_name)
+    print(json.dumps(summary, indent=1))
     return 0
+
+
+def _write_imagination(args: argparse.Namespace, settings: NodeSettings, node_name: str) -> list:
+    """Write the predicted-over-recorded figures of a live recording; their paths."""
+    from dreamzero_ros.replay.video import ImaginationStrips, recorded_predictions
+
+    strips = ImaginationStrips()
+    cameras = list(settings.camera_keys)
+    for chunk in recorded_predictions(args.record, node_name, cameras, args.allow_partial):
+        strips.add(chunk)
+    topics = ReplayTopics.from_settings(settings, None, 'auto')
+    args.imagination.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, png in strips.render(args.bag, topics, args.allow_partial).items():
+        path = args.imagination / f'{name}.png'
+        path.write_bytes(png)
+        paths.append(str(path))
+    return paths

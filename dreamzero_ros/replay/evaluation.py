@@ -43,7 +43,7 @@ class EvaluationConfig:
         max_chunks: stop after this many chunks (``None``: no limit).
         session_id: policy session used for the whole bag.
         request_video: ask the policy for its predicted future frames (where its ``infer``
-            takes ``return_video``, as the local engine's does).
+            takes ``predicted_video`` or ``return_video``, as the local engine's does).
         allow_partial: evaluate the intact parts of a damaged bag (what was skipped is in the
             metrics' ``integrity``) instead of refusing it.
         loop: the node's hand-over, limits and trajectory settings, for the hand-over quality
@@ -227,7 +227,11 @@ def evaluate_bag(
         times = query_times(start, stop, config.query_period_s)
         policy.reset(config.session_id)
         infer = policy.infer
-        if config.request_video and 'return_video' in inspect.signature(infer).parameters:
+        parameters = inspect.signature(infer).parameters
+        if config.request_video and 'predicted_video' in parameters:
+            # kept undecoded: decoded by the consumer, outside the timed inference
+            infer = functools.partial(infer, predicted_video=True)
+        elif config.request_video and 'return_video' in parameters:
             infer = functools.partial(infer, return_video=True)
         for query in observations(
             reader, topics, config.cache, times, config.prompt, config.session_id

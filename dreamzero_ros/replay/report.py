@@ -116,6 +116,17 @@ def joint_rows(metrics: dict) -> list[tuple[str, str, str, str]]:
     ]
 
 
+#: Caption of the per-chunk figures of predicted against recorded frames (``imagination_<k>``).
+IMAGINATION_CAPTION = (
+    "The chunk's predicted frames (upper row of each camera) above the recorded frames at the "
+    'times they stand for (lower row).'
+)
+
+
+def _caption(name: str) -> str:
+    return IMAGINATION_CAPTION if name.startswith('imagination_') else CAPTIONS.get(name, name)
+
+
 def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None = None) -> str:
     """The report page: summary, per-joint table, embedded PNG plots, optional video, raw JSON."""
     escape = html.escape
@@ -145,7 +156,7 @@ def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None =
         data = base64.b64encode(png).decode('ascii')
         parts.append(
             f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f'<figcaption>{escape(CAPTIONS.get(name, name))}</figcaption></figure>'
+            f'<figcaption>{escape(_caption(name))}</figcaption></figure>'
         )
     if video_name:
         parts.append(
@@ -161,15 +172,21 @@ def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None =
 
 
 def write_outputs(
-    evaluation: Evaluation, out_dir: str | Path, video_name: str | None = None
+    evaluation: Evaluation,
+    out_dir: str | Path,
+    video_name: str | None = None,
+    figures: dict[str, bytes] | None = None,
 ) -> dict[str, Path]:
-    """Write ``metrics.json``, one PNG per plot and ``report.html`` into ``out_dir``."""
+    """Write ``metrics.json``, one PNG per plot and ``report.html`` into ``out_dir``.
+
+    ``figures``: more PNGs for the report, e.g. :meth:`.video.ImaginationStrips.render`.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = evaluation.metrics()
     written = {'metrics': out / 'metrics.json', 'report': out / 'report.html'}
     written['metrics'].write_text(json.dumps(metrics, indent=1))
-    plots = all_plots(evaluation, metrics)
+    plots = {**all_plots(evaluation, metrics), **(figures or {})}
     for name, png in plots.items():
         written[name] = out / f'{name}.png'
         written[name].write_bytes(png)
