@@ -163,3 +163,48 @@ def test_a_hold_plan_is_checked_too():
     envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.0))
     hold = ActionPlan.hold(np.append(READY, 0.0), 5.0)
     assert envelope.cut(hold, LOWER, UPPER, MOTION).violation is None
+
+
+def test_control_loop_cuts_a_chunk_towards_the_table_and_reports_it():
+    from dreamzero_ros.core.chunk_scheduler import BlendConfig
+    from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
+    from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+    from dreamzero_ros.core.safety import SafetyLimits
+    from dreamzero_ros.core.status_report import build_report
+    from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+
+    envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.3))
+    cache = ObservationCache(CacheConfig(ARM, 'g', max_age=0.5, max_skew=0.2))
+    limits = SafetyLimits(LOWER, UPPER, np.full(8, 0.2))
+    loop = ControlLoop(cache, LoopConfig(limits, BlendConfig(2, 12)), envelope=envelope)
+    for camera in DROID_CAMERAS:
+        cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), 1.0)
+    cache.add_joint_state([*ARM, 'g'], [*READY, 0.0], 1.0)
+    query = loop.poll(1.0).query
+    ramp = np.minimum(1.0, np.arange(1, 25) / 18)[:, None]
+    actions = np.hstack([READY + ramp * np.eye(7)[1], np.zeros((24, 1))])
+    outcome = loop.on_chunk(query, ActionChunk(actions, 1.0, 1 / 15, chunk_id=5), now=1.0)
+    assert outcome.discarded == '' and outcome.envelope is not None
+    assert outcome.envelope.chunk_id == 5 and outcome.plan is loop.plan
+    assert loop.plan.end_time < outcome.envelope.time + 1.0 and loop.holding.startswith('envelope')
+    _, executed = _dense(loop.plan, loop.plan.start_time, loop.plan.end_time + 0.5)
+    assert envelope.points.positions(executed[:, :7])[..., 2].min() > 0.3
+    report = build_report(
+        loop, 2.0, lifecycle_state='active', engine_state='ready', enabled=True, dry_run=False
+    )
+    assert report.value('envelope_cuts') == '1' and 'chunk 5' in report.value('last_envelope')
+
+
+def test_the_task_reports_envelope_cuts():
+    from dreamzero_ros.core.task_runner import ENVELOPE_HOLD, EXECUTING, CommandState, TaskRunner
+
+    runner = TaskRunner(2.0)
+    runner.start('goal', 'wipe the table', 0.0, CommandState(True, True, False), 0.0)
+    assert runner.chunk_executed(1.0, 'chunk 2: panda_leftfinger crosses table').state == (
+        ENVELOPE_HOLD
+    )
+    assert runner.chunk_executed(2.0).state == EXECUTING
+    result = runner.cancel(3.0)
+    assert '1 chunk(s) cut at the safety envelope, last: chunk 2: panda_leftfinger' in (
+        result.message
+    )

@@ -81,11 +81,13 @@ class LinkPoints:
                     'are supported'
                 )
         self.links = tuple(links)
-        self.offsets = (
-            np.zeros((len(self.links), 3))
-            if offsets is None
-            else np.asarray(offsets, dtype=np.float64).reshape(len(self.links), 3)
-        )
+        offsets = np.zeros(3 * len(self.links)) if offsets is None else np.asarray(offsets, float)
+        if offsets.size != 3 * len(self.links):
+            raise ValueError(
+                f'{len(self.links)} links need {3 * len(self.links)} offset values, got '
+                f'{offsets.size}'
+            )
+        self.offsets = offsets.reshape(len(self.links), 3)
         self._frames = []  # one operational frame per point, on its link's joint
         for index, (link, offset) in enumerate(zip(self.links, self.offsets, strict=True)):
             link_id = model.getFrameId(link)
