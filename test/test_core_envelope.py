@@ -88,8 +88,11 @@ def test_bad_envelope_parameters_are_refused(values, message):
         build_settings(values)
 
 
-def _plan_toward_table(shoulder=1.0, start=100.0):
-    """24 rows at 15 Hz from the ready pose lowering the hand (joint 2 forward), smoothed."""
+def _plan_toward_table(shoulder=1.0, start=1.7e9):
+    """24 rows at 15 Hz from the ready pose lowering the hand (joint 2 forward), smoothed.
+
+    Stamped like a node's plan (seconds since 1970: float spacing 2.4e-7 s).
+    """
     times = start + np.arange(24) / 15
     target = READY.copy()
     target[1] += shoulder
@@ -107,7 +110,22 @@ def test_plan_inside_is_kept_unchanged():
     envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.0))
     plan = _plan_toward_table()
     cut = envelope.cut(plan, LOWER, UPPER, MOTION, chunk_id=7)
-    assert cut.violation is None and cut.plan is plan and cut.samples > len(plan.times)
+    assert cut.violation is None and cut.plan is plan and cut.samples >= len(plan.times)
+
+
+def test_a_dip_between_two_waypoints_is_caught():
+    # both knots at the ready pose (fingertips 0.487 m up); the cubic between them swings the
+    # shoulder forward 0.25 rad (the fingertips down to 0.406 m) and back
+    velocity = np.zeros((2, 8))
+    velocity[0, 1], velocity[1, 1] = 1.0, -1.0
+    plan = ActionPlan(np.array([0.0, 1.0]), np.tile(np.append(READY, 0.0), (2, 1)), velocity)
+    envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.42))
+    knots = envelope.points.positions(plan.rows[:, :7])
+    assert envelope.slack(knots).min() > 0.05  # a check at the waypoints sees nothing
+    cut = envelope.cut(plan, LOWER, UPPER, MOTION)
+    assert cut.violation is not None and 0.0 < cut.violation.time < 0.5 and cut.hold_inside
+    _, executed = _dense(cut.plan, 0.0, cut.plan.end_time + 0.5)
+    assert envelope.points.positions(executed[:, :7])[..., 2].min() > 0.42
 
 
 def test_cut_before_the_table_then_braking_hold_within_limits():

@@ -10,9 +10,9 @@ Panda's flange and both fingertips) against it along the curve the controller fo
 at the plan's knots.
 
 Between two samples ``dt`` apart, no point moves further than ``speed * dt``, with ``speed``
-bounded by :meth:`LinkPoints.speed_bound` from the plan's exact peak joint speeds. The samples
-are spaced so that half that distance is at most ``resolution``, and each sample must lie at
-least that far inside every bound: then the whole curve lies inside.
+bounded (:attr:`LinkPoints.reach`) from the exact peak joint speeds of the knot segment they lie
+in. Each segment's samples are spaced so that half that distance is at most ``resolution``, and
+each sample must lie at least that far inside every bound: then the whole curve lies inside.
 
 :meth:`Envelope.cut` keeps a plan that stays inside, or cuts it at the latest sample before its
 first offending point from which a braking hold (core/chunk_scheduler.py) stays inside too:
@@ -21,6 +21,7 @@ the robot follows the plan up to there and brakes to a stop, never jumps.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 import math
 
@@ -32,6 +33,8 @@ from dreamzero_ros.core.trajectory import MotionConfig, segment_peak_speed
 
 #: Longest time between two samples, seconds, however slow the motion.
 MAX_SAMPLE_PERIOD = 0.1
+#: The coarse pass samples this many times more sparsely than the fine one.
+COARSE = 8
 #: Franka hand: the fingertips lie 0.045 m beyond the finger links' origins (hand_tcp - finger).
 PANDA_FINGERTIP = 0.045
 
@@ -169,54 +172,96 @@ class Envelope:
         points = LinkPoints(urdf, arm_joints, config.links, config.offsets, config.frame)
         return cls(points, config)
 
-    def first_violation(self, positions: np.ndarray, times: np.ndarray, margin: float):
-        """The first ``(sample, Violation)`` of ``(N, points, 3)`` positions, or None."""
+    @property
+    def bounds(self) -> tuple[str, ...]:
+        """Names of the bounds, in the order of :meth:`slack`'s last axis."""
         config = self.config
-        checks = [
-            (f'workspace {axis} min', positions[..., a] < config.workspace_min[a] + margin)
-            for a, axis in enumerate('xyz')
-        ]
-        checks += [
-            (f'workspace {axis} max', positions[..., a] > config.workspace_max[a] - margin)
-            for a, axis in enumerate('xyz')
-        ]
-        checks.append(
-            (
-                f'table z {config.table_height:+.3f}',
-                positions[..., 2] < config.table_height + margin,
-            )
+        return (
+            *(f'workspace {axis} min' for axis in 'xyz'),
+            *(f'workspace {axis} max' for axis in 'xyz'),
+            f'table z {config.table_height:+.3f}',
+            *(f'keep_out {index}' for index in range(len(config.keep_out))),
         )
-        for index, (low, high) in enumerate(config.keep_out):
-            inside = np.all((positions > low - margin) & (positions < high + margin), axis=-1)
-            checks.append((f'keep_out {index}', inside))
-        first = None
-        for bound, bad in checks:
-            hits = np.argwhere(bad)
-            if len(hits) and (first is None or hits[0][0] < first[0]):
-                first = (int(hits[0][0]), int(hits[0][1]), bound)
-        if first is None:
-            return None
-        sample, point, bound = first
-        where = tuple(float(v) for v in positions[sample, point])
-        return sample, Violation(self.points.links[point], bound, float(times[sample]), where)
 
-    def _samples(self, start: float, end: float, joint_speed: np.ndarray):
-        """Sample times over ``[start, end]`` and the margin they need."""
-        speed = self.points.speed_bound(joint_speed)
-        period = (
-            MAX_SAMPLE_PERIOD
-            if speed <= 0
-            else min(MAX_SAMPLE_PERIOD, 2 * self.config.resolution / speed)
-        )
-        count = max(2, math.ceil((end - start) / period) + 1)
-        times = np.linspace(start, end, count)
-        return times, 0.5 * speed * (times[1] - times[0]) if end > start else 0.0
+    def slack(self, positions: np.ndarray) -> np.ndarray:
+        """``(..., bounds)``: how far, metres, each point may move before it crosses each bound.
 
-    def _check(self, plan: ActionPlan, start: float, end: float, joint_speed: np.ndarray):
-        times, margin = self._samples(start, end, joint_speed)
+        Negative outside. For a keep-out box: the point's largest distance outside it along an
+        axis (no shorter motion can enter it).
+        """
+        config = self.config
+        parts = [
+            positions - config.workspace_min,
+            config.workspace_max - positions,
+            positions[..., 2:3] - config.table_height,
+        ]
+        parts += [
+            np.max(np.maximum(low - positions, positions - high), axis=-1, keepdims=True)
+            for low, high in config.keep_out
+        ]
+        return np.concatenate(parts, axis=-1)
+
+    def positions_at(self, plan: ActionPlan, times: np.ndarray) -> np.ndarray:
+        """``(len(times), points, 3)`` positions of the link points along ``plan``."""
+        return self.points.positions(plan.positions_at(times)[:, : self.points.arm_dof])
+
+    def _segments(self, plan: ActionPlan, start: float, end: float):
+        """Knots in ``[start, end]``, and each segment's speed bound of the points, m/s."""
         arm = self.points.arm_dof
-        positions = self.points.positions(plan.positions_at(times)[:, :arm])
-        return self.first_violation(positions, times, margin), len(times)
+        first = np.searchsorted(plan.times, start, side='left')
+        last = np.searchsorted(plan.times, end, side='right')
+        knots = plan.times[first:last]
+        velocities = plan.velocities if plan.velocities is not None else 0 * plan.rows
+        peak = segment_peak_speed(knots, plan.rows[first:last, :arm], velocities[first:last, :arm])
+        return knots, np.max(self.points.reach @ peak.T, axis=0)
+
+    def _check(self, plan: ActionPlan, start: float, end: float):
+        """The first violation of ``plan`` between its knots at ``start`` and ``end``.
+
+        Returns ``(violation or None, times of the samples that passed, ascending)``. A coarse
+        pass (intervals :data:`COARSE` times longer) clears every interval whose points are
+        further inside than they can move in it; the others are sampled finely (no point moves
+        more than ``2 * resolution`` between samples, each at least ``resolution`` inside).
+        """
+        resolution = self.config.resolution
+        knots, speed = self._segments(plan, start, end)
+        if len(knots) < 2:
+            times = np.array([start if not len(knots) else knots[0]])
+            return self._first(plan, times, resolution)
+        spacing = np.diff(knots)
+        fine = np.maximum(np.ceil(spacing * speed / (2 * resolution)), 1)
+        fine = np.maximum(fine, np.ceil(spacing / MAX_SAMPLE_PERIOD)).astype(int)
+        coarse = np.ceil(fine / COARSE).astype(int)
+        times = _subdivide(knots, coarse)
+        step = np.repeat(spacing / coarse, coarse)
+        reach = np.maximum(resolution, 0.5 * step * np.repeat(speed, coarse))
+        low = self.slack(self.positions_at(plan, times)).min(axis=(1, 2))
+        refine = (low[:-1] < reach) | (low[1:] < reach)
+        if not np.any(refine):
+            return None, times
+        counts = np.repeat(fine, coarse) // np.repeat(coarse, coarse) + 1
+        starts, ends = times[:-1][refine], times[1:][refine]
+        fine_times = _subdivide_each(starts, ends, counts[refine])
+        violation, passed = self._first(plan, fine_times, resolution)
+        cleared = times[np.concatenate([[True], ~refine]) | np.concatenate([~refine, [True]])]
+        if violation is not None:
+            cleared = cleared[cleared < violation.time]
+        return violation, np.union1d(cleared, passed)
+
+    def _first(self, plan: ActionPlan, times: np.ndarray, margin: float):
+        """The first sample of ``times`` less than ``margin`` inside, and the samples before."""
+        positions = self.positions_at(plan, times)
+        slack = self.slack(positions)
+        bad = np.flatnonzero(slack.min(axis=(1, 2)) < margin)
+        if not len(bad):
+            return None, times
+        sample = int(bad[0])
+        point, bound = np.unravel_index(int(np.argmin(slack[sample])), slack.shape[1:])
+        where = tuple(float(v) for v in positions[sample, point])
+        violation = Violation(
+            self.points.links[point], self.bounds[bound], float(times[sample]), where
+        )
+        return violation, times[:sample]
 
     def cut(
         self,
@@ -228,38 +273,45 @@ class Envelope:
     ) -> EnvelopeCut:
         """``plan`` if it stays inside, else cut before its first offending point with a hold.
 
-        The braking hold starts at the latest sample before the first offending point from
-        which braking (at ``motion.stop_deceleration``, into ``[lower, upper]``) stays inside;
-        nothing of the plan after that sample is kept.
+        The braking hold starts at a sample before the first offending point from which
+        braking (at ``motion.stop_deceleration``, into ``[lower, upper]``) stays inside: going
+        back from the offending point in growing steps to the first that works, then the latest
+        working one between it and the last that did not (bisection). Nothing of the plan after
+        that sample is kept.
         """
-        arm = self.points.arm_dof
-        velocities = plan.velocities if plan.velocities is not None else np.zeros_like(plan.rows)
-        if len(plan.times) > 1:
-            peak = np.max(
-                segment_peak_speed(plan.times, plan.rows[:, :arm], velocities[:, :arm]), axis=0
-            )
-        else:
-            peak = np.zeros(arm)
-        found, samples = self._check(plan, plan.start_time, plan.end_time, peak)
+        violation, passed = self._check(plan, plan.start_time, plan.end_time)
+        if violation is None:
+            return EnvelopeCut(plan, samples=len(passed))
+        violation = dataclasses.replace(violation, chunk_id=chunk_id)
+        checked = len(passed)
+
+        def hold_from(index: int) -> ActionPlan | None:
+            nonlocal checked
+            hold = self._brake(plan, float(passed[index]), lower, upper, motion)
+            bad, samples = self._check(hold, float(passed[index]), hold.end_time)
+            checked += len(samples) + (bad is not None)
+            return None if bad is not None else hold
+
+        failed, found, back = len(passed), None, 1
+        while found is None and failed > 0:
+            candidate = max(0, failed - back)
+            hold = hold_from(candidate)
+            if hold is None:
+                failed, back = candidate, 2 * back
+            else:
+                found = (candidate, hold)
         if found is None:
-            return EnvelopeCut(plan, samples=samples)
-        index, violation = found
-        violation = Violation(
-            violation.link, violation.bound, violation.time, violation.position, chunk_id
-        )
-        times, _ = self._samples(plan.start_time, plan.end_time, peak)
-        for candidate in range(index - 1, -1, -1):
-            cut_at = float(times[candidate])
-            hold = self._brake(plan, cut_at, lower, upper, motion)
-            brake_speed = segment_peak_speed(
-                hold.times[-2:], hold.rows[-2:, :arm], hold.velocities[-2:, :arm]
-            )[0]
-            bad, checked = self._check(hold, cut_at, hold.end_time, brake_speed)
-            samples += checked
-            if bad is None:
-                return EnvelopeCut(hold, violation, cut_at, True, samples)
-        hold = self._brake(plan, plan.start_time, lower, upper, motion)
-        return EnvelopeCut(hold, violation, plan.start_time, False, samples)
+            hold = self._brake(plan, plan.start_time, lower, upper, motion)
+            return EnvelopeCut(hold, violation, plan.start_time, False, checked)
+        good, best = found
+        while failed - good > 1:
+            middle = (good + failed) // 2
+            hold = hold_from(middle)
+            if hold is None:
+                failed = middle
+            else:
+                good, best = middle, hold
+        return EnvelopeCut(best, violation, float(passed[good]), True, checked)
 
     @staticmethod
     def _brake(
@@ -267,10 +319,25 @@ class Envelope:
     ) -> ActionPlan:
         """``plan``'s knots before ``at``, then a braking hold from ``at``: the same curve there."""
         brake = braking_hold(plan, at, lower, upper, motion)
-        keep = plan.times < at - 1e-9
+        keep = plan.times < at
         velocities = plan.velocities if plan.velocities is not None else np.zeros_like(plan.rows)
         return ActionPlan(
             np.concatenate([plan.times[keep], brake.times]),
             np.vstack([plan.rows[keep], brake.rows]),
             np.vstack([velocities[keep], brake.velocities]),
         )
+
+
+def _subdivide(knots: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``knots[0]``, then segment ``i`` cut into ``counts[i]`` equal steps, its end included."""
+    spacing = np.diff(knots)
+    segment = np.repeat(np.arange(len(counts)), counts)
+    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+    return np.concatenate([knots[:1], knots[segment] + spacing[segment] * step / counts[segment]])
+
+
+def _subdivide_each(starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each interval ``[starts[i], ends[i]]`` cut into ``counts[i]`` steps, both ends included."""
+    interval = np.repeat(np.arange(len(counts)), counts + 1)
+    step = np.arange((counts + 1).sum()) - np.repeat(np.cumsum(counts + 1) - counts - 1, counts + 1)
+    return starts[interval] + (ends - starts)[interval] * step / counts[interval]

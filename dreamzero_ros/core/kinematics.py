@@ -101,6 +101,11 @@ class LinkPoints:
             self._frames.append(model.addFrame(point))
         self._model = model
         self._data = model.createData()
+        # every point is fixed in its joint's frame: one joint placement per joint and sample
+        parents = [model.frames[f].parentJoint for f in self._frames]
+        self._joints = sorted(set(parents))
+        self._point_joint = np.array([self._joints.index(j) for j in parents])
+        self._local = np.array([model.frames[f].placement.translation for f in self._frames])
         # configuration column of each joint of the model's q (the reduced model: arm joints only)
         self._order = np.argsort([model.joints[j].idx_q for j in order])
         self._q = pin.neutral(model)
@@ -145,14 +150,16 @@ class LinkPoints:
         pin = _pinocchio()
         model, data = self._model, self._data
         configurations = np.atleast_2d(np.asarray(configurations, dtype=np.float64))
-        out = np.empty((len(configurations), len(self._frames), 3))
-        frames = list(enumerate(self._frames))
+        placements = np.empty((len(configurations), len(self._joints), 4, 4))
+        joints = list(enumerate(self._joints))
         for n, q in enumerate(configurations[:, self._order]):
             pin.forwardKinematics(model, data, q)
-            for p, frame_id in frames:
-                out[n, p] = pin.updateFramePlacement(model, data, frame_id).translation
-        rotation, translation = self._to_frame[:3, :3], self._to_frame[:3, 3]
-        return out @ rotation.T + translation
+            for k, joint_id in joints:
+                placements[n, k] = data.oMi[joint_id].homogeneous
+        placements = self._to_frame @ placements[:, self._point_joint]  # (N, points, 4, 4)
+        return (
+            np.einsum('npij,pj->npi', placements[..., :3, :3], self._local) + placements[..., :3, 3]
+        )
 
     def speed_bound(self, joint_speed: np.ndarray) -> float:
         """Largest speed of any point, m/s, while each joint moves at most ``joint_speed``."""

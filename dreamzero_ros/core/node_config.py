@@ -196,7 +196,7 @@ class EnvelopeSettings:
         'Links of the description whose points are checked (Panda: the flange and both fingers).',
     )
     link_offsets: tuple[float, ...] = parameter(
-        tuple(_ENVELOPE_DEFAULT.offsets.ravel()),
+        tuple(_ENVELOPE_DEFAULT.offsets.ravel().tolist()),
         'x, y, z of each point in its link, metres, 3 values per link (Panda fingertips: 0.045 '
         'beyond the finger links).',
         range=_METRES,
@@ -207,12 +207,12 @@ class EnvelopeSettings:
         'joints. Empty: the description root.',
     )
     workspace_min: tuple[float, ...] = parameter(
-        tuple(_ENVELOPE_DEFAULT.workspace_min),
+        tuple(_ENVELOPE_DEFAULT.workspace_min.tolist()),
         'Lower corner x, y, z of the workspace box, metres.',
         range=_METRES,
     )
     workspace_max: tuple[float, ...] = parameter(
-        tuple(_ENVELOPE_DEFAULT.workspace_max),
+        tuple(_ENVELOPE_DEFAULT.workspace_max.tolist()),
         'Upper corner x, y, z of the workspace box, metres.',
         range=_METRES,
     )
