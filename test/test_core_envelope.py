@@ -226,3 +226,32 @@ def test_the_task_reports_envelope_cuts():
     assert '1 chunk(s) cut at the safety envelope, last: chunk 2: panda_leftfinger' in (
         result.message
     )
+
+
+def test_random_plans_never_leave_the_envelope_between_samples():
+    config = EnvelopeConfig(
+        table_height=0.25,
+        workspace_min=(-0.2, -0.5, -0.5),
+        workspace_max=(0.8, 0.5, 1.0),
+        keep_out=(((0.35, 0.1, 0.2), (0.6, 0.4, 0.5)),),
+    )
+    envelope = Envelope.from_description(URDF, ARM, config)
+    rng = np.random.default_rng(1)
+    kept = cut_inside = 0
+    for _ in range(40):
+        times = 1.7e9 + np.arange(24) / 15
+        walk = np.cumsum(rng.normal(scale=0.06, size=(24, 7)), axis=0)
+        rows = np.hstack([READY + walk - walk[0], np.zeros((24, 1))])
+        plan = smooth_plan(times, rows, np.zeros(8), LOWER, UPPER, MOTION).plan
+        if plan is None:
+            continue
+        cut = envelope.cut(plan, LOWER, UPPER, MOTION)
+        _, dense = _dense(cut.plan, cut.plan.start_time, cut.plan.end_time, 4000)
+        slack = envelope.slack(envelope.points.positions(dense[:, :7])).min()
+        if cut.violation is None:
+            kept += 1
+            assert slack >= 0.0
+        elif cut.hold_inside:
+            cut_inside += 1
+            assert slack >= 0.0
+    assert kept >= 5 and cut_inside >= 5, (kept, cut_inside)
