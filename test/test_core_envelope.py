@@ -3,6 +3,7 @@
 
 """The Cartesian envelope with the packaged Panda URDF through pinocchio: FK, cut, refusals."""
 
+import dataclasses
 from importlib import resources
 
 import numpy as np
@@ -184,31 +185,35 @@ def test_a_hold_plan_is_checked_too():
 
 
 def test_control_loop_cuts_a_chunk_towards_the_table_and_reports_it():
-    from dreamzero_ros.core.chunk_scheduler import BlendConfig
-    from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
-    from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
-    from dreamzero_ros.core.safety import SafetyLimits
+    from dreamzero_ros.core.control_loop import ControlLoop
+    from dreamzero_ros.core.observation_cache import ObservationCache
     from dreamzero_ros.core.status_report import build_report
-    from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+    from dreamzero_ros.demo_policy import TowardTheTable
+    from dreamzero_ros.policy_types import DROID_CAMERAS
 
-    envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.3))
-    cache = ObservationCache(CacheConfig(ARM, 'g', max_age=0.5, max_skew=0.2))
-    limits = SafetyLimits(LOWER, UPPER, np.full(8, 0.2))
-    loop = ControlLoop(cache, LoopConfig(limits, BlendConfig(2, 12)), envelope=envelope)
+    settings = build_settings(
+        {'gripper_joint_name': 'g', 'envelope.enabled': True, 'envelope.table_height': 0.3}
+    )
+    envelope = Envelope.from_description(URDF, ARM, settings.envelope_config)
+    cache = ObservationCache(settings.cache)
+    loop = ControlLoop(cache, settings.loop, envelope=envelope)
+    stamp = 1.7e9
     for camera in DROID_CAMERAS:
-        cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), 1.0)
-    cache.add_joint_state([*ARM, 'g'], [*READY, 0.0], 1.0)
-    query = loop.poll(1.0).query
-    ramp = np.minimum(1.0, np.arange(1, 25) / 18)[:, None]
-    actions = np.hstack([READY + ramp * np.eye(7)[1], np.zeros((24, 1))])
-    outcome = loop.on_chunk(query, ActionChunk(actions, 1.0, 1 / 15, chunk_id=5), now=1.0)
+        cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), stamp)
+    cache.add_joint_state([*ARM, 'g'], [*READY, 0.0], stamp)
+    query = loop.poll(stamp).query
+    chunk = dataclasses.replace(TowardTheTable().infer(query.observation), chunk_id=5)
+    # 50 ms later: two rows already past, the hand-over blends from the measured pose
+    outcome = loop.on_chunk(query, chunk, now=stamp + 0.05)
     assert outcome.discarded == '' and outcome.envelope is not None
     assert outcome.envelope.chunk_id == 5 and outcome.plan is loop.plan
+    # the arm goes most of the way down before braking (not a hold where it stands)
+    assert loop.plan.rows[-1, 1] > READY[1] + 0.3, loop.plan.rows[:, 1]
     assert loop.plan.end_time < outcome.envelope.time + 1.0 and loop.holding.startswith('envelope')
     _, executed = _dense(loop.plan, loop.plan.start_time, loop.plan.end_time + 0.5)
     assert envelope.points.positions(executed[:, :7])[..., 2].min() > 0.3
     report = build_report(
-        loop, 2.0, lifecycle_state='active', engine_state='ready', enabled=True, dry_run=False
+        loop, stamp + 1, lifecycle_state='active', engine_state='ready', enabled=True, dry_run=False
     )
     assert report.value('envelope_cuts') == '1' and 'chunk 5' in report.value('last_envelope')
 

@@ -29,7 +29,12 @@ import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, braking_hold
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.trajectory import MotionConfig, segment_peak_speed
+from dreamzero_ros.core.trajectory import (
+    MotionConfig,
+    braking_stop,
+    sample_knots,
+    segment_peak_speed,
+)
 
 #: Longest time between two samples, seconds, however slow the motion.
 MAX_SAMPLE_PERIOD = 0.1
@@ -273,45 +278,43 @@ class Envelope:
     ) -> EnvelopeCut:
         """``plan`` if it stays inside, else cut before its first offending point with a hold.
 
-        The braking hold starts at a sample before the first offending point from which
-        braking (at ``motion.stop_deceleration``, into ``[lower, upper]``) stays inside: going
-        back from the offending point in growing steps to the first that works, then the latest
-        working one between it and the last that did not (bisection). Nothing of the plan after
-        that sample is kept.
+        The braking hold starts at the latest sample before the first offending point from
+        which braking (at ``motion.stop_deceleration``, into ``[lower, upper]``) stays inside:
+        the samples whose stop point lies inside are tried from the latest back, each braking
+        path checked in full. Nothing of the plan after that sample is kept.
         """
         violation, passed = self._check(plan, plan.start_time, plan.end_time)
         if violation is None:
             return EnvelopeCut(plan, samples=len(passed))
         violation = dataclasses.replace(violation, chunk_id=chunk_id)
         checked = len(passed)
-
-        def hold_from(index: int) -> ActionPlan | None:
-            nonlocal checked
-            hold = self._brake(plan, float(passed[index]), lower, upper, motion)
-            bad, samples = self._check(hold, float(passed[index]), hold.end_time)
+        arm = self.points.arm_dof
+        velocities = plan.velocities if plan.velocities is not None else 0 * plan.rows
+        positions, speeds = sample_knots(plan.times, plan.rows, velocities, passed)
+        stops = np.array(
+            [
+                braking_stop(
+                    position[:arm],
+                    speed[:arm],
+                    lower[:arm],
+                    upper[:arm],
+                    motion.stop_deceleration,
+                    motion.hold_time,
+                )[1]
+                for position, speed in zip(positions, speeds, strict=True)
+            ]
+        ).reshape(len(passed), arm)
+        stop_slack = self.slack(self.points.positions(stops)).min(axis=(1, 2))
+        checked += len(passed)
+        for index in np.flatnonzero(stop_slack >= self.config.resolution)[::-1]:
+            cut_at = float(passed[index])
+            hold = self._brake(plan, cut_at, lower, upper, motion)
+            bad, samples = self._check(hold, cut_at, hold.end_time)
             checked += len(samples) + (bad is not None)
-            return None if bad is not None else hold
-
-        failed, found, back = len(passed), None, 1
-        while found is None and failed > 0:
-            candidate = max(0, failed - back)
-            hold = hold_from(candidate)
-            if hold is None:
-                failed, back = candidate, 2 * back
-            else:
-                found = (candidate, hold)
-        if found is None:
-            hold = self._brake(plan, plan.start_time, lower, upper, motion)
-            return EnvelopeCut(hold, violation, plan.start_time, False, checked)
-        good, best = found
-        while failed - good > 1:
-            middle = (good + failed) // 2
-            hold = hold_from(middle)
-            if hold is None:
-                failed = middle
-            else:
-                good, best = middle, hold
-        return EnvelopeCut(best, violation, float(passed[good]), True, checked)
+            if bad is None:
+                return EnvelopeCut(hold, violation, cut_at, True, checked)
+        hold = self._brake(plan, plan.start_time, lower, upper, motion)
+        return EnvelopeCut(hold, violation, plan.start_time, False, checked)
 
     @staticmethod
     def _brake(
