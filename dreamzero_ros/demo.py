@@ -14,7 +14,7 @@ then prints each action chunk with its latency and where the arm is, and a summa
 accepted and rejected by the arm's controller, how far it moved, its tracking error).
 
 ``--toward-table`` shows the safety envelope instead: the node runs a scripted policy served over
-OpenPI in this process (core-free :mod:`dreamzero_ros.demo_policy`: every chunk drives the hand
+OpenPI in this process (:mod:`dreamzero_ros.demo_policy`: every chunk drives the hand
 down towards the table) with ``envelope.enabled``, its robot description read from the simulated
 arm's ``robot_description`` topic; the arm stands at a table ``--table-height`` m above its base.
 Each trajectory is cut into a braking hold above the table; the summary gives the node's cuts and
