@@ -16,8 +16,18 @@ import socket
 import subprocess
 import sys
 
-from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, node_diagnostics, ros_env
+from node_support import (
+    CONFIG,
+    REPO,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    latched_qos,
+    node_diagnostics,
+    ros_env,
+)
 import numpy as np
+import pytest
 
 TIMEOUT = 120.0
 TABLE = 0.3
@@ -150,4 +160,41 @@ def test_a_trajectory_towards_the_table_is_cut_into_a_hold_above_it(tmp_path):
             process.wait(10)
         for handle in logs.values():
             handle.close()
+        harness.close()
+
+
+@pytest.mark.parametrize(
+    ('description', 'message'),
+    [
+        (
+            lambda urdf: urdf.replace('"panda_joint7"', '"wrist_roll"'),
+            "robot description has no joint 'panda_joint7'",
+        ),
+        (lambda urdf: urdf[: len(urdf) // 2], 'robot description does not parse'),
+        (None, 'no robot description on /robot_description within 2 s'),
+    ],
+)
+def test_a_bad_or_missing_description_fails_configure(tmp_path, description, message):
+    from std_msgs.msg import String
+
+    urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
+    harness = Harness('description_peer')
+    if description is not None:
+        publisher = harness.node.create_publisher(String, 'robot_description', latched_qos())
+        publisher.publish(String(data=description(urdf)))
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'engine.checkpoint:=/nonexistent',
+        'engine.warmup:=false',
+        'envelope.enabled:=true',
+        # a latched description arrives once discovery is done (seconds on a loaded machine)
+        f'robot_description_timeout:={2.0 if description is None else 30.0}',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    try:
+        assert node.wait_exit(60) != 0, node.log()
+        assert message in node.log(), node.log()
+        assert 'loading DreamZero' not in node.log()  # refused before the engine is touched
+    finally:
+        node.stop()
         harness.close()
