@@ -198,3 +198,38 @@ def test_a_bad_or_missing_description_fails_configure(tmp_path, description, mes
     finally:
         node.stop()
         harness.close()
+
+
+def test_the_simulated_arm_reports_links_below_its_table(tmp_path):
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    log = open(tmp_path / 'arm.log', 'w')  # noqa: SIM115 - closed below
+    # at the ready pose the shoulder (panda_link2) is 0.333 m up, the fingertips 0.487 m
+    arm = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
+         '-p', 'gripper.interface:=none', '-p', 'table.height:=0.55'],
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    harness = Harness('table_harness')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+
+    def report():
+        for msg in reversed(harness.messages('diagnostics')):
+            for status in msg.status:
+                values = {kv.key: kv.value for kv in status.values}
+                if status.name.startswith('sim_arm') and int(values['below_table']) > 0:
+                    return status, values
+        return None
+
+    try:
+        status, values = harness.wait_for(
+            report, 30, 'a report of links below the table', lambda: ''
+        )
+        assert status.level == DiagnosticStatus.ERROR and 'below the table' in status.message
+        assert values['lowest_link'] == 'panda_link2'
+        assert abs(float(values['lowest_z']) - 0.333) < 1e-3
+    finally:
+        arm.terminate()
+        arm.wait(10)
+        log.close()
+        harness.close()
