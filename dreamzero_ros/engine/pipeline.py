@@ -48,6 +48,7 @@ from dreamzero_ros.errors import CheckpointError, PolicyError
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 from .acceleration import VAEEncoding
+from .checkpoint import CONFIG_FILE
 from .compile_cache import use_compile_cache
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
@@ -194,6 +195,7 @@ class DreamZeroEngine:
 
         """
         folder = Path(folder)
+        _require_checkpoint_folder(folder)
         tokenizer_path = _tokenizer_path(folder, base_checkpoint, tokenizer_file)
         embodiment = embodiment_from_checkpoint(
             folder, embodiment_tag, embodiment_file, prompt_template
@@ -496,6 +498,18 @@ def _layout_shape(layout: BranchLayout | None, config: EngineConfig) -> tuple[in
     return rows, tp_size
 
 
+def _require_checkpoint_folder(folder: Path) -> None:
+    """Refuse, before anything else, a path that is not a checkpoint folder at all."""
+    if not folder.is_dir():
+        raise CheckpointError(f'no checkpoint folder {folder}: the path does not exist')
+    if not (folder / CONFIG_FILE).is_file():
+        raise CheckpointError(
+            f'{folder} is not a DreamZero checkpoint: it has no {CONFIG_FILE} '
+            '(a checkpoint folder holds config.json, model*.safetensors, experiment_cfg/ and '
+            'tokenizer/spiece.model; docs/getting_started.md says how to get one)'
+        )
+
+
 def _tokenizer_path(
     folder: Path, base: str | Path | None, tokenizer_file: str | Path | None
 ) -> Path:
@@ -509,5 +523,5 @@ def _tokenizer_path(
             return path
     raise CheckpointError(
         f'missing tokenizer {candidates[0]}: copy spiece.model of google/umt5-xxl there '
-        'or pass tokenizer_file'
+        '(the published checkpoints carry none; docs/getting_started.md)'
     )

@@ -50,6 +50,8 @@ class EvaluationConfig:
             of the command it would have sent (``None``: the node's defaults).
         layout: the policy's action columns, reordered into the node's layout (arm joints, then
             the gripper) before scoring; ``None``: already in it (DROID).
+        policy: what produced the chunks (checkpoint, preset or server, options, version),
+            copied into the metrics; ``random_weights`` true marks scores as meaningless.
 
     """
 
@@ -65,6 +67,7 @@ class EvaluationConfig:
     allow_partial: bool = False
     loop: LoopConfig | None = None
     layout: RobotLayout | None = None
+    policy: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class Evaluation:
             'bag': self.bag,
             'reference_topic': self.reference_topic,
             'prompt': self.config.prompt,
+            'policy': self.config.policy,
             'span_s': list(self.span_s),
             'queries': len(self.records) + len(self.refusals) + len(self.policy_errors),
             'chunks': len(self.records),
