@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import yaml
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core import preflight
 from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings, read_params_file
@@ -160,6 +161,10 @@ def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-preflight``."""
+    return run_tool('dreamzero-preflight', _preflight, args)
+
+
+def _preflight(args: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog='dreamzero-preflight',
         description="Check a live robot system before the policy node's first enable.",
@@ -170,7 +175,11 @@ def main(args: list[str] | None = None) -> int:
         '-p', '--param', action='append', default=[], help='name:=value (YAML), repeatable'
     )
     parser.add_argument('--duration', type=float, default=3.0, help='seconds to listen')
-    options = parser.parse_args(sys.argv[1:] if args is None else args)
+    add_debug_option(parser)
+    parser.epilog = (
+        'exit codes: 0 every check passed, 1 a check failed, 2 invalid parameters, 130 interrupted'
+    )
+    options = parser.parse_args(args)
     try:
         settings = _settings(options)
     except ValueError as error:
