@@ -61,6 +61,7 @@ from dreamzero_ros.core import node_config
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
+from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.gripper import GripperCommander
 from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
@@ -78,6 +79,7 @@ from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
+from dreamzero_ros.ros.robot_description import read_robot_description
 from dreamzero_ros.ros.task_server import TaskServer
 
 #: Camera messages kept between two reads of the inputs: the newest only.
@@ -217,6 +219,11 @@ class PolicyNode(LifecycleNode):
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
         self._gripper_commander = GripperCommander(settings.gripper_config)
+        try:
+            envelope = self._envelope(settings)
+        except ValueError as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
@@ -230,6 +237,7 @@ class PolicyNode(LifecycleNode):
                 settings.loop,
                 prompt=settings.prompt,
                 session_id=settings.session_id,
+                envelope=envelope,
             )
             if settings.engine.warmup:
                 self.engine_state = 'warming up'
@@ -260,6 +268,22 @@ class PolicyNode(LifecycleNode):
         )
         self.publish_diagnostics()
         return TransitionCallbackReturn.SUCCESS
+
+    def _envelope(self, settings: NodeSettings) -> Envelope | None:
+        """The safety envelope on the robot description (None when envelope.enabled is false)."""
+        if not settings.envelope.enabled:
+            return None
+        urdf = read_robot_description(
+            self, settings.robot_description_file, settings.robot_description_timeout
+        )
+        envelope = Envelope.from_description(
+            urdf, settings.arm_joint_names, settings.envelope_config
+        )
+        self.get_logger().info(
+            f'safety envelope on {", ".join(settings.envelope.links)} in '
+            f'{settings.envelope.frame or "the description root"}'
+        )
+        return envelope
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start a fresh policy session and the control timer."""
@@ -638,7 +662,7 @@ class PolicyNode(LifecycleNode):
             outcome = self.loop.on_chunk(query, chunk, now)
             if self._publish_chunk(query, chunk, outcome):
                 self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
-                self._tasks.chunk_executed()
+                self._tasks.chunk_executed(str(outcome.envelope or ''))
             if self._views is not None:  # after the trajectory: decoded in the views' thread
                 self._views.on_chunk(chunk)
             self.loop.observation_to_query.record(answer.query_delay, now)
@@ -674,6 +698,8 @@ class PolicyNode(LifecycleNode):
             self._publish_hold(outcome.plan)
             return False
         plan = outcome.plan
+        if outcome.envelope is not None:
+            self.get_logger().warning(f'trajectory cut into a hold: {outcome.envelope}')
         arm_names = settings.cache.arm_joints
         arm = len(arm_names)
         stamp_ns = to_ns(stamp)
