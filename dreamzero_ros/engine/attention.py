@@ -18,7 +18,10 @@ a call (on the CPU only ``math`` and torch's CPU flash kernel exist).  ``fa3`` i
 FlashAttention-3 (Hopper), not part of torch: the ``flash_attn_3`` package built from
 Dao-AILab/flash-attention's ``hopper/`` folder; with it the unmasked bf16/fp16 CUDA calls run
 in FlashAttention-3 (which takes the same ``(B, L, H, D)`` layout) and the others in torch's
-kernels, cuDNN first.
+kernels, cuDNN first.  ``fp8`` is the engine's own FP8 attention over an FP8 K/V cache
+(:mod:`.fp8_attention_kernel`, Triton, GPUs with FP8 tensor cores): inside its context
+:meth:`.kv_cache.Fp8KVCache.attend_written` calls the op ``torch.ops.dreamzero.fp8_kv_attention``
+(:func:`fp8_kv_attention_active`); the other calls run in torch's kernels, cuDNN first.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     'SelfAttentionBackend',
     'attention_kernel',
     'flash_attention_3',
+    'fp8_kv_attention_active',
     'sdpa',
 ]
 
@@ -52,12 +56,15 @@ _PREFERRED = {
     'efficient': SDPBackend.EFFICIENT_ATTENTION,
     'math': SDPBackend.MATH,
     'fa3': SDPBackend.CUDNN_ATTENTION,
+    'fp8': SDPBackend.CUDNN_ATTENTION,
 }
 ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
     name: _PREFERRED.get(name) for name in ATTENTION_BACKENDS
 }
 #: The FlashAttention-3 forward op while ``attention_kernel('fa3')`` is active, else None.
 _FA3_FORWARD: ContextVar[Callable | None] = ContextVar('fa3_forward', default=None)
+#: Whether ``attention_kernel('fp8')`` is active (the FP8 K/V cache attends in FP8).
+_FP8_KV: ContextVar[bool] = ContextVar('fp8_kv_attention', default=False)
 _FALLBACK_ORDER = (
     SDPBackend.CUDNN_ATTENTION,
     SDPBackend.FLASH_ATTENTION,
@@ -95,6 +102,22 @@ def _fa3_context(order: list[SDPBackend]) -> Iterator[None]:
         _FA3_FORWARD.reset(token)
 
 
+@contextlib.contextmanager
+def _fp8_context(order: list[SDPBackend]) -> Iterator[None]:
+    """FP8 attention over an FP8 K/V cache, torch's kernels in ``order`` for the other calls."""
+    token = _FP8_KV.set(True)
+    try:
+        with sdpa_kernel(order, set_priority=True):
+            yield
+    finally:
+        _FP8_KV.reset(token)
+
+
+def fp8_kv_attention_active() -> bool:
+    """Whether an FP8 K/V cache attends through the FP8 kernel (``attention_kernel('fp8')``)."""
+    return _FP8_KV.get()
+
+
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
     """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`).
 
@@ -110,6 +133,8 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
     order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
     if name == 'fa3':
         return _fa3_context(order)
+    if name == 'fp8':
+        return _fp8_context(order)
     return sdpa_kernel(order, set_priority=True)
 
 
