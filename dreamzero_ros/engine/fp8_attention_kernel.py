@@ -53,10 +53,10 @@ class KernelConfig:
     """Tile sizes and the ``P V`` precision of the kernel."""
 
     block_m: int = 128
-    block_n: int = 64
+    block_n: int = 128
     num_warps: int = 8
     num_stages: int = 3
-    pv_fp8: bool = True
+    pv_fp8: bool = False
 
 
 _CONFIG = [KernelConfig()]
@@ -113,6 +113,15 @@ if triton is not None:
         return tl.dot(a, b)
 
     @triton.jit
+    def _load_tile(ptrs, n_mask, d_mask, masked: tl.constexpr, even_d: tl.constexpr):
+        """A ``(tokens, head_dim)`` tile: masked where it may reach past either end."""
+        if masked:
+            return tl.load(ptrs, mask=n_mask[:, None] & d_mask[None, :], other=0.0)
+        if even_d:
+            return tl.load(ptrs)
+        return tl.load(ptrs, mask=d_mask[None, :], other=0.0)
+
+    @triton.jit
     def _attend_block(
         acc,
         m_i,
@@ -130,31 +139,40 @@ if triton is not None:
         offs_d,
         d_mask,
         quantize_kv: tl.constexpr,
+        masked: tl.constexpr,
+        even_d: tl.constexpr,
         block_n: tl.constexpr,
         pv_fp8: tl.constexpr,
         emulate: tl.constexpr,
     ):
-        """One block of ``block_n`` keys/values: online-softmax update of ``acc, m_i, l_i``."""
+        """One block of ``block_n`` keys/values: online-softmax update of ``acc, m_i, l_i``.
+
+        ``masked``: the block may reach past ``count`` (the last one); the others load unmasked.
+        """
         offs_n = start + tl.arange(0, block_n)
         n_mask = offs_n < count
-        tile_mask = n_mask[:, None] & d_mask[None, :]
         kv_offsets = offs_n[:, None] * token_stride + offs_d[None, :]
         if quantize_kv:  # the call's new tokens, model dtype: per token and head, as stored
-            k = tl.load(k_ptr + kv_offsets, mask=tile_mask, other=0.0).to(tl.float32)
-            v = tl.load(v_ptr + kv_offsets, mask=tile_mask, other=0.0).to(tl.float32)
+            k = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
+            v = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
             k_scale = tl.maximum(tl.max(tl.abs(k), axis=1), 1e-12) / 448.0
             v_scale = tl.maximum(tl.max(tl.abs(v), axis=1), 1e-12) / 448.0
             k8 = _e4m3(k / k_scale[:, None], emulate)
             v8 = _e4m3(v / v_scale[:, None], emulate)
         else:  # the cache: e4m3 values and their scales
-            k8 = tl.load(k_ptr + kv_offsets, mask=tile_mask, other=0.0)
-            v8 = tl.load(v_ptr + kv_offsets, mask=tile_mask, other=0.0)
-            k_scale = tl.load(ks_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
-            v_scale = tl.load(vs_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
+            k8 = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+            v8 = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+            if masked:
+                k_scale = tl.load(ks_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
+                v_scale = tl.load(vs_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
+            else:
+                k_scale = tl.load(ks_ptr + offs_n * scale_stride)
+                v_scale = tl.load(vs_ptr + offs_n * scale_stride)
             k_scale = k_scale.to(tl.float32)
             v_scale = v_scale.to(tl.float32)
         s = _dot(q8, tl.trans(k8), emulate) * q_factor[:, None] * k_scale[None, :]
-        s = tl.where(n_mask[None, :], s, float('-inf'))
+        if masked:
+            s = tl.where(n_mask[None, :], s, float('-inf'))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.math.exp2(m_i - m_new)
         p = tl.math.exp2(s - m_new[:, None])
@@ -231,17 +249,33 @@ if triton is not None:
         vc = vc_ptr + b * c_strides_b + h * c_strides_h
         ks = ks_ptr + b * s_strides_b + h * s_strides_h
         vs = vs_ptr + b * s_strides_b + h * s_strides_h
-        for start in range(0, cached, block_n):
+        full = cached - cached % block_n
+        for start in range(0, full, block_n):
             acc, m_i, l_i = _attend_block(
                 acc, m_i, l_i, q8, q_factor, kc, vc, ks, vs, start, cached,
-                c_strides_l, s_strides_l, offs_d, d_mask, False, block_n, pv_fp8, emulate,
+                c_strides_l, s_strides_l, offs_d, d_mask, False, False,
+                head_dim == block_d, block_n, pv_fp8, emulate,
+            )  # fmt: skip
+        if full < cached:
+            acc, m_i, l_i = _attend_block(
+                acc, m_i, l_i, q8, q_factor, kc, vc, ks, vs, full, cached,
+                c_strides_l, s_strides_l, offs_d, d_mask, False, True,
+                head_dim == block_d, block_n, pv_fp8, emulate,
             )  # fmt: skip
         kn = kn_ptr + b * n_strides_b + h * n_strides_h
         vn = vn_ptr + b * n_strides_b + h * n_strides_h
-        for start in range(0, new, block_n):
+        full = new - new % block_n
+        for start in range(0, full, block_n):
             acc, m_i, l_i = _attend_block(
                 acc, m_i, l_i, q8, q_factor, kn, vn, ks, vs, start, new,
-                n_strides_l, s_strides_l, offs_d, d_mask, True, block_n, pv_fp8, emulate,
+                n_strides_l, s_strides_l, offs_d, d_mask, True, False,
+                head_dim == block_d, block_n, pv_fp8, emulate,
+            )  # fmt: skip
+        if full < new:
+            acc, m_i, l_i = _attend_block(
+                acc, m_i, l_i, q8, q_factor, kn, vn, ks, vs, full, new,
+                n_strides_l, s_strides_l, offs_d, d_mask, True, True,
+                head_dim == block_d, block_n, pv_fp8, emulate,
             )  # fmt: skip
         out = acc / l_i[:, None]
         o_tile = out_ptr + b * o_strides_b + h * o_strides_h
