@@ -61,9 +61,15 @@ def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
         for key, is_twin in twins:
             for earlier in range(index):
                 other = configs[earlier]
-                if other.replace(acceleration=speed) == config and is_twin(other.acceleration):
+                if is_twin(other.acceleration) and _same_but_speed(config, other):
                     result[key] = action_difference(result, results[earlier])
                     break
+
+
+def _same_but_speed(config: EngineConfig, other: EngineConfig) -> bool:
+    """Whether two configurations differ in their speed options alone."""
+    fields = (f.name for f in dataclasses.fields(config) if f.name != 'acceleration')
+    return all(getattr(config, name) == getattr(other, name) for name in fields)
 
 
 def print_summary(result: dict, baseline: dict | None) -> None:

@@ -29,18 +29,19 @@ from dreamzero_ros.engine.fp8_attention_kernel import KernelConfig, fp8_kv_atten
 from dreamzero_ros.engine.kv_cache import _quantize_rows
 from dreamzero_ros.engine.kv_fp8_kernel import dequantize_into
 
-#: Tile configurations tried: (block_m, block_n, warps, stages, P V in FP8).
+#: Configurations tried: (block_m, block_n, warps, stages, P V in FP8, new tokens in FP8).
 CONFIGS = [
     KernelConfig(128, 128, 8, 3, False),
-    KernelConfig(128, 128, 8, 2, False),
-    KernelConfig(128, 128, 8, 4, False),
-    KernelConfig(128, 128, 4, 3, False),
     KernelConfig(128, 64, 8, 3, False),
-    KernelConfig(64, 128, 4, 3, False),
-    KernelConfig(256, 64, 16, 2, False),
-    KernelConfig(128, 128, 8, 2, True),
     KernelConfig(128, 128, 8, 3, True),
+    KernelConfig(128, 128, 8, 3, False, False),
+    KernelConfig(128, 64, 8, 3, False, False),
+    KernelConfig(128, 64, 8, 2, False, False),
+    KernelConfig(128, 128, 8, 2, False, False),
 ]
+
+
+_CONFIG_BY_NAME: dict[str, KernelConfig] = {}
 
 
 def _error(out: torch.Tensor, reference: torch.Tensor) -> dict:
@@ -84,7 +85,9 @@ def _shape_rows(device: torch.device, operands: list, calls: int, repeats: int) 
             name = (
                 f'fp8 {config.block_m}x{config.block_n} w{config.num_warps} '
                 f's{config.num_stages} pv-{"fp8" if config.pv_fp8 else "bf16"}'
+                f'{"" if config.new_fp8 else " new-bf16"}'
             )
+            _CONFIG_BY_NAME[name] = config
             try:
                 out = fp8()
                 rows[name] = {
@@ -140,6 +143,7 @@ def fp8_attention_benchmark(device: torch.device, calls: int = 10, repeats: int 
             f'dequant+cudnn {totals["dequant+cudnn"]:.3f} ms, cudnn {totals["cudnn"]:.3f} ms'
         )
         result['fastest'] = fastest
+        result['fastest_config'] = _CONFIG_BY_NAME[fastest]
     return result
 
 

@@ -24,10 +24,16 @@ def _e4m3_rows(x: torch.Tensor) -> torch.Tensor:
     return (x.float() / scale).to(torch.float8_e4m3fn).double() * scale.double()
 
 
-def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Exact unmasked attention in float64, ``(B, L, H, D)`` layout."""
-    scores = torch.einsum('bqhd,bkhd->bhqk', q.double(), k.double()) * q.shape[-1] ** -0.5
-    return torch.einsum('bhqk,bkhd->bqhd', scores.softmax(-1), v.double())
+def _attention(parts: list[tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """Exact unmasked attention in float64, ``(B, L, H, D)`` layout.
+
+    ``parts``: ``(q, k, v)`` for each part of the keys, with the queries that part sees.
+    """
+    scores = torch.cat(
+        [torch.einsum('bqhd,bkhd->bhqk', q.double(), k.double()) for q, k, _ in parts], dim=-1
+    )
+    v = torch.cat([v.double() for _, _, v in parts], dim=1)
+    return torch.einsum('bhqk,bkhd->bqhd', (scores * parts[0][0].shape[-1] ** -0.5).softmax(-1), v)
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> dict:
@@ -38,14 +44,15 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> dict:
     }
 
 
-def call_checks(cached_video: int, pv_fp8: bool) -> dict:
+def call_checks(cached_video: int, pv_fp8: bool, new_fp8: bool) -> dict:
     """One prefill of ``cached_video`` tokens, then a denoising call of 30 video + 5 registers.
 
-    The FP8 kernel (16 x 16 tiles: several blocks, the last ones partial) against the exact
-    attention of the quantized operands, and against the dequantizing path it replaces.
+    ``new_fp8``: the new tokens quantized in the kernel (else attended in bf16).  The kernel
+    (16 x 16 tiles: several blocks, the last ones partial) against the exact attention of the
+    quantized operands, and against the dequantizing path it replaces.
     """
     g = torch.Generator().manual_seed(cached_video + pv_fp8)
-    kernel_config(KernelConfig(block_m=16, block_n=16, pv_fp8=pv_fp8))
+    kernel_config(KernelConfig(block_m=16, block_n=16, pv_fp8=pv_fp8, new_fp8=new_fp8))
     cache = Fp8KVCache(2, 2, HEADS, HEAD_DIM, 80, 5, torch.bfloat16, 'cpu')
     if cached_video:
         cache.begin(cached_video, 0)
@@ -64,11 +71,8 @@ def call_checks(cached_video: int, pv_fp8: bool) -> dict:
     cached = slice(0, cache.length)
     k_cached = cache.k8[1, :, cached].double() * cache.k_scale[1, :, cached].double()
     v_cached = cache.v8[1, :, cached].double() * cache.v_scale[1, :, cached].double()
-    quantized = _attention(
-        _e4m3_rows(q),
-        torch.cat([k_cached, _e4m3_rows(k_new)], dim=1),
-        torch.cat([v_cached, _e4m3_rows(v_new)], dim=1),
-    )
+    new = (_e4m3_rows(q), _e4m3_rows(k_new), _e4m3_rows(v_new)) if new_fp8 else (q, k_new, v_new)
+    quantized = _attention([(_e4m3_rows(q), k_cached, v_cached), new])
     return {
         'shape': list(fp8.shape),
         'dtype': str(fp8.dtype),
@@ -79,9 +83,11 @@ def call_checks(cached_video: int, pv_fp8: bool) -> dict:
 
 
 if __name__ == '__main__':
-    checks = {
-        f'{cached}-{"fp8" if pv else "bf16"}': call_checks(cached, pv)
-        for cached in (0, 40)
-        for pv in (False, True)
+    cases = {
+        '0-bf16': (0, False, True),
+        '40-bf16': (40, False, True),
+        '40-fp8': (40, True, True),
+        '40-bf16-new-bf16': (40, False, False),
     }
+    checks = {name: call_checks(*case) for name, case in cases.items()}
     print(json.dumps(checks))

@@ -53,14 +53,21 @@ def test_kernel_with_bf16_pv_is_the_attention_of_its_quantized_operands(interpre
     assert checks['vs_quantized']['max_abs'] < 0.01
 
 
-@pytest.mark.parametrize('cached', [0, 40])
-def test_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted, cached):
-    checks = interpreted[f'{cached}-fp8']
+def test_kernel_with_new_tokens_in_bf16_quantizes_only_q_for_the_cache(interpreted):
+    checks = interpreted['40-bf16-new-bf16']
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+    # the new tokens attended exactly: closer to the dequantizing path than with them in FP8
+    assert checks['vs_dequantized']['rms'] < interpreted['40-bf16']['vs_dequantized']['rms']
+
+
+def test_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted):
+    checks = interpreted['40-fp8']
     assert checks['vs_quantized']['rms'] < 0.04
     assert checks['vs_quantized']['max_abs'] < 0.05
 
 
-@pytest.mark.parametrize('case', ['0-bf16', '40-bf16', '0-fp8', '40-fp8'])
+@pytest.mark.parametrize('case', ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16'])
 def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
     # figures are measured on the GPU.

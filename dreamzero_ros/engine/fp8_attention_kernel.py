@@ -50,13 +50,19 @@ FP8_CAPABILITY = (8, 9)
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """Tile sizes and the ``P V`` precision of the kernel."""
+    """Tile sizes and precisions of the kernel.
+
+    ``pv_fp8``: ``P V`` of the cached tokens on FP8 tensor cores (else bf16); ``new_fp8``: the
+    call's new tokens quantized in the kernel and multiplied in FP8 (else in the model dtype,
+    as the dequantizing path attends them).
+    """
 
     block_m: int = 128
     block_n: int = 128
     num_warps: int = 8
     num_stages: int = 3
     pv_fp8: bool = False
+    new_fp8: bool = True
 
 
 _CONFIG = [KernelConfig()]
@@ -128,6 +134,8 @@ if triton is not None:
         l_i,
         q8,
         q_factor,
+        q16,
+        qk_scale,
         k_ptr,
         v_ptr,
         ks_ptr,
@@ -143,6 +151,7 @@ if triton is not None:
         even_d: tl.constexpr,
         block_n: tl.constexpr,
         pv_fp8: tl.constexpr,
+        new_fp8: tl.constexpr,
         emulate: tl.constexpr,
     ):
         """One block of ``block_n`` keys/values: online-softmax update of ``acc, m_i, l_i``.
@@ -152,25 +161,30 @@ if triton is not None:
         offs_n = start + tl.arange(0, block_n)
         n_mask = offs_n < count
         kv_offsets = offs_n[:, None] * token_stride + offs_d[None, :]
-        if quantize_kv:  # the call's new tokens, model dtype: per token and head, as stored
-            k = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
-            v = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
-            k_scale = tl.maximum(tl.max(tl.abs(k), axis=1), 1e-12) / 448.0
-            v_scale = tl.maximum(tl.max(tl.abs(v), axis=1), 1e-12) / 448.0
-            k8 = _e4m3(k / k_scale[:, None], emulate)
-            v8 = _e4m3(v / v_scale[:, None], emulate)
-        else:  # the cache: e4m3 values and their scales
-            k8 = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
-            v8 = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
-            if masked:
-                k_scale = tl.load(ks_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
-                v_scale = tl.load(vs_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
-            else:
-                k_scale = tl.load(ks_ptr + offs_n * scale_stride)
-                v_scale = tl.load(vs_ptr + offs_n * scale_stride)
-            k_scale = k_scale.to(tl.float32)
-            v_scale = v_scale.to(tl.float32)
-        s = _dot(q8, tl.trans(k8), emulate) * q_factor[:, None] * k_scale[None, :]
+        if quantize_kv and not new_fp8:  # the call's new tokens in the model dtype
+            k16 = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+            v16 = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+            s = _dot(q16, tl.trans(k16), emulate) * qk_scale
+        else:
+            if quantize_kv:  # the call's new tokens: per token and head, as the cache stores them
+                k = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
+                v = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d).to(tl.float32)
+                k_scale = tl.maximum(tl.max(tl.abs(k), axis=1), 1e-12) / 448.0
+                v_scale = tl.maximum(tl.max(tl.abs(v), axis=1), 1e-12) / 448.0
+                k8 = _e4m3(k / k_scale[:, None], emulate)
+                v8 = _e4m3(v / v_scale[:, None], emulate)
+            else:  # the cache: e4m3 values and their scales
+                k8 = _load_tile(k_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+                v8 = _load_tile(v_ptr + kv_offsets, n_mask, d_mask, masked, even_d)
+                if masked:
+                    k_scale = tl.load(ks_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
+                    v_scale = tl.load(vs_ptr + offs_n * scale_stride, mask=n_mask, other=0.0)
+                else:
+                    k_scale = tl.load(ks_ptr + offs_n * scale_stride)
+                    v_scale = tl.load(vs_ptr + offs_n * scale_stride)
+                k_scale = k_scale.to(tl.float32)
+                v_scale = v_scale.to(tl.float32)
+            s = _dot(q8, tl.trans(k8), emulate) * q_factor[:, None] * k_scale[None, :]
         if masked:
             s = tl.where(n_mask[None, :], s, float('-inf'))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
@@ -178,7 +192,9 @@ if triton is not None:
         p = tl.math.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None]
-        if pv_fp8:
+        if quantize_kv and not new_fp8:
+            acc += _dot(p.to(v16.dtype), v16, emulate)
+        elif pv_fp8:
             v_max = tl.maximum(tl.max(v_scale, axis=0), 1e-30)
             p8 = _e4m3(p * (v_scale * (448.0 / v_max))[None, :], emulate)
             acc += _dot(p8, v8, emulate) * (v_max / 448.0)
@@ -222,6 +238,7 @@ if triton is not None:
         block_m: tl.constexpr,
         block_n: tl.constexpr,
         pv_fp8: tl.constexpr,
+        new_fp8: tl.constexpr,
         emulate: tl.constexpr,
     ):
         pid_m = tl.program_id(0)
@@ -233,11 +250,12 @@ if triton is not None:
         d_mask = offs_d < head_dim
         m_mask = offs_m < q_len
         q_tile = q_ptr + b * q_strides_b + h * q_strides_h
-        q = tl.load(
+        q16 = tl.load(
             q_tile + offs_m[:, None] * q_strides_l + offs_d[None, :],
             mask=m_mask[:, None] & d_mask[None, :],
             other=0.0,
-        ).to(tl.float32)
+        )
+        q = q16.to(tl.float32)
         q_scale = tl.maximum(tl.max(tl.abs(q), axis=1), 1e-12) / 448.0
         q8 = _e4m3(q / q_scale[:, None], emulate)
         q_factor = q_scale * qk_scale  # qk_scale: softmax scale * log2(e)
@@ -252,30 +270,30 @@ if triton is not None:
         full = cached - cached % block_n
         for start in range(0, full, block_n):
             acc, m_i, l_i = _attend_block(
-                acc, m_i, l_i, q8, q_factor, kc, vc, ks, vs, start, cached,
+                acc, m_i, l_i, q8, q_factor, q16, qk_scale, kc, vc, ks, vs, start, cached,
                 c_strides_l, s_strides_l, offs_d, d_mask, False, False,
-                head_dim == block_d, block_n, pv_fp8, emulate,
+                head_dim == block_d, block_n, pv_fp8, new_fp8, emulate,
             )  # fmt: skip
         if full < cached:
             acc, m_i, l_i = _attend_block(
-                acc, m_i, l_i, q8, q_factor, kc, vc, ks, vs, full, cached,
+                acc, m_i, l_i, q8, q_factor, q16, qk_scale, kc, vc, ks, vs, full, cached,
                 c_strides_l, s_strides_l, offs_d, d_mask, False, True,
-                head_dim == block_d, block_n, pv_fp8, emulate,
+                head_dim == block_d, block_n, pv_fp8, new_fp8, emulate,
             )  # fmt: skip
         kn = kn_ptr + b * n_strides_b + h * n_strides_h
         vn = vn_ptr + b * n_strides_b + h * n_strides_h
         full = new - new % block_n
         for start in range(0, full, block_n):
             acc, m_i, l_i = _attend_block(
-                acc, m_i, l_i, q8, q_factor, kn, vn, ks, vs, start, new,
+                acc, m_i, l_i, q8, q_factor, q16, qk_scale, kn, vn, ks, vs, start, new,
                 n_strides_l, s_strides_l, offs_d, d_mask, True, False,
-                head_dim == block_d, block_n, pv_fp8, emulate,
+                head_dim == block_d, block_n, pv_fp8, new_fp8, emulate,
             )  # fmt: skip
         if full < new:
             acc, m_i, l_i = _attend_block(
-                acc, m_i, l_i, q8, q_factor, kn, vn, ks, vs, full, new,
+                acc, m_i, l_i, q8, q_factor, q16, qk_scale, kn, vn, ks, vs, full, new,
                 n_strides_l, s_strides_l, offs_d, d_mask, True, True,
-                head_dim == block_d, block_n, pv_fp8, emulate,
+                head_dim == block_d, block_n, pv_fp8, new_fp8, emulate,
             )  # fmt: skip
         out = acc / l_i[:, None]
         o_tile = out_ptr + b * o_strides_b + h * o_strides_h
@@ -326,6 +344,7 @@ def _launch(
         block_m=config.block_m,
         block_n=config.block_n,
         pv_fp8=config.pv_fp8,
+        new_fp8=config.new_fp8,
         emulate=_INTERPRETED,
         num_warps=config.num_warps,
         num_stages=config.num_stages,
