@@ -23,6 +23,7 @@ from dreamzero_ros.engine.acceleration import AccelerationConfig
 from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.fp8_attention_kernel import fp8_kv_attention
 from dreamzero_ros.engine.memory_config import MemoryConfig
+from dreamzero_ros.engine.memory_estimate import estimate_memory
 from dreamzero_ros.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,3 +136,15 @@ def test_fp8_attention_is_refused_at_configure_on_a_device_without_fp8_tensor_co
     monkeypatch.setattr(fp8_attention_kernel, 'triton', None)
     with pytest.raises(ConfigError, match="'fp8' needs Triton"):
         EngineConfig.tiny(acceleration=acceleration, memory=memory, device='cuda')
+
+
+def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkeypatch):
+    # A Hopper GPU (9.0); the estimate builds the model on the meta device, where nothing runs.
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (9, 0))
+    config = EngineConfig.tiny(
+        acceleration=AccelerationConfig(attention_backend='fp8'),
+        memory=MemoryConfig(kv_cache='fp8'),
+        device='cuda',
+    )
+    assert estimate_memory(config, 2).total > 0

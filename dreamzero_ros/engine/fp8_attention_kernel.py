@@ -78,6 +78,8 @@ def kernel_config(config: KernelConfig | None = None) -> KernelConfig:
 def unsupported(device: torch.device | str) -> str | None:
     """Why the kernel cannot run on ``device``, or None when it can."""
     device = torch.device(device)
+    if device.type == 'meta':  # shapes only (memory estimates): nothing runs
+        return None
     if triton is None:
         return 'needs Triton (the triton package), which is not installed'
     if _INTERPRETED:
