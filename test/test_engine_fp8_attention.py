@@ -148,3 +148,17 @@ def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkey
         device='cuda',
     )
     assert estimate_memory(config, 2).total > 0
+
+
+def test_a_nested_attention_context_replaces_the_fp8_choice():
+    from dreamzero_ros.engine.attention import attention_kernel, fp8_kv_attention_active
+
+    assert not fp8_kv_attention_active()
+    with attention_kernel('fp8'):
+        assert fp8_kv_attention_active()
+        with attention_kernel('cudnn'):
+            assert not fp8_kv_attention_active()
+        with attention_kernel('auto'):
+            assert not fp8_kv_attention_active()
+        assert fp8_kv_attention_active()
+    assert not fp8_kv_attention_active()

@@ -92,25 +92,26 @@ def flash_attention_3() -> Callable:
 
 
 @contextlib.contextmanager
-def _fa3_context(order: list[SDPBackend]) -> Iterator[None]:
-    """FlashAttention-3 for the calls it takes, torch's kernels in ``order`` for the others."""
-    token = _FA3_FORWARD.set(flash_attention_3())
-    try:
-        with sdpa_kernel(order, set_priority=True):
-            yield
-    finally:
-        _FA3_FORWARD.reset(token)
+def _kernel_context(name: str) -> Iterator[None]:
+    """The context of :func:`attention_kernel`.
 
-
-@contextlib.contextmanager
-def _fp8_context(order: list[SDPBackend]) -> Iterator[None]:
-    """FP8 attention over an FP8 K/V cache, torch's kernels in ``order`` for the other calls."""
-    token = _FP8_KV.set(True)
+    Every name sets both the FA3 and the FP8 flag, so a context nested in another one replaces
+    its choice.
+    """
+    fa3 = flash_attention_3() if name == 'fa3' else None
+    fa3_token = _FA3_FORWARD.set(fa3)
+    fp8_token = _FP8_KV.set(name == 'fp8')
     try:
-        with sdpa_kernel(order, set_priority=True):
+        preferred = ATTENTION_KERNELS[name]
+        if preferred is None:
             yield
+        else:
+            order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
+            with sdpa_kernel(order, set_priority=True):
+                yield
     finally:
-        _FP8_KV.reset(token)
+        _FP8_KV.reset(fp8_token)
+        _FA3_FORWARD.reset(fa3_token)
 
 
 def fp8_kv_attention_active() -> bool:
@@ -127,15 +128,7 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
         raise ValueError(
             f'attention backend must be one of {sorted(ATTENTION_KERNELS)}, got {name!r}'
         )
-    preferred = ATTENTION_KERNELS[name]
-    if preferred is None:
-        return contextlib.nullcontext()
-    order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
-    if name == 'fa3':
-        return _fa3_context(order)
-    if name == 'fp8':
-        return _fp8_context(order)
-    return sdpa_kernel(order, set_priority=True)
+    return _kernel_context(name)
 
 
 def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
