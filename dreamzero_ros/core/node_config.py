@@ -351,9 +351,10 @@ class EngineSettings:
     )
     attention_backend: str = parameter(
         'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
-        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
-        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
+        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, fa3 '
+        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package), or fp8 (FP8 attention '
+        'over the FP8 K/V cache: needs kv_cache fp8, Triton and a GPU with FP8 tensor cores).',
+        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3', 'fp8'),
     )
     cfg_parallel: int = parameter(
         1,
