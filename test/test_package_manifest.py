@@ -26,6 +26,8 @@ ROS_IMPORTS = {
     'std_srvs': 'std_srvs',
     'sensor_msgs': 'sensor_msgs',
     'trajectory_msgs': 'trajectory_msgs',
+    'geometry_msgs': 'geometry_msgs',
+    'nav_msgs': 'nav_msgs',
     'diagnostic_msgs': 'diagnostic_msgs',
     'rosgraph_msgs': 'rosgraph_msgs',
     'lifecycle_msgs': 'lifecycle_msgs',
