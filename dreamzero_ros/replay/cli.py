@@ -186,7 +186,12 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         except ValueError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
-        config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
+        config = dataclasses.replace(
+            config,
+            cache=settings.cache_for(layout),
+            layout=layout,
+            groups=settings.group_layout(layout),
+        )
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
         try:

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from dreamzero_ros.core.action_groups import GroupLayout
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
@@ -50,6 +51,8 @@ class EvaluationConfig:
             of the command it would have sent (``None``: the node's defaults).
         layout: the policy's action columns, reordered into the node's layout (arm joints, then
             the gripper) before scoring; ``None``: already in it (DROID).
+        groups: the robot's action groups on those columns: each is also scored on its own
+            (the metrics' ``groups``); ``None``: not.
 
     """
 
@@ -65,6 +68,7 @@ class EvaluationConfig:
     allow_partial: bool = False
     loop: LoopConfig | None = None
     layout: RobotLayout | None = None
+    groups: GroupLayout | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,14 @@ class Evaluation:
         hold = np.repeat(
             np.stack([r.state for r in self.records])[:, None, :], predicted.shape[1], 1
         )
+        if self.config.groups is not None:
+            result['groups'] = metrics.group_errors(
+                predicted,
+                reference,
+                hold,
+                [(group.name, group.columns) for group in self.config.groups.groups],
+                names,
+            )
         latencies = np.array([record.latency_s for record in self.records])
         stage_names = sorted({stage for r in self.records for stage in r.timing_ms})
         first = self.records[0]
