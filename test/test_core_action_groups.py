@@ -183,3 +183,31 @@ def test_bad_group_entries_are_refused_naming_the_entry():
         groups_from_mapping([{'name': 'a', 'output': 'none'}] * 2)
     with pytest.raises(ValueError, match=r'action_groups: no file'):
         build_settings({**defaults(), 'action_groups': '/nonexistent/groups.yaml'})
+
+
+def test_a_plan_starts_the_base_at_its_measured_velocity_and_ramps_within_the_limits():
+    from dreamzero_ros.core.chunk_scheduler import BlendConfig
+    from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
+    from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+    from dreamzero_ros.core.safety import SafetyLimits
+    from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
+
+    arm = tuple(f'j{i}' for i in range(7))
+    cache = ObservationCache(CacheConfig(arm, 'g', max_age=0.5, max_skew=0.2))
+    delta = np.array([0.5] * 7 + [1.0] + [0.05, 0.05])  # the base: 0.05 m/s per step at most
+    limits = SafetyLimits(np.full(10, -3.0), np.full(10, 3.0), delta, delta_mode='clamp')
+    loop = ControlLoop(cache, LoopConfig(limits, BlendConfig(2, 12)), prompt='go')
+    loop.measured_velocities = np.array([0.3, -0.1])  # odometry: moving and turning
+    for camera in DROID_CAMERAS:
+        cache.add_image(camera, np.zeros((4, 4, 3), np.uint8), 1.0)
+    cache.add_joint_state([*arm, 'g'], [0.0] * 7 + [0.5], 1.0)
+    query = loop.poll(1.0).query
+    np.testing.assert_allclose(query.measured_command[8:], [0.3, -0.1])
+    actions = np.zeros((24, 10), np.float32)
+    actions[:, 7] = 0.5
+    outcome = loop.on_chunk(query, ActionChunk(actions, stamp=1.0, step_duration=1 / 15), 1.0)
+    base = outcome.plan.rows[:, 8:]
+    # from the measured velocity towards the policy's stop, no faster than the limit allows
+    assert abs(base[0, 0] - 0.3) <= 0.05 + 1e-9 and abs(base[0, 1] + 0.1) <= 0.05 + 1e-9
+    assert np.all(np.abs(np.diff(base, axis=0)) <= 0.05 + 1e-9)
+    np.testing.assert_allclose(base[-1], 0.0, atol=1e-9)
