@@ -211,3 +211,31 @@ def test_a_plan_starts_the_base_at_its_measured_velocity_and_ramps_within_the_li
     assert abs(base[0, 0] - 0.3) <= 0.05 + 1e-9 and abs(base[0, 1] + 0.1) <= 0.05 + 1e-9
     assert np.all(np.abs(np.diff(base, axis=0)) <= 0.05 + 1e-9)
     np.testing.assert_allclose(base[-1], 0.0, atol=1e-9)
+
+
+def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
+    yam = shipped('yam')
+    layout = layout_of(yam)
+    values = {
+        **defaults(),
+        'action_groups': 'yam',
+        'camera_keys': list(yam.camera_keys),
+        'camera_topics': ['a', 'b', 'c'],
+    }
+    with pytest.raises(ValueError, match=r'joint_lower/joint_upper/max_step_delta need 14 values'):
+        build_settings(values).check_policy(layout)
+    fitted = {
+        **values,
+        'safety.joint_lower': [-3.0] * 12 + [0.0] * 2,
+        'safety.joint_upper': [3.0] * 12 + [1.0] * 2,
+        'safety.max_step_delta': [0.1] * 14,
+    }
+    with pytest.raises(ValueError, match=r'max_velocity/stop_deceleration need one value per arm'):
+        build_settings(fitted).check_policy(layout)
+    settings = build_settings(
+        {**fitted, 'safety.max_velocity': [2.0] * 12, 'safety.stop_deceleration': [5.0] * 12}
+    )
+    settings.check_policy(layout)
+    cache = settings.cache_for(layout)
+    assert cache.arm_joints[:7] == (*(f'left_joint{i}' for i in range(1, 7)), 'right_joint1')
+    assert [g[0] for g in cache.grippers] == ['left_gripper', 'right_gripper']

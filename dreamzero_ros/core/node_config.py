@@ -613,7 +613,7 @@ class NodeSettings:
             arm_joints, grippers = groups.arm_joints, groups.grippers
         elif self.action_groups:
             specs = self.group_specs
-            arm_joints = tuple(j for spec in specs if spec.kind == 'position' for j in spec.joints)
+            arm_joints = tuple(j for spec in specs if spec.output != 'gripper' for j in spec.joints)
             grippers = tuple(
                 (spec.gripper_joint, spec.gripper.open_position, spec.gripper.closed_position)
                 for spec in specs
@@ -636,17 +636,16 @@ class NodeSettings:
 
     def check_policy(self, layout: RobotLayout) -> None:
         """Raise ``ValueError`` unless these parameters can drive a policy of ``layout``."""
+        if self.action_groups:  # the groups name the joints: they must fit first
+            groups = self._fitted_groups(layout)
+            arm_joints, grippers = groups.arm_joints, [g[0] for g in groups.grippers]
+        else:
+            arm_joints, grippers = self.cache.arm_joints, [g[0] for g in self.cache.grippers]
         source = 'action_groups' if self.action_groups else 'arm_joint_names'
-        cache = self.cache
-        problems = layout.mismatches(
-            self.camera_keys, cache.arm_joints, [g[0] for g in cache.grippers], source
-        )
+        problems = layout.mismatches(self.camera_keys, arm_joints, grippers, source)
         if problems:
             raise ValueError('the parameters do not fit the policy: ' + '; '.join(problems))
-        try:
-            groups = self.group_layout(layout)
-        except ValueError as error:
-            raise ValueError(f'the action groups do not fit the policy: {error}') from error
+        groups = self._fitted_groups(layout)
         width, arm = layout.command_width, len(layout.arm_columns)
         limits, motion = self.loop.limits, self.loop.motion
         if limits.lower.shape != (width,):
@@ -661,6 +660,12 @@ class NodeSettings:
             )
         if problems:
             raise ValueError('the parameters do not fit the policy: ' + '; '.join(problems))
+
+    def _fitted_groups(self, layout: RobotLayout) -> GroupLayout:
+        try:
+            return self.group_layout(layout)
+        except ValueError as error:
+            raise ValueError(f'the action groups do not fit the policy: {error}') from error
 
     @functools.cached_property
     def loop(self) -> LoopConfig:
