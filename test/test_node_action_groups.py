@@ -236,11 +236,18 @@ def test_yam_two_arms_two_grippers_joint_states_from_two_topics(tmp_path, yam_gr
     harness = robot.harness
     for side in ('left', 'right'):
         harness.record(f'{side}_arm', JointTrajectory, f'{side}_arm_controller/joint_trajectory')
-        harness.record(f'{side}_gripper', Float64, f'{side}_gripper/command')
         harness.record(f'{side}_states', JointState, f'{side}_arm/joint_states')
+    harness.record('left_gripper', Float64, 'left_gripper/command')
     harness.record('rejected', String, '/sim_arm/rejected')
     try:
         robot.wait_configured()
+        # nothing subscribes to the right gripper's topic yet: enabling is refused, naming it
+        response = robot.enable()
+        assert not response.success
+        assert response.message.endswith(
+            'no controller for right_gripper (gripper right_gripper/command)'
+        ), response.message
+        harness.record('right_gripper', Float64, 'right_gripper/command')
         robot.start_sim()
         robot.enable_when_the_controllers_are_up()
         for side in ('left', 'right'):

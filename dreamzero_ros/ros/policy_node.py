@@ -17,7 +17,10 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
 - out: ``trajectory_topic`` (trajectory_msgs/JointTrajectory for joint_trajectory_controller;
   only while active, enabled and not dry_run; arm joints only), the gripper command
   (``gripper.interface``: GripperCommand action, Float64 or JointTrajectory on
-  ``gripper.command_name``, same conditions), ``preview_topic`` (every merged trajectory),
+  ``gripper.command_name``, same conditions) -- or, with ``action_groups``, each group's own
+  controller (:mod:`~dreamzero_ros.ros.group_outputs`: trajectory topics or actions, grippers,
+  Twist for a base; joint states also from each group's ``state_topic``, a base's velocity
+  from its odometry) --, ``preview_topic`` (every merged trajectory),
   ``chunk_topic`` (dreamzero_ros/msg/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
   ``/diagnostics``.
