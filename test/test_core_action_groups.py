@@ -239,3 +239,16 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
     cache = settings.cache_for(layout)
     assert cache.arm_joints[:7] == (*(f'left_joint{i}' for i in range(1, 7)), 'right_joint1')
     assert [g[0] for g in cache.grippers] == ['left_gripper', 'right_gripper']
+
+
+def test_a_checkpoints_training_config_gives_agibots_effectors_and_velocity(tmp_path):
+    from dreamzero_ros.engine.experiment_cfg import embodiment_from_checkpoint, write_experiment_cfg
+
+    write_experiment_cfg(tmp_path, shipped('agibot'))  # conf.yaml names keys, no flags
+    agibot = embodiment_from_checkpoint(tmp_path, 'agibot')
+    assert [k.key for k in agibot.state if k.gripper] == [
+        'left_effector_position',
+        'right_effector_position',
+    ]
+    assert (agibot.arm_state_dim, agibot.gripper_state_dim) == (18, 2)
+    assert agibot.velocity_columns == (20, 21) and len(agibot.arm_columns) == 18
