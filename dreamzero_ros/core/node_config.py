@@ -532,8 +532,12 @@ class NodeSettings:
             self.group_specs  # noqa: B018 - reads (and so checks) the action groups
         except ValueError as error:
             raise ValueError(f'action_groups: {error}') from error
-        if self.action_groups:
-            self.loop  # noqa: B018 - checks the limits; their widths against the policy's
+        if self.action_groups:  # the limits' widths are checked against the policy's groups
+            try:
+                self.loop  # noqa: B018 - builds (and so checks) the limits
+                self.cache  # noqa: B018 - and the cache configuration
+            except ValueError as error:
+                raise ValueError(f'invalid parameters: {error}') from error
             return
         arm = len(self.arm_joint_names)
         for name in ('max_velocity', 'stop_deceleration'):
