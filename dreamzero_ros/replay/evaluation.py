@@ -102,7 +102,8 @@ class Evaluation:
 
     def metrics(self) -> dict[str, object]:
         """The metrics JSON: horizon errors (policy and hold-position baseline), latency, timing."""
-        names = self.config.topics.joint_names
+        groups = self.config.groups
+        names = groups.command_names if groups is not None else self.config.topics.joint_names
         result: dict[str, object] = {
             'bag': self.bag,
             'reference_topic': self.reference_topic,
@@ -116,7 +117,7 @@ class Evaluation:
         }
         if not self.records:
             return result
-        arm_dof = len(self.config.topics.arm_joints)
+        arm_dof = len(groups.arm_joints if groups is not None else self.config.topics.arm_joints)
         predicted = np.stack([record.actions for record in self.records])
         reference = np.stack([record.reference for record in self.records])
         hold = np.repeat(
@@ -220,9 +221,7 @@ def evaluate_bag(
     with BagReader(path, config.allow_partial) as reader:
         cameras = check_topics(reader, topics)
         reference_topic = topics.command or topics.joint_states
-        reference = read_trajectory(
-            reader, reference_topic, tuple(topics.joint_names), config.cache.gripper_range
-        )
+        reference = _read_reference(reader, reference_topic, config)
         sources = [*cameras.values(), topics.joint_states]
         start = max(reader.first_log_ns(topic) for topic in sources) / NS_PER_S
         start += config.start_offset_s
@@ -257,6 +256,22 @@ def evaluate_bag(
     return evaluation
 
 
+def _padded(state: np.ndarray, width: int) -> np.ndarray:
+    """The measured state as a command row: columns it lacks (a base's velocity) at rest, 0."""
+    return np.concatenate([state, np.zeros(max(width - state.shape[0], 0))])
+
+
+def _read_reference(reader: BagReader, topic: str, config: EvaluationConfig) -> Trajectory:
+    """The robot's recorded motion in the command row's columns (a base's velocities: NaN)."""
+    groups = config.groups
+    if groups is None:
+        names = tuple(config.topics.joint_names)
+        return read_trajectory(reader, topic, names, config.cache.gripper_range)
+    arm = len(groups.arm_joints)
+    ranges = {arm + i: (low, high) for i, (_, low, high) in enumerate(groups.grippers)}
+    return read_trajectory(reader, topic, tuple(groups.command_names), gripper_ranges=ranges)
+
+
 def _run_query(
     infer: Callable[[Observation], ActionChunk],
     query_time: float,
@@ -283,7 +298,10 @@ def _run_query(
         step_duration=float(chunk.step_duration),
         timing_ms=dict(chunk.timing_ms),
         actions=actions,
-        state=np.concatenate([observation.joint_position, observation.gripper_position]),
+        state=_padded(
+            np.concatenate([observation.joint_position, observation.gripper_position]),
+            actions.shape[-1],
+        ),
         reference=reference.at(steps),
     )
     return record, chunk
