@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import NODE_NAME
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import cached_random_checkpoint
@@ -336,10 +337,20 @@ def demo_system(
         _stop(stream)
 
 
+RANDOM_WEIGHTS_NOTE = (
+    'note: the model has random weights, so its actions mean nothing and stay close to where '
+    'the arm is; the node still applies its limits, hand-over and holds to them, which is '
+    'what the demo shows. With a real checkpoint (docs/getting_started.md) the arm follows '
+    'the task.'
+)
+
+
 def _print_chunk(chunk: Any) -> None:
+    steps, columns = chunk.shape
     print(
-        f'chunk {chunk.chunk_id}: actions {chunk.shape}, observation stamp {chunk.stamp:.3f}, '
-        f'latency {chunk.latency:.2f} s, first row {_fmt(chunk.first_row)}'
+        f'chunk {chunk.chunk_id}: {steps} steps x {columns} columns ({columns - 1} arm joint '
+        f'positions in rad, then the gripper: 0 open .. 1 closed), {chunk.latency:.2f} s from '
+        f'the observation to the chunk; first step {_fmt(chunk.first_row)}'
     )
 
 
@@ -378,6 +389,7 @@ def run(options: argparse.Namespace) -> int:
             return 1
         demo.wait_arm_report()
         print(demo.listener.summary(time.monotonic() - start))
+        print(RANDOM_WEIGHTS_NOTE)
     if not done:
         print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
         return 1
@@ -386,6 +398,10 @@ def run(options: argparse.Namespace) -> int:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-demo``."""
+    return run_tool('dreamzero-demo', _demo, args)
+
+
+def _demo(args: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog='dreamzero-demo',
         description='Run the DreamZero policy node on a small random-weight model driving a '
@@ -407,6 +423,7 @@ def main(args: list[str] | None = None) -> int:
         default=10.0,
         help='after the last chunk, seconds to wait for the arm to reach a waypoint',
     )
+    add_debug_option(parser)
     return run(parser.parse_args(args))
 
 

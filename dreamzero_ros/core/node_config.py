@@ -30,6 +30,7 @@ from dreamzero_ros.core.action_groups import (
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.gripper import GripperConfig
+from dreamzero_ros.core.imagination import ViewSettings
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.robot_layout import RobotLayout
@@ -507,6 +508,7 @@ class NodeSettings:
     task: TaskSettings = field(default_factory=TaskSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
+    views: ViewSettings = field(default_factory=ViewSettings)
 
     def __post_init__(self) -> None:
         keys, topics = self.camera_keys, self.camera_topics

@@ -44,7 +44,7 @@ class EvaluationConfig:
         max_chunks: stop after this many chunks (``None``: no limit).
         session_id: policy session used for the whole bag.
         request_video: ask the policy for its predicted future frames (where its ``infer``
-            takes ``return_video``, as the local engine's does).
+            takes ``predicted_video`` or ``return_video``, as the local engine's does).
         allow_partial: evaluate the intact parts of a damaged bag (what was skipped is in the
             metrics' ``integrity``) instead of refusing it.
         loop: the node's hand-over, limits and trajectory settings, for the hand-over quality
@@ -53,6 +53,8 @@ class EvaluationConfig:
             the gripper) before scoring; ``None``: already in it (DROID).
         groups: the robot's action groups on those columns: each is also scored on its own
             (the metrics' ``groups``); ``None``: not.
+        policy: what produced the chunks (checkpoint, preset or server, options, version),
+            copied into the metrics; ``random_weights`` true marks scores as meaningless.
 
     """
 
@@ -69,6 +71,7 @@ class EvaluationConfig:
     loop: LoopConfig | None = None
     layout: RobotLayout | None = None
     groups: GroupLayout | None = None
+    policy: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class Evaluation:
             'bag': self.bag,
             'reference_topic': self.reference_topic,
             'prompt': self.config.prompt,
+            'policy': self.config.policy,
             'span_s': list(self.span_s),
             'queries': len(self.records) + len(self.refusals) + len(self.policy_errors),
             'chunks': len(self.records),
@@ -234,7 +238,11 @@ def evaluate_bag(
         times = query_times(start, stop, config.query_period_s)
         policy.reset(config.session_id)
         infer = policy.infer
-        if config.request_video and 'return_video' in inspect.signature(infer).parameters:
+        parameters = inspect.signature(infer).parameters
+        if config.request_video and 'predicted_video' in parameters:
+            # kept undecoded: decoded by the consumer, outside the timed inference
+            infer = functools.partial(infer, predicted_video=True)
+        elif config.request_video and 'return_video' in parameters:
             infer = functools.partial(infer, return_video=True)
         for query in observations(
             reader, topics, config.cache, times, config.prompt, config.session_id

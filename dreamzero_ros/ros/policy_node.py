@@ -66,6 +66,7 @@ from dreamzero_ros.core.action_groups import GroupLayout
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
+from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
@@ -79,6 +80,7 @@ from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.group_outputs import GroupOutputs
 from dreamzero_ros.ros.image_decoding import decode_image
+from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.task_server import TaskServer
 
@@ -174,6 +176,7 @@ class PolicyNode(LifecycleNode):
         self._last_drop = ''
         self._refused_enable = ''
         self._jump_handle: Any = None
+        self._views: ImaginationViews | None = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -245,6 +248,10 @@ class PolicyNode(LifecycleNode):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='dreamzero-infer')
         self._create_inputs()
         self._create_outputs()
+        if settings.views.enabled and policy_keeps_views(self.policy):
+            self._views = ImaginationViews(
+                self, settings.views, self.layout.cameras, settings.scheduler.step_duration
+            )
         self.enabled = settings.start_enabled
         self._tasks.configure(settings.task.input_timeout)
         self.lifecycle_state = 'inactive'
@@ -319,6 +326,9 @@ class PolicyNode(LifecycleNode):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
         self._outputs = {}
+        if self._views is not None:
+            self._views.destroy()
+            self._views = None
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
@@ -599,13 +609,14 @@ class PolicyNode(LifecycleNode):
         self._publish_hold(result.hold)
         if result.query is not None:
             self.engine_state = 'inferring'
-            future = self._worker.submit(self._infer, result.query.observation, read_at)
+            options = self._views.request() if self._views is not None else {}
+            future = self._worker.submit(self._infer, result.query.observation, read_at, options)
             future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
 
-    def _infer(self, observation: Any, read_at: float) -> _Answer:
-        """Worker thread: one inference, timed."""
+    def _infer(self, observation: Any, read_at: float, options: dict[str, bool]) -> _Answer:
+        """Worker thread: one inference (``options``: what to keep for the views), timed."""
         started = time.perf_counter()
-        chunk = self.policy.infer(observation)
+        chunk = self.policy.infer(observation, **options)
         return _Answer(chunk, started - read_at, time.perf_counter())
 
     def _on_done(self, query: Query, future: Future) -> None:
@@ -641,6 +652,8 @@ class PolicyNode(LifecycleNode):
             if self._publish_chunk(query, chunk, outcome):
                 self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
                 self._tasks.chunk_executed()
+            if self._views is not None:  # after the trajectory: decoded in the views' thread
+                self._views.on_chunk(chunk)
             self.loop.observation_to_query.record(answer.query_delay, now)
             chunk_arrived = True
         if chunk_arrived and self.lifecycle_state == 'active':
@@ -752,6 +765,10 @@ class PolicyNode(LifecycleNode):
             dry_run=self.dry_run,
             task=self._tasks.instruction,
         )
+        if self._views is not None:
+            report = dataclasses.replace(
+                report, values=report.values + self._views.counters.values()
+            )
         self._diagnostics.publish(
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
         )
