@@ -130,3 +130,45 @@ def ur_observation(seed: int = 0, **changes) -> Observation:
     )
     fields.update(changes)
     return Observation(**fields)
+
+
+def shipped_embodiment(tag: str, view_size=(16, 48), camera_size=(24, 64)) -> Embodiment:
+    """A shipped embodiment file (``embodiments/<tag>.yaml``) at test image sizes.
+
+    Statistics are made up per key: states within +-1 (grippers 0..1), relative actions
+    within +-0.1, other actions (a base velocity) within +-0.3.
+    """
+    from dreamzero_ros.engine.embodiment import read_yaml
+    from dreamzero_ros.errors import EmbodimentError
+
+    data = dict(read_yaml(EMBODIMENTS_DIR / f'{tag}.yaml', EmbodimentError))
+    grippers = {'gripper', 'effector'}
+
+    def stats(entry, group):
+        dim = entry['dim']
+        if group == 'action' and entry.get('relative'):
+            low, high = -0.1, 0.1
+        elif group == 'action' and entry.get('velocity'):
+            low, high = -0.3, 0.3
+        elif any(part in entry['key'] for part in grippers):
+            low, high = 0.0, 1.0
+        else:
+            low, high = -1.0, 1.0
+        return statistics([low] * dim, [high] * dim).to_mapping()
+
+    data['statistics'] = {
+        group: {entry['key']: stats(entry, group) for entry in data[group]}
+        for group in ('state', 'action')
+    }
+    data['cameras'] = [
+        {**camera, 'height': camera_size[0], 'width': camera_size[1]} for camera in data['cameras']
+    ]
+    data['view'] = {**data['view'], 'height': view_size[0], 'width': view_size[1]}
+    return Embodiment.from_mapping(data, tag)
+
+
+def write_shipped_checkpoint(folder: Path, tag: str, seed: int = 5) -> Path:
+    """A random tiny checkpoint of :func:`shipped_embodiment` (12 tokens per latent frame)."""
+    return write_random_checkpoint(
+        folder, tiny_config(12), seed=seed, embodiment=shipped_embodiment(tag)
+    )

@@ -38,6 +38,16 @@ def test_frames_encode_as_jpeg_or_raw_rgb8():
         encode_frame(rgb, 'png')
 
 
+def test_view_topics_are_valid_names_for_any_camera_key():
+    topics = view_topics(('top_camera-images-rgb', '0cam', 'wrist'), 'jpeg')
+    assert topics['predicted_video/top_camera-images-rgb'] == (
+        '~/predicted_video/top_camera_images_rgb/compressed'
+    )
+    assert topics['predicted_video/0cam'] == '~/predicted_video/camera_0cam/compressed'
+    with pytest.raises(ValueError, match='two views'):
+        view_topics(('a-b', 'a_b'), 'raw')
+
+
 def test_view_topics_follow_image_transport_names():
     assert view_topics(('a', 'b'), 'jpeg') == {
         'model_input': '~/model_input/compressed',

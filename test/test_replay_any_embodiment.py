@@ -89,6 +89,14 @@ def test_replay_scores_a_six_joint_robot(tmp_path, checkpoint, bag, capsys):
     assert len(errors['by_step_joint']['mae']) == 24
     assert all(len(row) == 7 for row in errors['by_step_joint']['mae'])
     assert errors['arm']['mae'] is not None and errors['gripper']['mae'] is not None
+    # each action group scored against its own recorded motion
+    groups = metrics['groups']
+    assert list(groups) == ['arm', 'gripper']
+    assert groups['arm']['joints'] == ARM and groups['gripper']['joints'] == [GRIPPER]
+    assert groups['arm']['mae'] == pytest.approx(errors['arm']['mae'])
+    assert groups['gripper']['mae'] == pytest.approx(errors['gripper']['mae'])
+    hold = metrics['hold_baseline_errors']
+    assert groups['arm']['hold_baseline_mae'] == pytest.approx(hold['arm']['mae'])
 
 
 def test_replay_refuses_parameters_that_do_not_fit_the_policy(tmp_path, checkpoint, bag, capsys):

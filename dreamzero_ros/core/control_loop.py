@@ -78,12 +78,16 @@ class Query:
     generation: int
     query_id: int
     sent_at: float
+    #: Measured base velocities (the command row's velocity columns) when it was sent.
+    velocities: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def measured_command(self) -> np.ndarray:
-        """The observed joints and gripper as a command row: the start of the first plan."""
+        """The observed joints, grippers and velocities as a command row: the start of a plan."""
         obs = self.observation
-        return np.concatenate([obs.joint_position, obs.gripper_position]).astype(np.float64)
+        return np.concatenate([obs.joint_position, obs.gripper_position, self.velocities]).astype(
+            np.float64
+        )
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,9 @@ class ControlLoop:
         self.observation_to_query = LatencyStats()
         self.chunk_to_publish = LatencyStats()
         self.counters = LoopCounters()
+        #: The base velocities measured now (the command row's velocity columns; set by the
+        #: node from odometry, zero where there is none); empty for a robot without a base.
+        self.measured_velocities = np.zeros(0)
         self._generation = 0
         self._in_flight: Query | None = None
         self._last_query_at: float | None = None
@@ -211,7 +218,13 @@ class ControlLoop:
                 refusal = observation
             else:
                 self.last_refusal = None
-                query = Query(observation, self._generation, next(self._query_ids), now)
+                query = Query(
+                    observation,
+                    self._generation,
+                    next(self._query_ids),
+                    now,
+                    self.measured_velocities.copy(),
+                )
                 self._in_flight = query
                 self._last_query_at = now
                 self.counters.queries += 1

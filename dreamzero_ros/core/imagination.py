@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 import inspect
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +40,22 @@ def view_topics(camera_keys: tuple[str, ...], encoding: str) -> dict[str, str]:
     (so that RViz's image displays and ``image_transport`` subscribers find them).
     """
     suffix = '/compressed' if encoding == 'jpeg' else ''
-    views = ['model_input', 'predicted_video', *(f'predicted_video/{k}' for k in camera_keys)]
-    return {view: f'~/{view}{suffix}' for view in views}
+    topics = {view: f'~/{view}{suffix}' for view in ('model_input', 'predicted_video')}
+    for key in camera_keys:
+        topic = f'~/predicted_video/{topic_token(key)}{suffix}'
+        if topic in topics.values():
+            raise ValueError(f'camera keys {camera_keys} give two views the topic {topic}')
+        topics[f'predicted_video/{key}'] = topic
+    return topics
+
+
+def topic_token(name: str) -> str:
+    """``name`` as one ROS topic name token: letters, digits and ``_``, not starting with a digit.
+
+    Checkpoints' camera keys need not be (YAM's ``top_camera-images-rgb``).
+    """
+    token = re.sub(r'[^A-Za-z0-9_]', '_', name)
+    return f'camera_{token}' if not token or token[0].isdigit() else token
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.core.action_groups import (
+    GroupLayout,
+    GroupSpec,
+    load_groups,
+    resolve_groups,
+    single_arm_groups,
+)
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.envelope import EnvelopeConfig
@@ -34,6 +41,7 @@ from dreamzero_ros.core.trajectory import (
     PANDA_STOP_DECELERATION,
     MotionConfig,
 )
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: Default node name (the launch file and the console script use it).
@@ -554,6 +562,15 @@ class NodeSettings:
         range=(0.0, 3600.0),
     )
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
+    action_groups: str = parameter(
+        '',
+        'Controllers of a robot with several groups (arms, grippers, head, base): a YAML file '
+        'with a "groups" list mapping each action key to its output, or the tag of a shipped '
+        'embodiment file (agibot, yam). Then the joints and outputs come from the groups, and '
+        'the safety arrays cover every command column (arm joints, grippers, velocities). '
+        'Empty: one arm (arm_joint_names on trajectory_topic) and at most one gripper '
+        '(gripper_joint_name, gripper.*).',
+    )
     # --- safety, scheduling, engine, bridge
     gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)
@@ -584,6 +601,17 @@ class NodeSettings:
             )
         if len(self.gripper_range) != 2:
             raise ValueError(f'gripper_range needs 2 values, got {list(self.gripper_range)}')
+        try:
+            self.group_specs  # noqa: B018 - reads (and so checks) the action groups
+        except ValueError as error:
+            raise ValueError(f'action_groups: {error}') from error
+        if self.action_groups:  # the limits' widths are checked against the policy's groups
+            try:
+                self.loop  # noqa: B018 - builds (and so checks) the limits
+                self.cache  # noqa: B018 - and the cache configuration
+            except ValueError as error:
+                raise ValueError(f'invalid parameters: {error}') from error
+            return
         arm = len(self.arm_joint_names)
         for name in ('max_velocity', 'stop_deceleration'):
             if len(getattr(self.safety, name)) != arm:
@@ -615,6 +643,35 @@ class NodeSettings:
         """
         return self.cache_for(None)
 
+    @functools.cached_property
+    def group_specs(self) -> tuple[GroupSpec, ...]:
+        """The robot's action groups (``action_groups``, or the single arm's parameters)."""
+        if self.action_groups:
+            return load_groups(self.action_groups, EMBODIMENTS_DIR)
+        gripper = self.gripper
+        return single_arm_groups(
+            self.arm_joint_names,
+            self.trajectory_topic,
+            self.gripper_joint_name,
+            gripper.interface,
+            gripper.command_name,
+            self.gripper_config,
+            gripper.max_effort,
+            gripper.move_time,
+        )
+
+    def group_layout(self, layout: RobotLayout) -> GroupLayout:
+        """The action groups placed on the command row of a policy of ``layout``."""
+        return resolve_groups(
+            self.group_specs,
+            layout.action_keys,
+            layout.action_dims,
+            layout.arm_columns,
+            layout.gripper_columns,
+            layout.velocity_columns,
+            self.joint_states_topic,
+        )
+
     def cache_for(self, layout: RobotLayout | None) -> CacheConfig:
         """The observation cache's configuration for a policy of ``layout``.
 
@@ -625,26 +682,68 @@ class NodeSettings:
         sizes: tuple[tuple[int, int], ...] = ()
         if layout is not None and all(camera in layout.camera_sizes for camera in cameras):
             sizes = tuple(layout.camera_sizes[camera] for camera in cameras)
+        arm_joints = self.arm_joint_names
+        grippers = (
+            ((self.gripper_joint_name, *self.gripper_range),) if self.gripper_joint_name else ()
+        )
+        if layout is not None:
+            groups = self.group_layout(layout)
+            arm_joints, grippers = groups.arm_joints, groups.grippers
+        elif self.action_groups:
+            specs = self.group_specs
+            arm_joints = tuple(j for spec in specs if spec.output != 'gripper' for j in spec.joints)
+            grippers = tuple(
+                (spec.gripper_joint, spec.gripper.open_position, spec.gripper.closed_position)
+                for spec in specs
+                if spec.output == 'gripper'
+            )
+        first = grippers[0] if grippers else ('', *self.gripper_range)
         return CacheConfig(
-            arm_joints=self.arm_joint_names,
-            gripper_joint=self.gripper_joint_name,
+            arm_joints=arm_joints,
+            gripper_joint=first[0],
+            more_grippers=tuple(grippers[1:]),
             cameras=cameras,
             max_age=self.max_age,
             max_skew=self.max_skew,
             image_size=(self.image_height, self.image_width) if self.image_height else None,
             camera_sizes=sizes,
             image_fit=self.image_fit,
-            gripper_range=(self.gripper_range[0], self.gripper_range[1]),
+            gripper_range=(first[1], first[2]),
             clip_offsets=self.clip_offsets,
         )
 
     def check_policy(self, layout: RobotLayout) -> None:
         """Raise ``ValueError`` unless these parameters can drive a policy of ``layout``."""
-        problems = layout.mismatches(
-            self.camera_keys, self.arm_joint_names, self.gripper_joint_name
-        )
+        if self.action_groups:  # the groups name the joints: they must fit first
+            groups = self._fitted_groups(layout)
+            arm_joints, grippers = groups.arm_joints, [g[0] for g in groups.grippers]
+        else:
+            arm_joints, grippers = self.cache.arm_joints, [g[0] for g in self.cache.grippers]
+        source = 'action_groups' if self.action_groups else 'arm_joint_names'
+        problems = layout.mismatches(self.camera_keys, arm_joints, grippers, source)
         if problems:
             raise ValueError('the parameters do not fit the policy: ' + '; '.join(problems))
+        groups = self._fitted_groups(layout)
+        width, arm = layout.command_width, len(layout.arm_columns)
+        limits, motion = self.loop.limits, self.loop.motion
+        if limits.lower.shape != (width,):
+            problems.append(
+                f'safety.joint_lower/joint_upper/max_step_delta need {width} values (the '
+                f'command columns {groups.command_names}), got {limits.lower.shape[0]}'
+            )
+        if len(motion.max_velocity) != arm:
+            problems.append(
+                f'safety.max_velocity/stop_deceleration need one value per arm joint ({arm}), '
+                f'got {len(motion.max_velocity)}'
+            )
+        if problems:
+            raise ValueError('the parameters do not fit the policy: ' + '; '.join(problems))
+
+    def _fitted_groups(self, layout: RobotLayout) -> GroupLayout:
+        try:
+            return self.group_layout(layout)
+        except ValueError as error:
+            raise ValueError(f'the action groups do not fit the policy: {error}') from error
 
     @functools.cached_property
     def loop(self) -> LoopConfig:

@@ -109,6 +109,8 @@ class CacheConfig:
             policy, ascending and ending at 0. ``(0.0,)`` gives one ``(H, W, 3)`` frame per camera;
             more offsets give a ``(T, H, W, 3)`` clip (nearest stored frame to each offset; the
             oldest frame repeats while the history is shorter).
+        more_grippers: ``(joint, open, closed)`` of each gripper after ``gripper_joint`` (a
+            bimanual robot's), read through its own range as ``gripper_range`` reads the first.
 
     """
 
@@ -122,8 +124,13 @@ class CacheConfig:
     image_fit: str = 'letterbox'
     gripper_range: tuple[float, float] = (0.0, 1.0)
     clip_offsets: tuple[float, ...] = (0.0,)
+    more_grippers: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        if self.more_grippers and not self.gripper_joint:
+            raise ValueError('more_grippers needs a gripper_joint first')
+        if any(low == high for _, low, high in self.more_grippers):
+            raise ValueError(f'gripper ranges must span an interval: {list(self.more_grippers)}')
         if not self.arm_joints:
             raise ValueError('arm_joints needs at least one name')
         names = list(self.joint_names)
@@ -159,9 +166,16 @@ class CacheConfig:
         return -self.clip_offsets[0]
 
     @property
+    def grippers(self) -> tuple[tuple[str, float, float], ...]:
+        """``(joint, open, closed)`` of every gripper, in the policy's order."""
+        if not self.gripper_joint:
+            return ()
+        return ((self.gripper_joint, *self.gripper_range), *self.more_grippers)
+
+    @property
     def joint_names(self) -> tuple[str, ...]:
-        """Every joint the cache keeps: the arm joints, then the gripper (if any)."""
-        return (*self.arm_joints, self.gripper_joint) if self.gripper_joint else self.arm_joints
+        """Every joint the cache keeps: the arm joints, then the grippers (if any)."""
+        return (*self.arm_joints, *(joint for joint, _, _ in self.grippers))
 
     def size_of(self, camera: str) -> tuple[int, int] | None:
         """``(height, width)`` the frames of ``camera`` are given at; None keeps their own."""
@@ -456,11 +470,13 @@ class ObservationCache:
             return refusal
         config = self.config
         arm = np.array([self._joints[name][1] for name in config.arm_joints], dtype=np.float64)
-        gripper = np.zeros(0)
-        if config.gripper_joint:
-            low, high = config.gripper_range
-            value = (self._joints[config.gripper_joint][1] - low) / (high - low)
-            gripper = np.array([min(max(value, 0.0), 1.0)])
+        gripper = np.array(
+            [
+                min(max((self._joints[joint][1] - low) / (high - low), 0.0), 1.0)
+                for joint, low, high in config.grippers
+            ],
+            dtype=np.float64,
+        )
         return Observation(
             images=images,
             joint_position=arm,

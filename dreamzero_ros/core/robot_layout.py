@@ -4,12 +4,12 @@
 """What the loaded policy reads and writes, and how it maps onto the robot the node drives.
 
 A policy's metadata (the engine's, or an OpenPI server's) names its cameras with their
-resolutions, the widths of an observation's arm joints and grippers, and which columns of an
-action row are grippers (a DROID server that sends none of it is DROID: three cameras at
-180x320, 7 joints, one gripper in the last column). :class:`RobotLayout` holds that;
-:meth:`RobotLayout.mismatches` compares it with the node's parameters, and
-:meth:`RobotLayout.command_rows` reorders action rows into the node's command layout: the arm
-joints, then the gripper.
+resolutions, the widths of an observation's arm joints and grippers, its action keys with their
+widths, and which columns of an action row are grippers and which base velocities (a DROID
+server that sends none of it is DROID: three cameras at 180x320, 7 joints, one gripper in the
+last column). :class:`RobotLayout` holds that; :meth:`RobotLayout.mismatches` compares it with
+the node's parameters, and :meth:`RobotLayout.command_rows` reorders action rows into the
+node's command layout: the arm joints, then the grippers, then the velocities.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class RobotLayout:
         gripper_dof: width of an observation's ``gripper_position``.
         arm_columns: action columns of the arm joints, in order.
         gripper_columns: action columns of the grippers, in order.
+        velocity_columns: action columns of base velocities, in order.
+        action_keys: the action keys in the policy's order (empty where it names none).
+        action_dims: the width of each action key.
 
     """
 
@@ -45,6 +48,9 @@ class RobotLayout:
     gripper_dof: int
     arm_columns: tuple[int, ...]
     gripper_columns: tuple[int, ...]
+    velocity_columns: tuple[int, ...] = ()
+    action_keys: tuple[str, ...] = ()
+    action_dims: tuple[int, ...] = ()
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any]) -> RobotLayout:
@@ -63,17 +69,39 @@ class RobotLayout:
             action_dim = int(metadata.get('action_dim', arm_dof + gripper_dof))
             default_grippers = range(action_dim - gripper_dof, action_dim)
             grippers = tuple(int(c) for c in metadata.get('gripper_columns', default_grippers))
+            velocities = tuple(int(c) for c in metadata.get('velocity_columns', ()))
+            keys = tuple(str(k) for k in metadata.get('action_keys', ()))
+            dims = tuple(int(d) for d in metadata.get('action_dims', ()))
         except (TypeError, ValueError) as error:
             raise ValueError(f'policy metadata does not describe its layout: {error}') from None
-        if any(not 0 <= c < action_dim for c in grippers):
-            raise ValueError(f'gripper_columns {list(grippers)} outside {action_dim} columns')
-        arm = tuple(c for c in range(action_dim) if c not in grippers)
-        return cls(cameras, sizes, arm_dof, gripper_dof, arm, grippers)
+        if any(not 0 <= c < action_dim for c in (*grippers, *velocities)):
+            raise ValueError(
+                f'gripper_columns {list(grippers)} or velocity_columns {list(velocities)} '
+                f'outside {action_dim} columns'
+            )
+        if set(grippers) & set(velocities):
+            raise ValueError(f'columns {sorted(set(grippers) & set(velocities))} are both')
+        if len(keys) != len(dims) or (dims and sum(dims) != action_dim):
+            keys, dims = (), ()  # keys without usable widths: as if it named none
+        arm = tuple(c for c in range(action_dim) if c not in grippers and c not in velocities)
+        return cls(cameras, sizes, arm_dof, gripper_dof, arm, grippers, velocities, keys, dims)
+
+    @property
+    def command_width(self) -> int:
+        """Width of a command row."""
+        return len(self.arm_columns) + len(self.gripper_columns) + len(self.velocity_columns)
 
     def mismatches(
-        self, camera_keys: Sequence[str], arm_joints: Sequence[str], gripper_joint: str
+        self,
+        camera_keys: Sequence[str],
+        arm_joints: Sequence[str],
+        gripper_joints: Sequence[str],
+        source: str = 'arm_joint_names',
     ) -> list[str]:
-        """What keeps the node's parameters from driving this policy (empty: nothing)."""
+        """What keeps the node's parameters from driving this policy (empty: nothing).
+
+        ``source`` names where the joints come from, for the messages.
+        """
         problems = []
         if sorted(camera_keys) != sorted(self.cameras):
             problems.append(
@@ -82,18 +110,12 @@ class RobotLayout:
             )
         if len(arm_joints) != self.arm_dof:
             problems.append(
-                f'the policy reads {self.arm_dof} arm joints, arm_joint_names names '
-                f'{len(arm_joints)}'
+                f'the policy reads {self.arm_dof} arm joints, {source} names {len(arm_joints)}'
             )
-        grippers = 1 if gripper_joint else 0
-        if self.gripper_dof > 1:
+        if self.gripper_dof != len(gripper_joints):
+            where = 'gripper_joint_name gives' if source == 'arm_joint_names' else f'{source} has'
             problems.append(
-                f'the policy reads {self.gripper_dof} grippers; the node drives at most one'
-            )
-        elif self.gripper_dof != grippers:
-            problems.append(
-                f'the policy reads {self.gripper_dof} gripper(s), gripper_joint_name gives '
-                f'{grippers}'
+                f'the policy reads {self.gripper_dof} gripper(s), {where} {len(gripper_joints)}'
             )
         if len(self.arm_columns) != self.arm_dof or len(self.gripper_columns) != self.gripper_dof:
             problems.append(
@@ -105,9 +127,8 @@ class RobotLayout:
         return problems
 
     def command_rows(self, actions: np.ndarray) -> np.ndarray:
-        """Action rows reordered into the node's layout: arm joints, then the gripper."""
+        """Action rows reordered into the node's layout: arm joints, grippers, velocities."""
         actions = np.asarray(actions)
-        width = len(self.arm_columns) + len(self.gripper_columns)
-        if actions.ndim != 2 or actions.shape[1] != width:
+        if actions.ndim != 2 or actions.shape[1] != self.command_width:
             return actions  # the control loop refuses it, naming the shape
-        return actions[:, [*self.arm_columns, *self.gripper_columns]]
+        return actions[:, [*self.arm_columns, *self.gripper_columns, *self.velocity_columns]]

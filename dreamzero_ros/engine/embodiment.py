@@ -176,6 +176,8 @@ class ModalityKey:
         statistics: what the normalisation needs (it may hold more).
         relative: an action key predicted relative to the current state of the same key.
         gripper: the key holds gripper positions rather than arm joints.
+        velocity: the key holds a base velocity (e.g. AgiBot's ``robot_velocity``), neither
+            joints nor grippers.
 
     """
 
@@ -185,6 +187,7 @@ class ModalityKey:
     statistics: KeyStatistics = field(default_factory=KeyStatistics)
     relative: bool = False
     gripper: bool = False
+    velocity: bool = False
 
 
 @dataclass(frozen=True)
@@ -276,8 +279,13 @@ class Embodiment:
 
     @property
     def arm_columns(self) -> tuple[int, ...]:
-        """Columns of an action row that are not grippers."""
-        return _columns(self.action, gripper=False)
+        """Columns of an action row that are neither grippers nor velocities."""
+        return _columns(self.action, gripper=False, velocity=False)
+
+    @property
+    def velocity_columns(self) -> tuple[int, ...]:
+        """Columns of an action row that hold base velocities."""
+        return _columns(self.action, gripper=False, velocity=True)
 
     @property
     def arm_state_dim(self) -> int:
@@ -433,13 +441,28 @@ def read_yaml(path: Path, error: type[Exception]) -> Any:
 
 
 # ---------------------------------------------------------------------- helpers
+#: ``groups`` (the robot's controllers of each action key) is read by core/action_groups.py.
 _FILE_KEYS = frozenset(
-    {'tag', 'control_hz', 'cameras', 'view', 'state', 'action', 'prompt_template', 'statistics'}
+    {
+        'tag',
+        'control_hz',
+        'cameras',
+        'view',
+        'state',
+        'action',
+        'prompt_template',
+        'statistics',
+        'groups',
+    }
 )
 _FILE_REQUIRED = ('tag', 'control_hz', 'cameras', 'view', 'action', 'prompt_template')
 _VIEW_KEYS = frozenset({'height', 'width', 'crop_scale', 'layout'})
 _CAMERA_KEYS = frozenset({'key', 'height', 'width'})
-_KEY_KEYS = frozenset({'key', 'dim', 'normalization', 'relative', 'gripper'})
+_KEY_KEYS = frozenset({'key', 'dim', 'normalization', 'relative', 'gripper', 'velocity'})
+#: Name parts that make a key a gripper, or a base velocity, unless its entry says otherwise
+#: (AgiBot's ``left_effector_position``, ``robot_velocity``).
+_GRIPPER_NAMES = ('gripper', 'effector')
+_VELOCITY_NAMES = ('velocity',)
 
 
 def _check_key(key: ModalityKey, where: str) -> None:
@@ -458,10 +481,12 @@ def _check_key(key: ModalityKey, where: str) -> None:
         )
 
 
-def _columns(keys: Sequence[ModalityKey], gripper: bool) -> tuple[int, ...]:
+def _columns(
+    keys: Sequence[ModalityKey], gripper: bool, velocity: bool | None = None
+) -> tuple[int, ...]:
     columns, start = [], 0
     for key in keys:
-        if key.gripper == gripper:
+        if key.gripper == gripper and velocity in (None, key.velocity):
             columns.extend(range(start, start + key.dim))
         start += key.dim
     return tuple(columns)
@@ -474,6 +499,7 @@ def _key_mapping(key: ModalityKey) -> dict[str, Any]:
         'normalization': key.normalization,
         'relative': key.relative,
         'gripper': key.gripper,
+        'velocity': key.velocity,
     }
 
 
@@ -503,8 +529,16 @@ def _keys(
         stats = KeyStatistics.from_mapping(
             {} if raw is None else _list_entries(raw), dim, f'{where}.statistics.{group}.{name}'
         )
-        gripper = _flag(entry.get('gripper', 'gripper' in name), f'{at}.gripper')
-        keys.append(ModalityKey(name, dim, normalization, stats, relative, gripper))
+        gripper = _flag(
+            entry.get('gripper', any(part in name for part in _GRIPPER_NAMES)), f'{at}.gripper'
+        )
+        velocity = _flag(
+            entry.get('velocity', any(part in name for part in _VELOCITY_NAMES)),
+            f'{at}.velocity',
+        )
+        if gripper and velocity:
+            raise EmbodimentError(f'{at}: a key is a gripper or a velocity, not both')
+        keys.append(ModalityKey(name, dim, normalization, stats, relative, gripper, velocity))
     return tuple(keys)
 
 

@@ -287,9 +287,11 @@ class DreamZeroEngine:
             'state_dims': [key.dim for key in e.state],
             'gripper_state_keys': [key.key for key in e.state if key.gripper],
             'action_keys': [key.key for key in e.action],
+            'action_dims': [key.dim for key in e.action],
             'arm_dof': e.arm_state_dim,
             'gripper_dof': e.gripper_state_dim,
             'gripper_columns': list(e.gripper_columns),
+            'velocity_columns': list(e.velocity_columns),
         }
 
     def reset(self, session_id: str = 'default') -> None:

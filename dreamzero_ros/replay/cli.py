@@ -223,7 +223,12 @@ def _replay(argv: list[str]) -> int:
         except ValueError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
-        config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
+        config = dataclasses.replace(
+            config,
+            cache=settings.cache_for(layout),
+            layout=layout,
+            groups=settings.group_layout(layout),
+        )
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
         strips = ImaginationStrips() if args.video else None

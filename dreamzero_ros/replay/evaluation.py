@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from dreamzero_ros.core.action_groups import GroupLayout
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
@@ -50,6 +51,8 @@ class EvaluationConfig:
             of the command it would have sent (``None``: the node's defaults).
         layout: the policy's action columns, reordered into the node's layout (arm joints, then
             the gripper) before scoring; ``None``: already in it (DROID).
+        groups: the robot's action groups on those columns: each is also scored on its own
+            (the metrics' ``groups``); ``None``: not.
         policy: what produced the chunks (checkpoint, preset or server, options, version),
             copied into the metrics; ``random_weights`` true marks scores as meaningless.
 
@@ -67,6 +70,7 @@ class EvaluationConfig:
     allow_partial: bool = False
     loop: LoopConfig | None = None
     layout: RobotLayout | None = None
+    groups: GroupLayout | None = None
     policy: dict[str, object] = field(default_factory=dict)
 
 
@@ -101,7 +105,8 @@ class Evaluation:
 
     def metrics(self) -> dict[str, object]:
         """The metrics JSON: horizon errors (policy and hold-position baseline), latency, timing."""
-        names = self.config.topics.joint_names
+        groups = self.config.groups
+        names = groups.command_names if groups is not None else self.config.topics.joint_names
         result: dict[str, object] = {
             'bag': self.bag,
             'reference_topic': self.reference_topic,
@@ -116,12 +121,20 @@ class Evaluation:
         }
         if not self.records:
             return result
-        arm_dof = len(self.config.topics.arm_joints)
+        arm_dof = len(groups.arm_joints if groups is not None else self.config.topics.arm_joints)
         predicted = np.stack([record.actions for record in self.records])
         reference = np.stack([record.reference for record in self.records])
         hold = np.repeat(
             np.stack([r.state for r in self.records])[:, None, :], predicted.shape[1], 1
         )
+        if self.config.groups is not None:
+            result['groups'] = metrics.group_errors(
+                predicted,
+                reference,
+                hold,
+                [(group.name, group.columns) for group in self.config.groups.groups],
+                names,
+            )
         latencies = np.array([record.latency_s for record in self.records])
         stage_names = sorted({stage for r in self.records for stage in r.timing_ms})
         first = self.records[0]
@@ -212,9 +225,7 @@ def evaluate_bag(
     with BagReader(path, config.allow_partial) as reader:
         cameras = check_topics(reader, topics)
         reference_topic = topics.command or topics.joint_states
-        reference = read_trajectory(
-            reader, reference_topic, tuple(topics.joint_names), config.cache.gripper_range
-        )
+        reference = _read_reference(reader, reference_topic, config)
         sources = [*cameras.values(), topics.joint_states]
         start = max(reader.first_log_ns(topic) for topic in sources) / NS_PER_S
         start += config.start_offset_s
@@ -253,6 +264,22 @@ def evaluate_bag(
     return evaluation
 
 
+def _padded(state: np.ndarray, width: int) -> np.ndarray:
+    """The measured state as a command row: columns it lacks (a base's velocity) at rest, 0."""
+    return np.concatenate([state, np.zeros(max(width - state.shape[0], 0))])
+
+
+def _read_reference(reader: BagReader, topic: str, config: EvaluationConfig) -> Trajectory:
+    """The robot's recorded motion in the command row's columns (a base's velocities: NaN)."""
+    groups = config.groups
+    if groups is None:
+        names = tuple(config.topics.joint_names)
+        return read_trajectory(reader, topic, names, config.cache.gripper_range)
+    arm = len(groups.arm_joints)
+    ranges = {arm + i: (low, high) for i, (_, low, high) in enumerate(groups.grippers)}
+    return read_trajectory(reader, topic, tuple(groups.command_names), gripper_ranges=ranges)
+
+
 def _run_query(
     infer: Callable[[Observation], ActionChunk],
     query_time: float,
@@ -279,7 +306,10 @@ def _run_query(
         step_duration=float(chunk.step_duration),
         timing_ms=dict(chunk.timing_ms),
         actions=actions,
-        state=np.concatenate([observation.joint_position, observation.gripper_position]),
+        state=_padded(
+            np.concatenate([observation.joint_position, observation.gripper_position]),
+            actions.shape[-1],
+        ),
         reference=reference.at(steps),
     )
     return record, chunk

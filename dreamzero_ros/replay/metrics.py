@@ -10,6 +10,7 @@ mean and counted in ``samples``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import math
 
 import numpy as np
@@ -88,6 +89,36 @@ def horizon_errors(
             'rmse': _scalar(np.sqrt(_nanmean(gripper_squared))),
         },
     }
+
+
+def group_errors(
+    predicted: np.ndarray,
+    reference: np.ndarray,
+    hold: np.ndarray,
+    groups: Sequence[tuple[str, Sequence[int]]],
+    names: Sequence[str],
+) -> dict[str, dict[str, object]]:
+    """Each action group scored against its own recorded motion (all ``(N, H, D)``).
+
+    Returns, per group name: its ``joints``, the ``mae``, ``rmse`` and ``max_abs`` of the
+    policy over its columns, and ``hold_baseline_mae`` (holding the measured state).
+    """
+    predicted, reference, hold = (
+        np.asarray(a, dtype=np.float64) for a in (predicted, reference, hold)
+    )
+    scores = {}
+    for name, columns in groups:
+        columns = list(columns)
+        error = np.abs(predicted[:, :, columns] - reference[:, :, columns])
+        baseline = np.abs(hold[:, :, columns] - reference[:, :, columns])
+        scores[name] = {
+            'joints': [names[c] for c in columns],
+            'mae': _scalar(_nanmean(error)),
+            'rmse': _scalar(np.sqrt(_nanmean(error**2))),
+            'max_abs': _scalar(np.nanmax(error, initial=-np.inf)),
+            'hold_baseline_mae': _scalar(_nanmean(baseline)),
+        }
+    return scores
 
 
 def distribution(values: np.ndarray) -> dict[str, float | int | None]:

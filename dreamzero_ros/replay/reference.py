@@ -54,11 +54,14 @@ def read_trajectory(
     topic: str,
     names: tuple[str, ...],
     gripper_range: tuple[float, float] = (0.0, 1.0),
+    gripper_ranges: dict[int, tuple[float, float]] | None = None,
 ) -> Trajectory:
     """Read ``topic`` (JointState or JointTrajectory) into a :class:`Trajectory` of ``names``.
 
     The last name is the gripper; its values are mapped from ``gripper_range`` onto ``[0, 1]``
     as the observation cache maps the gripper state, so they compare with policy actions.
+    ``gripper_ranges`` (column -> range) names the gripper columns instead, each with its own
+    range (a robot with several grippers, or none: empty). Names the topic lacks stay NaN.
     JointState samples are placed at ``header.stamp`` (log time where the stamp is zero); a
     JointTrajectory replaces the not yet reached points of the previous one, as a trajectory
     controller does.
@@ -93,6 +96,8 @@ def read_trajectory(
         raise BagError(f'reference topic {topic!r} holds no joint positions')
     order = np.argsort(np.array(times), kind='stable')
     positions = np.array(rows)[order]
-    low, high = gripper_range
-    positions[:, -1] = np.clip((positions[:, -1] - low) / (high - low), 0.0, 1.0)
+    if gripper_ranges is None:
+        gripper_ranges = {len(names) - 1: gripper_range}
+    for column, (low, high) in gripper_ranges.items():
+        positions[:, column] = np.clip((positions[:, column] - low) / (high - low), 0.0, 1.0)
     return Trajectory(np.array(times)[order] / NS_PER_S, positions, tuple(names))

@@ -17,7 +17,10 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
 - out: ``trajectory_topic`` (trajectory_msgs/JointTrajectory for joint_trajectory_controller;
   only while active, enabled and not dry_run; arm joints only), the gripper command
   (``gripper.interface``: GripperCommand action, Float64 or JointTrajectory on
-  ``gripper.command_name``, same conditions), ``preview_topic`` (every merged trajectory),
+  ``gripper.command_name``, same conditions) -- or, with ``action_groups``, each group's own
+  controller (:mod:`~dreamzero_ros.ros.group_outputs`: trajectory topics or actions, grippers,
+  Twist for a base; joint states also from each group's ``state_topic``, a base's velocity
+  from its odometry) --, ``preview_topic`` (every merged trajectory),
   ``chunk_topic`` (dreamzero_ros/msg/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
   ``/diagnostics``.
@@ -45,6 +48,7 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import ClockChange, JumpThreshold, TimeJump
@@ -58,11 +62,11 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core import node_config
+from dreamzero_ros.core.action_groups import GroupLayout
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.envelope import Envelope
-from dreamzero_ros.core.gripper import GripperCommander
 from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
@@ -75,7 +79,7 @@ from dreamzero_ros.core.task_runner import CommandState
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
-from dreamzero_ros.ros.gripper_output import GripperOutput
+from dreamzero_ros.ros.group_outputs import GroupOutputs
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
@@ -163,13 +167,16 @@ class PolicyNode(LifecycleNode):
         self._worker: ThreadPoolExecutor | None = None
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._cameras: dict[str, PolledSubscription] = {}
-        self._joint_states: PolledSubscription | None = None
+        self._joint_states: list[PolledSubscription] = []
+        self._odometry: list[tuple[PolledSubscription, Any]] = []
         self._outputs: dict[str, Any] = {}
+        #: The robot's controllers, one per action group, and their outputs.
+        self.groups: GroupLayout | None = None
+        self._group_outputs: GroupOutputs | None = None
         self._timers: list[Any] = []
         self._last_refusal = ''
-        self._gripper: GripperOutput | None = None
-        self._gripper_commander: GripperCommander | None = None
         self._last_drop = ''
+        self._refused_enable = ''
         self._jump_handle: Any = None
         self._views: ImaginationViews | None = None
 
@@ -207,18 +214,10 @@ class PolicyNode(LifecycleNode):
             settings.diagnostics_period, self.publish_diagnostics
         )
         try:
-            self._gripper = GripperOutput(
-                self,
-                settings.gripper.interface,
-                settings.gripper.command_name,
-                settings.gripper_joint_name,
-                settings.gripper.max_effort,
-                settings.gripper.move_time,
-            )
+            GroupOutputs.check_installed(settings.group_specs)
         except RuntimeError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
-        self._gripper_commander = GripperCommander(settings.gripper_config)
         try:
             envelope = self._envelope(settings)
         except ValueError as error:
@@ -232,6 +231,8 @@ class PolicyNode(LifecycleNode):
             )
             self.layout = RobotLayout.from_metadata(self.policy.metadata)
             settings.check_policy(self.layout)
+            self.groups = settings.group_layout(self.layout)
+            self._group_outputs = GroupOutputs(self, self.groups)
             self.loop = ControlLoop(
                 ObservationCache(settings.cache_for(self.layout), decode=decode_image),
                 settings.loop,
@@ -239,6 +240,7 @@ class PolicyNode(LifecycleNode):
                 session_id=settings.session_id,
                 envelope=envelope,
             )
+            self.loop.measured_velocities = np.zeros(len(self.groups.velocity_names))
             if settings.engine.warmup:
                 self.engine_state = 'warming up'
                 seconds = warm_up(self.policy, settings, self.layout)
@@ -335,15 +337,15 @@ class PolicyNode(LifecycleNode):
     def _release(self) -> None:
         self._tasks.release('the node was cleaned up or shut down')
         self._destroy_timers()
-        if self._gripper is not None:
-            self._gripper.destroy()
-            self._gripper = None
+        if self._group_outputs is not None:
+            self._group_outputs.destroy()
+            self._group_outputs = None
         for camera in self._cameras.values():
             camera.destroy()
         self._cameras = {}
-        if self._joint_states is not None:
-            self._joint_states.destroy()
-            self._joint_states = None
+        for subscription in (*self._joint_states, *(sub for sub, _ in self._odometry)):
+            subscription.destroy()
+        self._joint_states, self._odometry = [], []
         for publisher in self._outputs.values():
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
@@ -381,15 +383,17 @@ class PolicyNode(LifecycleNode):
                 f'{topic}/compressed' if compressed else topic,
                 CAMERA_QUEUE,
             )
-        self._joint_states = PolledSubscription(
-            self, JointState, settings.joint_states_topic, JOINT_STATE_QUEUE
-        )
+        self._joint_states = [
+            PolledSubscription(self, JointState, topic, JOINT_STATE_QUEUE)
+            for topic in self.groups.state_topics
+        ]
+        for group in self.groups.of('twist'):
+            if group.spec.odometry:
+                subscription = PolledSubscription(self, Odometry, group.spec.odometry, 1)
+                self._odometry.append((subscription, group))
 
     def _create_outputs(self) -> None:
         settings = self.settings
-        self._outputs['trajectory'] = self.create_lifecycle_publisher(
-            JointTrajectory, settings.trajectory_topic, 10
-        )
         self._outputs['preview'] = self.create_lifecycle_publisher(
             JointTrajectory, settings.preview_topic, 10
         )
@@ -432,9 +436,17 @@ class PolicyNode(LifecycleNode):
         for camera, subscription in self._cameras.items():
             for msg in subscription.take():
                 self._note_input(cache.add_image_message(camera, msg, now))
-        if self._joint_states is not None:
-            for msg in self._joint_states.take():
+        for subscription in self._joint_states:
+            for msg in subscription.take():
                 self._note_input(cache.add_joint_state_message(msg, now))
+        first = len(self.groups.arm_joints) + len(self.groups.grippers)
+        for subscription, group in self._odometry:
+            for msg in subscription.take():
+                twist = msg.twist.twist
+                for axis, column in zip(group.spec.axes, group.columns, strict=True):
+                    part, field = axis.split('.')
+                    value = float(getattr(getattr(twist, part), field))
+                    self.loop.measured_velocities[column - first] = value
 
     def _note_input(self, problem: Refusal | Drop | None) -> None:
         """Log a refused or dropped input; diagnostics at once when its reason changes."""
@@ -480,7 +492,10 @@ class PolicyNode(LifecycleNode):
             self._set_enabled(False, 'e-stop topic')
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> Any:
-        self._set_enabled(bool(request.data), 'enable service')
+        if not self._set_enabled(bool(request.data), 'enable service'):
+            response.success = False
+            response.message = f'commands not enabled: {self._refused_enable}'
+            return response
         response.success = True
         response.message = (
             f'commands {"enabled" if self.enabled else "disabled"}'
@@ -549,9 +564,17 @@ class PolicyNode(LifecycleNode):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _set_enabled(self, enabled: bool, source: str) -> None:
+    def _set_enabled(self, enabled: bool, source: str) -> bool:
+        """Enable or disable commands; False when enabling is refused (a controller missing)."""
         if enabled == self.enabled:
-            return
+            return True
+        missing = [] if self._group_outputs is None else self._group_outputs.missing()
+        if enabled and missing and not self.dry_run:
+            self.get_logger().error(
+                f'enable refused ({source}): no controller for {", ".join(missing)}'
+            )
+            self._refused_enable = f'no controller for {", ".join(missing)}'
+            return False
         if not enabled:
             self._tasks.fail(f'commands disabled by the {source}')
             if self.loop is not None:
@@ -563,6 +586,7 @@ class PolicyNode(LifecycleNode):
             self.enabled = True
         self.get_logger().warning(f'commands {"enabled" if enabled else "DISABLED"} by {source}')
         self.publish_diagnostics()
+        return True
 
     def _reset_session(self, why: str) -> None:
         self._publish_hold(self.loop.reset(self._now()))
@@ -584,24 +608,13 @@ class PolicyNode(LifecycleNode):
         step = self._outputs.get('step')
         command = self.loop.command_at(now)
         if step is not None and command is not None and self.commanding:
-            names = self.settings.cache.arm_joints
+            names = self.groups.arm_joints
             arm = command[: len(names)]
             if step.msg_type is Float64MultiArray:
                 step.publish(conversions.float_array_msg(arm))
             else:
                 step.publish(ROS_MESSAGES.joint_state(to_ns(now), names, arm))
-        self._command_gripper(command)
-
-    def _command_gripper(self, command: np.ndarray | None) -> None:
-        """Send the gripper its command when due; only while commands reach the controller."""
-        if self._gripper is None or self._gripper.interface == 'none':
-            return
-        if not self.commanding or command is None:
-            self._gripper_commander.reset()  # the first command after enabling is always sent
-            return
-        position = self._gripper_commander.update(command[len(self.settings.arm_joint_names)])
-        if position is not None and not self._gripper.send(position):
-            self._gripper_commander.reset()  # no action server yet: try again next tick
+        self._group_outputs.tick(command, self.commanding, bool(self.loop.holding))
 
     def _check_and_query(self, now: float, read_at: float) -> None:
         """Hold if the input went bad; otherwise hand the next observation to the worker.
@@ -678,7 +691,7 @@ class PolicyNode(LifecycleNode):
         if self.lifecycle_state != 'active':
             return False
         settings = self.settings
-        names = settings.command_joint_names
+        names = self.groups.command_names
         stamp = query.observation.stamp
         publisher = self._outputs.get('chunk')
         if publisher is not None and np.asarray(chunk.actions).ndim == 2:
@@ -686,7 +699,7 @@ class PolicyNode(LifecycleNode):
                 ROS_MESSAGES.action_chunk(
                     to_ns(stamp),
                     names,
-                    settings.gripper_to_joint(chunk.actions),
+                    self.groups.to_joint_units(chunk.actions),
                     to_ns(settings.scheduler.step_duration or chunk.step_duration),
                     chunk.chunk_id,
                     outcome.latency,
@@ -700,19 +713,24 @@ class PolicyNode(LifecycleNode):
         plan = outcome.plan
         if outcome.envelope is not None:
             self.get_logger().warning(f'trajectory cut into a hold: {outcome.envelope}')
-        arm_names = settings.cache.arm_joints
+        arm_names = self.groups.arm_joints
         arm = len(arm_names)
         stamp_ns = to_ns(stamp)
+        times = [to_ns(time) - stamp_ns for time in plan.times]
         msg = ROS_MESSAGES.trajectory(
-            stamp_ns,
-            arm_names,
-            [to_ns(time) - stamp_ns for time in plan.times],
-            plan.rows[:, :arm],
-            plan.velocities[:, :arm],
+            stamp_ns, arm_names, times, plan.rows[:, :arm], plan.velocities[:, :arm]
         )
         self._outputs['preview'].publish(msg)
         if self.commanding:
-            self._outputs['trajectory'].publish(msg)
+            self._group_outputs.send_trajectory(
+                lambda group: ROS_MESSAGES.trajectory(
+                    stamp_ns,
+                    group.spec.joints,
+                    times,
+                    group.rows(plan.rows),
+                    group.rows(plan.velocities),
+                )
+            )
         self.get_logger().debug(
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
@@ -721,20 +739,19 @@ class PolicyNode(LifecycleNode):
 
     def _await_delivery(self) -> None:
         """Wait (briefly) until the controller has acknowledged what was sent, e.g. a last hold."""
-        trajectory = self._outputs.get('trajectory')
-        if trajectory is not None:
-            trajectory.wait_for_all_acked(Duration(seconds=DELIVERY_TIMEOUT))
+        if self._group_outputs is not None:
+            self._group_outputs.wait_for_delivery(DELIVERY_TIMEOUT)
 
     def _publish_hold(self, plan: ActionPlan | None) -> None:
         """Send a (braking) hold plan to the preview, and to the controller when commanding."""
         if plan is None or self.lifecycle_state != 'active':
             return
-        arm_names = self.settings.cache.arm_joints
+        arm_names = self.groups.arm_joints
         settle = max(plan.end_time - plan.start_time, 1.0 / self.settings.control_rate_hz)
         msg = ROS_MESSAGES.hold(arm_names, plan.rows[-1][: len(arm_names)], to_ns(settle))
         self._outputs['preview'].publish(msg)
         if self.commanding:
-            self._outputs['trajectory'].publish(msg)
+            self._group_outputs.send_hold(plan.rows[-1], to_ns(settle))
 
     # ------------------------------------------------------------------------ task host
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""A simulated ros2_control arm: joint_trajectory_controller's rules and splines, and a gripper.
+"""A simulated ros2_control robot: joint_trajectory_controllers, grippers and a mobile base.
 
 ``dreamzero-sim-arm`` stands in for a robot and its controllers in tests and the demo. It
 subscribes to ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory), rejects what
@@ -21,6 +21,15 @@ The arm has a robot description (the packaged Franka Panda URDF unless
 as robot_state_publisher does, and stands at a table: ``/diagnostics`` reports every update at
 which a point of ``table.links`` (forward kinematics, core/kinematics.py) was below
 ``table.height`` in ``table.frame``, and the lowest point reached.
+
+With ``action_groups`` (a groups file or a shipped embodiment tag, as the policy node's) it
+serves every group of that layout instead: a joint_trajectory_controller per trajectory group
+(on the group's ``target``, its joints only), a gripper per gripper group (its ``interface``
+and ``target``), and per twist group a base that integrates geometry_msgs/Twist on ``target``
+into a pose and publishes nav_msgs/Odometry on the group's ``odometry`` topic (``odom`` when it
+names none); a base stops when no Twist came for ``base_timeout``. Joint states are published
+on each group's ``state_topic`` (or ``joint_states_topic``). The single arm above is the
+one-group case of the same code; the description and the table are the single arm's only.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
 import numpy as np
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -43,10 +54,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
+from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
 from dreamzero_ros.core.envelope import PANDA_FINGERTIP
+from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
@@ -93,11 +107,50 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
         PANDA_TABLE_OFFSETS,
         'x, y, z of each checked point in its link, m, 3 per link (Panda fingertips: 0.045).',
     ),
+    'action_groups': (
+        '',
+        'Serve every group of this groups file or shipped embodiment tag (agibot, yam) '
+        'instead of the single arm and gripper above; joints start at initial_positions when '
+        'it has one value per trajectory joint, else at 0, grippers at their open position.',
+    ),
+    'base_timeout': (0.5, 'A base stops when no Twist came for this long, s.'),
 }
 
 
+class _JointGroup:
+    """One simulated joint_trajectory_controller: its rules, follower and counts."""
+
+    def __init__(self, spec: GroupSpec, rules: ControllerRules, start: np.ndarray) -> None:
+        self.spec = spec
+        self.rules = rules
+        self.follower = TrajectoryFollower(rules.joints, start)
+        self.accepted = 0
+        self.rejected = 0
+
+
+class _Gripper:
+    """One simulated gripper joint moving towards its target."""
+
+    def __init__(self, spec: GroupSpec, position: float) -> None:
+        self.spec = spec
+        self.position = position
+        self.target = position
+        self.velocity = 0.0
+        self.goal_generation = 0
+
+
+class _Base:
+    """A mobile base integrating its last Twist command into a planar pose."""
+
+    def __init__(self, spec: GroupSpec) -> None:
+        self.spec = spec
+        self.command = Twist()
+        self.commanded_at = -np.inf
+        self.pose = np.zeros(3)  # x, y, yaw
+
+
 class SimArm(Node):
-    """The simulated arm and gripper."""
+    """The simulated robot: every group's controller."""
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -106,43 +159,51 @@ class SimArm(Node):
         value = self._value
         if value('gripper.interface') not in GRIPPER_INTERFACES:
             raise ValueError(f'gripper.interface must be one of {GRIPPER_INTERFACES}')
-        self.rules = ControllerRules(
-            tuple(value('joints')),
-            allow_partial_joints_goal=value('allow_partial_joints_goal'),
-            allow_nonzero_velocity_at_trajectory_end=value(
-                'allow_nonzero_velocity_at_trajectory_end'
-            ),
-        )
-        self.follower = TrajectoryFollower(self.rules.joints, np.array(value('initial_positions')))
-        self.gripper_joint = value('gripper.joint')
-        self.gripper_position = float(value('gripper.initial_position'))
-        self.gripper_target = self.gripper_position
+        controller = value('controller')
+        if value('action_groups'):
+            specs = load_groups(value('action_groups'), EMBODIMENTS_DIR)
+        else:
+            specs = single_arm_groups(
+                value('joints'),
+                f'{controller}/joint_trajectory',
+                value('gripper.joint'),
+                value('gripper.interface'),
+                value('gripper.name'),
+                GripperConfig(),
+                0.0,
+                0.5,
+            )
         self.accepted = 0
         self.rejected = 0
         self.last_rejection = ''
-        self.description = _read_description(value('robot_description_file'))
         self.table_height = float(value('table.height'))
-        self.table_points = LinkPoints(
-            self.description,
-            self.rules.joints,
-            value('table.links'),
-            np.array(value('table.link_offsets')),
-            value('table.frame'),
-        )
+        #: The single arm's description and the points checked against the table; a group
+        #: layout (action_groups) has neither.
+        self.description = ''
+        self.table_points: LinkPoints | None = None
+        if not value('action_groups'):
+            self.description = _read_description(value('robot_description_file'))
+            self.table_points = LinkPoints(
+                self.description,
+                value('joints'),
+                value('table.links'),
+                np.array(value('table.link_offsets')),
+                value('table.frame'),
+            )
         #: Updates with a point below the table; the lowest point reached (link, z).
         self.below_table = 0
         self.lowest: tuple[str, float] = ('', np.inf)
         self._lock = threading.Lock()
         self._last_update = self._now()
-        group = ReentrantCallbackGroup()
-        controller = value('controller')
-        self.create_subscription(
-            JointTrajectory, f'{controller}/joint_trajectory', self._on_trajectory, 10
-        )
+        self._group = ReentrantCallbackGroup()
+        self.joint_groups: list[_JointGroup] = []
+        self.grippers: list[_Gripper] = []
+        self.bases: list[_Base] = []
+        self._states: dict[str, Any] = {}
+        self._odometry: dict[str, Any] = {}
         self._rejections = self.create_publisher(String, '~/rejected', 10)
-        self._states = self.create_publisher(JointState, value('joint_states_topic'), 10)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        if value('publish_robot_description'):
+        if self.description and value('publish_robot_description'):
             latched = QoSProfile(
                 depth=1,
                 reliability=ReliabilityPolicy.RELIABLE,
@@ -151,24 +212,72 @@ class SimArm(Node):
             self._description = self.create_publisher(String, 'robot_description', latched)
             self._description.publish(String(data=self.description))
         self._status_name = f'{self.get_name()}: {controller}'
-        self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=group)
+        self._create_groups(specs, bool(value('action_groups')))
+        self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
         self.create_timer(1.0, self._publish_diagnostics)
-        self._create_gripper_interface(value('gripper.interface'), value('gripper.name'), group)
 
-    def _value(self, name: str) -> Any:
-        return self.get_parameter(name).value
+    # ------------------------------------------------------------------------ set-up
 
-    def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+    def _create_groups(self, specs: tuple[GroupSpec, ...], from_groups: bool) -> None:
+        value = self._value
+        joints = [j for spec in specs if spec.output != 'gripper' for j in spec.joints]
+        initial = list(value('initial_positions'))
+        if from_groups and len(initial) != len(joints):
+            initial = [0.0] * len(joints)
+        starts = iter(initial)
+        for spec in specs:
+            topic = spec.state_topic or value('joint_states_topic')
+            if topic not in self._states and (spec.joints or spec.output == 'gripper'):
+                self._states[topic] = self.create_publisher(JointState, topic, 10)
+            if spec.output in ('joint_trajectory', 'follow_joint_trajectory', 'none'):
+                start = np.array([next(starts) for _ in spec.joints])
+                if spec.output == 'follow_joint_trajectory':
+                    raise ValueError(
+                        f'action group {spec.name!r}: the simulated robot serves '
+                        'joint_trajectory topics only'
+                    )
+                if not spec.joints:
+                    continue
+                self._add_joint_group(spec, start, from_groups)
+            elif spec.output == 'gripper':
+                self._add_gripper(spec, from_groups)
+            elif spec.output == 'twist':
+                self._add_base(spec)
 
-    def _create_gripper_interface(self, interface: str, name: str, group: Any) -> None:
-        if interface == 'none' or not self.gripper_joint:
-            return
+    def _add_joint_group(self, spec: GroupSpec, start: np.ndarray, from_groups: bool) -> None:
+        value = self._value
+        rules = ControllerRules(
+            spec.joints,
+            allow_partial_joints_goal=value('allow_partial_joints_goal'),
+            allow_nonzero_velocity_at_trajectory_end=value(
+                'allow_nonzero_velocity_at_trajectory_end'
+            ),
+        )
+        group = _JointGroup(spec, rules, start)
+        self.joint_groups.append(group)
+        if spec.output == 'joint_trajectory':
+            self.create_subscription(
+                JointTrajectory,
+                spec.target,
+                lambda msg, group=group: self._on_trajectory(group, msg),
+                10,
+            )
+
+    def _add_gripper(self, spec: GroupSpec, from_groups: bool) -> None:
+        value = self._value
+        position = spec.gripper.open_position if from_groups else value('gripper.initial_position')
+        gripper = _Gripper(spec, float(position))
+        self.grippers.append(gripper)
+        interface, name = spec.gripper_interface, spec.target
         if interface == 'float64':
-            self.create_subscription(Float64, name, lambda msg: self._set_target(msg.data), 10)
+            self.create_subscription(
+                Float64, name, lambda msg: self._set_target(gripper, msg.data), 10
+            )
         elif interface == 'joint_trajectory':
-            self.create_subscription(JointTrajectory, name, self._on_gripper_trajectory, 10)
-        else:
+            self.create_subscription(
+                JointTrajectory, name, lambda msg: self._on_gripper_trajectory(gripper, msg), 10
+            )
+        elif interface == 'action':
             try:
                 from control_msgs.action import GripperCommand
             except ImportError as error:
@@ -179,37 +288,58 @@ class SimArm(Node):
             from rclpy.action import ActionServer, CancelResponse
 
             self._gripper_type = GripperCommand
-            self._goal_generation = 0
             ActionServer(
                 self,
                 GripperCommand,
                 name,
-                self._execute_gripper_goal,
+                lambda handle: self._execute_gripper_goal(gripper, handle),
                 cancel_callback=lambda goal: CancelResponse.ACCEPT,
-                callback_group=group,
+                callback_group=self._group,
             )
 
-    def _set_target(self, position: float) -> None:
+    def _add_base(self, spec: GroupSpec) -> None:
+        base = _Base(spec)
+        self.bases.append(base)
+        self.create_subscription(Twist, spec.target, lambda msg: self._on_twist(base, msg), 10)
+        topic = spec.odometry or 'odom'
+        self._odometry[spec.name] = self.create_publisher(Odometry, topic, 10)
+
+    def _value(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ------------------------------------------------------------------------ commands
+
+    @property
+    def gripper_position(self) -> float:
+        """Position of the first gripper (the single arm's)."""
+        return self.grippers[0].position if self.grippers else 0.0
+
+    def _set_target(self, gripper: _Gripper, position: float) -> None:
         with self._lock:
-            self.gripper_target = float(position)
+            gripper.target = float(position)
 
-    def _on_gripper_trajectory(self, msg: JointTrajectory) -> None:
-        if self.gripper_joint in msg.joint_names and msg.points:
-            index = list(msg.joint_names).index(self.gripper_joint)
-            self._set_target(msg.points[-1].positions[index])
+    def _on_gripper_trajectory(self, gripper: _Gripper, msg: JointTrajectory) -> None:
+        joint = gripper.spec.gripper_joint
+        if joint in msg.joint_names and msg.points:
+            index = list(msg.joint_names).index(joint)
+            self._set_target(gripper, msg.points[-1].positions[index])
 
-    def _execute_gripper_goal(self, goal_handle: Any) -> Any:
+    def _execute_gripper_goal(self, gripper: _Gripper, goal_handle: Any) -> Any:
         """Move to the goal's position; a newer goal preempts this one (it is aborted)."""
         with self._lock:
-            self._goal_generation += 1
-            generation = self._goal_generation
-            self.gripper_target = float(goal_handle.request.command.position)
-        self.get_logger().info(f'gripper goal: position {self.gripper_target:.4f}')
+            gripper.goal_generation += 1
+            generation = gripper.goal_generation
+            gripper.target = float(goal_handle.request.command.position)
+        label = f' ({gripper.spec.name})' if len(self.grippers) > 1 else ''
+        self.get_logger().info(f'gripper goal{label}: position {gripper.target:.4f}')
         result = self._gripper_type.Result()
         while rclpy.ok():
             with self._lock:
-                preempted = generation != self._goal_generation
-                position, target = self.gripper_position, self.gripper_target
+                preempted = generation != gripper.goal_generation
+                position, target = gripper.position, gripper.target
             result.position, result.reached_goal = position, abs(position - target) < 1e-6
             if preempted:
                 goal_handle.abort()
@@ -226,27 +356,38 @@ class SimArm(Node):
         goal_handle.abort()
         return result
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_twist(self, base: _Base, msg: Twist) -> None:
+        with self._lock:
+            base.command = msg
+            base.commanded_at = self._now()
+
+    def _on_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> None:
         now = self._now()
         trajectory = trajectory_from_msg(msg)
-        reason = validate(trajectory, self.rules, now)
+        reason = validate(trajectory, group.rules, now)
         if reason:
+            if len(self.joint_groups) > 1:
+                reason = f'{group.spec.name}: {reason}'
             self.rejected += 1
+            group.rejected += 1
             self.last_rejection = reason
             self.get_logger().error(f'trajectory rejected: {reason}')
             self._rejections.publish(String(data=reason))
         else:
             with self._lock:
-                self.follower.update(now)
-                self.follower.accept(trajectory, now)
+                group.follower.update(now)
+                group.follower.accept(trajectory, now)
                 self.accepted += 1
+                group.accepted += 1
         self._publish_diagnostics()
+
+    # ------------------------------------------------------------------------ state
 
     def _publish_diagnostics(self) -> None:
         with self._lock:
             gripper = self.gripper_position
             below, (lowest_link, lowest_z) = self.below_table, self.lowest
-        values = (
+        values = [
             ('trajectories_accepted', str(self.accepted)),
             ('trajectories_rejected', str(self.rejected)),
             ('last_rejection', self.last_rejection),
@@ -255,33 +396,76 @@ class SimArm(Node):
             ('below_table', str(below)),
             ('lowest_link', lowest_link),
             ('lowest_z', f'{lowest_z:.4f}'),
-        )
+        ]
+        if len(self.joint_groups) > 1:
+            values += [
+                (f'{g.spec.name}.trajectories_accepted', str(g.accepted)) for g in self.joint_groups
+            ]
         message = f'{self.rejected} rejected' if self.rejected else 'every trajectory accepted'
         if below:
             message += f'; {below} updates below the table (lowest: {lowest_link})'
-        report = StatusReport(ERROR if self.rejected or below else OK, message, values)
+        report = StatusReport(ERROR if self.rejected or below else OK, message, tuple(values))
         self._diagnostics.publish(diagnostics_msg(self._now(), self._status_name, report))
 
     def _tick(self) -> None:
         now = self._now()
+        states: dict[str, tuple[list, list, list]] = {}
+        default_topic = self._value('joint_states_topic')
+        odometry = []
         with self._lock:
-            self.follower.update(now)
             elapsed = max(0.0, now - self._last_update)
             self._last_update = now
+            for group in self.joint_groups:
+                group.follower.update(now)
+                names, positions, velocities = states.setdefault(
+                    group.spec.state_topic or default_topic, ([], [], [])
+                )
+                names += group.rules.joints
+                positions += list(group.follower.position)
+                velocities += list(group.follower.velocity)
+            if self.table_points is not None:
+                self._check_table(self.joint_groups[0].follower.position)
             step = self._value('gripper.speed') * elapsed
-            delta = float(np.clip(self.gripper_target - self.gripper_position, -step, step))
-            self.gripper_position += delta
-            self._check_table(self.follower.position)
-            names = list(self.rules.joints)
-            positions = list(self.follower.position)
-            velocities = list(self.follower.velocity)
-            if self.gripper_joint:
-                names.append(self.gripper_joint)
-                positions.append(self.gripper_position)
+            for gripper in self.grippers:
+                delta = float(np.clip(gripper.target - gripper.position, -step, step))
+                gripper.position += delta
+                names, positions, velocities = states.setdefault(
+                    gripper.spec.state_topic or default_topic, ([], [], [])
+                )
+                names.append(gripper.spec.gripper_joint)
+                positions.append(gripper.position)
                 velocities.append(delta / elapsed if elapsed > 0 else 0.0)
-        msg = JointState(name=names, position=positions, velocity=velocities)
-        msg.header.stamp = to_time(now)
-        self._states.publish(msg)
+            timeout = self._value('base_timeout')
+            for base in self.bases:
+                command = base.command if now - base.commanded_at <= timeout else Twist()
+                base.pose += _planar_step(base.pose[2], command, elapsed)
+                odometry.append((base, command))
+        for topic, (names, positions, velocities) in states.items():
+            msg = JointState(name=names, position=positions, velocity=velocities)
+            msg.header.stamp = to_time(now)
+            self._states[topic].publish(msg)
+        for base, command in odometry:
+            self._odometry[base.spec.name].publish(_odometry_msg(now, base.pose, command))
+
+
+def _planar_step(yaw: float, twist: Twist, seconds: float) -> np.ndarray:
+    """Change of ``(x, y, yaw)`` over ``seconds`` at ``twist`` (body frame)."""
+    forward, sideways = twist.linear.x, twist.linear.y
+    dx = (forward * np.cos(yaw) - sideways * np.sin(yaw)) * seconds
+    dy = (forward * np.sin(yaw) + sideways * np.cos(yaw)) * seconds
+    return np.array([dx, dy, twist.angular.z * seconds])
+
+
+def _odometry_msg(now: float, pose: np.ndarray, twist: Twist) -> Odometry:
+    msg = Odometry()
+    msg.header.stamp = to_time(now)
+    msg.header.frame_id = 'odom'
+    msg.child_frame_id = 'base_link'
+    msg.pose.pose.position.x, msg.pose.pose.position.y = float(pose[0]), float(pose[1])
+    msg.pose.pose.orientation.z = float(np.sin(pose[2] / 2))
+    msg.pose.pose.orientation.w = float(np.cos(pose[2] / 2))
+    msg.twist.twist = twist
+    return msg
 
     def _check_table(self, joints: np.ndarray) -> None:
         """Record whether a checked point is below the table at ``joints`` (under the lock)."""

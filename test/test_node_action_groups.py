@@ -1,0 +1,302 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Bimanual and mobile robots end to end over DDS: every action group to its own controller.
+
+Three processes each: the policy node on a random tiny checkpoint of the real AgiBot or YAM
+layout (keys, widths, relative keys of upstream's configs), ``dreamzero-sim-arm`` serving every
+group of the same layout (a joint_trajectory_controller per arm, head and waist, a gripper per
+effector, a base integrating Twist into odometry), and this harness publishing the cameras and
+recording what each controller receives. The joint states come from the simulated robot only.
+"""
+
+import subprocess
+import sys
+import time
+
+from embodiment_support import shipped_embodiment, write_shipped_checkpoint
+from interface_support import control_msgs_env
+from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold, ros_env
+import numpy as np
+import pytest
+import yaml
+
+from dreamzero_ros.core.action_groups import load_groups
+from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
+
+TIMEOUT = 120.0  # the CPU is shared with other test processes
+
+
+def _params_file(folder, **parameters):
+    """config/cpu_small.yaml with ``parameters`` (dotted names) replacing its values."""
+    values = {**read_params_file(CONFIG / 'cpu_small.yaml'), **parameters}
+    path = folder / 'params.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': values}}))
+    return path
+
+
+def _parameters(checkpoint, tag, groups, safety):
+    embodiment = shipped_embodiment(tag)
+    arm, grippers, velocities = (len(c) for c in safety)
+    return {
+        'engine.checkpoint': str(checkpoint),
+        'engine.warmup': False,
+        'camera_keys': list(embodiment.camera_keys),
+        'camera_topics': [f'cameras/{key.replace("-", "_")}' for key in embodiment.camera_keys],
+        'image_height': 0,
+        'image_width': 0,
+        'action_groups': str(groups),
+        'start_enabled': False,
+        'safety.joint_lower': [-3.0] * arm + [0.0] * grippers + [-0.2] * velocities,
+        'safety.joint_upper': [3.0] * arm + [1.0] * grippers + [0.2] * velocities,
+        'safety.max_step_delta': [0.2] * arm + [1.0] * grippers + [0.05] * velocities,
+        'safety.max_velocity': [3.0] * arm,
+        'safety.stop_deceleration': [10.0] * arm,
+        # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
+        'scheduler.step_duration': 0.5,
+        'scheduler.min_replan_period': 1.5,
+    }
+
+
+class Robot:
+    """The node, the simulated robot and the camera stream of one embodiment."""
+
+    def __init__(self, tmp_path, tag, groups, safety):
+        self.embodiment = shipped_embodiment(tag)
+        checkpoint = write_shipped_checkpoint(tmp_path / tag, tag)
+        self.specs = load_groups(str(groups), EMBODIMENTS_DIR)
+        self.harness = Harness(f'{tag}_groups_harness')
+        self.tmp_path = tmp_path
+        self.groups = groups
+        self.sim_env = {**ros_env(), 'PYTHONUNBUFFERED': '1'}
+        self.arm = None
+        self.node = NodeProcess(
+            tmp_path / 'node.log',
+            params_file=_params_file(tmp_path, **_parameters(checkpoint, tag, groups, safety)),
+        )
+        rng = np.random.default_rng(0)
+        clips = {
+            f'cameras/{key.replace("-", "_")}': rng.integers(0, 255, (30, 24, 64, 3), np.uint8)
+            for key in self.embodiment.camera_keys
+        }
+        self.stream = RobotStream(self.harness, clips)
+        self.stream.joints_on = False
+
+    def start_sim(self):
+        self.arm_log = open(self.tmp_path / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
+        self.arm = subprocess.Popen(
+            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
+             '-p', f'action_groups:={self.groups}', '-p', 'gripper.speed:=1.0'],
+            stdout=self.arm_log, stderr=subprocess.STDOUT, env=self.sim_env,
+        )  # fmt: skip
+
+    def log(self):
+        sim = (self.tmp_path / 'sim_arm.log').read_text() if self.arm else '(not started)'
+        return self.node.log()[-4000:] + '\n--- sim:\n' + sim[-3000:]
+
+    def enable(self):
+        from std_srvs.srv import SetBool
+
+        return self.harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+
+    def wait_configured(self):
+        self.harness.wait_for(
+            lambda: 'configured:' in self.node.log(), TIMEOUT, 'the node configured', self.log
+        )
+
+    def enable_when_the_controllers_are_up(self):
+        self.harness.wait_for(lambda: self.enable().success, TIMEOUT, 'enable', self.log)
+
+    def close(self):
+        self.stream.close()
+        code = self.node.stop()
+        if self.arm is not None:
+            self.arm.terminate()
+            self.arm.wait(10)
+            self.arm_log.close()
+        self.harness.close()
+        return code
+
+
+def _trajectories(harness, key):
+    return [m for m in harness.messages(key) if not is_hold(m)]
+
+
+def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(tmp_path, monkeypatch):
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from std_msgs.msg import Bool, String
+    from trajectory_msgs.msg import JointTrajectory
+
+    for name, value in control_msgs_env().items():  # GripperCommand for the effectors
+        monkeypatch.setenv(name, value)
+    robot = Robot(tmp_path, 'agibot', 'agibot', (range(18), range(2), range(2)))
+    harness = robot.harness
+    jtc = [s for s in robot.specs if s.output == 'joint_trajectory']
+    for spec in jtc:
+        harness.record(spec.name, JointTrajectory, spec.target)
+    harness.record('cmd_vel', Twist, 'cmd_vel')
+    harness.record('odom', Odometry, 'odom')
+    harness.record('rejected', String, '/sim_arm/rejected')
+    try:
+        robot.wait_configured()
+        # no gripper action servers yet (the harness itself subscribes to the trajectory and
+        # cmd_vel topics): enabling is refused, naming the groups without a controller
+        response = robot.enable()
+        assert not response.success
+        assert 'no controller for left_effector (gripper left_gripper_controller/gripper_cmd)' in (
+            response.message
+        )
+        assert 'right_effector' in response.message and 'left_arm' not in response.message
+        robot.start_sim()
+        robot.enable_when_the_controllers_are_up()
+        for spec in jtc:
+            plans = harness.wait_for(
+                lambda spec=spec: _trajectories(harness, spec.name),
+                TIMEOUT,
+                f'a trajectory for {spec.name}',
+                robot.log,
+            )
+            assert list(plans[0].joint_names) == list(spec.joints)
+            positions = np.array([p.positions for p in plans[0].points])
+            assert positions.shape[1] == len(spec.joints) and np.all(np.abs(positions) <= 3.0)
+        moving = harness.wait_for(
+            lambda: [t for t in harness.messages('cmd_vel') if t.linear.x or t.angular.z],
+            TIMEOUT,
+            'a base velocity',
+            robot.log,
+        )
+        assert all(abs(t.linear.x) <= 0.2 + 1e-9 and abs(t.angular.z) <= 0.2 + 1e-9 for t in moving)
+        assert harness.wait_for(
+            lambda: [o for o in harness.messages('odom') if o.pose.pose.orientation.z != 0],
+            TIMEOUT,
+            'the base to turn',
+            robot.log,
+        )
+        harness.wait_for(
+            lambda: all(f'gripper goal ({s}' in robot.log() for s in ('left_eff', 'right_eff')),
+            TIMEOUT,
+            'a goal for each effector',
+            robot.log,
+        )
+        # the e-stop holds every group together: each arm, head and waist gets a hold, the base
+        # a zero Twist, and nothing moves after it
+        publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+        stopped = harness.now()
+        harness.wait_for(
+            lambda: (
+                publisher.publish(Bool(data=True))
+                or all(any(is_hold(m) for m in harness.messages(s.name, stopped)) for s in jtc)
+            ),
+            30,
+            'a hold on every trajectory controller',
+            robot.log,
+        )
+        harness.wait_for(
+            lambda: [
+                t for t in harness.messages('cmd_vel', stopped) if not (t.linear.x or t.angular.z)
+            ],
+            30,
+            'a zero Twist for the base',
+            robot.log,
+        )
+        settled = harness.now() + 0.5
+        time.sleep(1.5)
+        assert not [t for t in harness.messages('cmd_vel', settled) if t.linear.x or t.angular.z]
+        for spec in jtc:
+            assert all(is_hold(m) for m in harness.messages(spec.name, settled))
+        assert harness.messages('rejected') == [], robot.log()
+        assert 'bad_joints' not in robot.node.log()
+    finally:
+        assert robot.close() == 0, robot.log()
+
+
+@pytest.fixture
+def yam_groups(tmp_path):
+    """YAM's shipped groups with each arm's joint states on its own topic, float64 grippers."""
+    data = yaml.safe_load((EMBODIMENTS_DIR / 'yam.yaml').read_text())['groups']
+    for entry in data:
+        side = entry['name'].split('_')[0]
+        entry['state_topic'] = f'{side}_arm/joint_states'
+        if entry['output'] == 'gripper':
+            entry['interface'] = 'float64'
+            entry['target'] = f'{side}_gripper/command'
+    path = tmp_path / 'yam_groups.yaml'
+    path.write_text(yaml.safe_dump({'groups': data}))
+    return path
+
+
+def test_yam_two_arms_two_grippers_joint_states_from_two_topics(tmp_path, yam_groups):
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64, String
+    from trajectory_msgs.msg import JointTrajectory
+
+    robot = Robot(tmp_path, 'yam', yam_groups, (range(12), range(2), ()))
+    harness = robot.harness
+    for side in ('left', 'right'):
+        harness.record(f'{side}_arm', JointTrajectory, f'{side}_arm_controller/joint_trajectory')
+        harness.record(f'{side}_states', JointState, f'{side}_arm/joint_states')
+    harness.record('left_gripper', Float64, 'left_gripper/command')
+    harness.record('rejected', String, '/sim_arm/rejected')
+    try:
+        robot.wait_configured()
+        # nothing subscribes to the right gripper's topic yet: enabling is refused, naming it
+        response = robot.enable()
+        assert not response.success
+        assert response.message.endswith(
+            'no controller for right_gripper (gripper right_gripper/command)'
+        ), response.message
+        harness.record('right_gripper', Float64, 'right_gripper/command')
+        robot.start_sim()
+        robot.enable_when_the_controllers_are_up()
+        for side in ('left', 'right'):
+            plans = harness.wait_for(
+                lambda side=side: _trajectories(harness, f'{side}_arm'),
+                TIMEOUT,
+                f'a trajectory for the {side} arm',
+                robot.log,
+            )
+            assert list(plans[0].joint_names) == [f'{side}_joint{i}' for i in range(1, 7)]
+            assert harness.wait_for(
+                lambda side=side: harness.messages(f'{side}_gripper'),
+                TIMEOUT,
+                f'the {side} gripper command',
+                robot.log,
+            )
+            states = harness.wait_for(
+                lambda side=side: harness.messages(f'{side}_states'),
+                TIMEOUT,
+                f'the {side} joint states',
+                robot.log,
+            )
+            assert list(states[-1].name) == [
+                *(f'{side}_joint{i}' for i in range(1, 7)),
+                f'{side}_gripper',
+            ]
+        assert harness.messages('rejected') == [], robot.log()
+        assert 'bad_joints' not in robot.node.log()
+        # no joint states before the simulated robot started; then both topics together
+        assert 'input usable again' in robot.node.log()
+    finally:
+        assert robot.close() == 0, robot.log()
+
+
+def test_a_mapping_leaving_a_column_unused_fails_configure_naming_it(tmp_path):
+    data = yaml.safe_load((EMBODIMENTS_DIR / 'agibot.yaml').read_text())['groups']
+    data = [g for g in data if g['name'] != 'base']  # a robot without a mobile base
+    for entry in data:
+        if entry['output'] == 'gripper':
+            entry['interface'] = 'float64'
+    groups = tmp_path / 'agibot_groups.yaml'
+    groups.write_text(yaml.safe_dump({'groups': data}))
+    checkpoint = write_shipped_checkpoint(tmp_path / 'agibot', 'agibot')
+    parameters = _parameters(checkpoint, 'agibot', groups, (range(18), range(2), range(2)))
+    node = NodeProcess(tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters))
+    try:
+        assert node.wait_exit(TIMEOUT) == 1
+    finally:
+        node.stop()
+    log = node.log()
+    assert 'action column 20 (robot_velocity[0]) is sent to no group' in log, log
+    assert 'map it, to output none if the robot does not execute it' in log

@@ -1,0 +1,100 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Replay of a bimanual and a mobile robot's bags: every action group scored on its own motion."""
+
+import json
+
+from embodiment_support import shipped_embodiment, write_shipped_checkpoint
+import numpy as np
+import pytest
+
+from dreamzero_ros.core.action_groups import load_groups
+from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.replay.bag_io import BagWriter
+from dreamzero_ros.replay.cli import replay_main
+from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
+
+
+def _joints(tag):
+    """joint_states names of the arm columns, then the grippers, of the shipped groups."""
+    specs = load_groups(tag, EMBODIMENTS_DIR)
+    arm = [j for s in specs if s.output == 'joint_trajectory' for j in s.joints]
+    return arm, [s.gripper_joint for s in specs if s.output == 'gripper']
+
+
+def _bag(path, tag):
+    """4 s of the embodiment's cameras (24x64, 15 Hz) and its joints (50 Hz, one topic)."""
+    embodiment = shipped_embodiment(tag)
+    arm, grippers = _joints(tag)
+    rng = np.random.default_rng(1)
+    start = 1_700_000_000.0
+    with BagWriter(path) as writer:
+        for key in embodiment.camera_keys:
+            writer.add_topic(f'/cameras/{key.replace("-", "_")}', IMAGE_TYPE)
+        writer.add_topic('/joint_states', JOINT_STATE_TYPE)
+        records = []
+        for index in range(60):
+            stamp = to_ns(start + index / 15)
+            for key in embodiment.camera_keys:
+                frame = rng.integers(0, 255, (24, 64, 3), dtype=np.uint8)
+                topic = f'/cameras/{key.replace("-", "_")}'
+                records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, key)))
+        for index in range(200):
+            t = index / 50
+            stamp = to_ns(start + t)
+            positions = [0.1 * np.sin(t + j) for j in range(len(arm))] + [0.5] * len(grippers)
+            message = BAG_MESSAGES.joint_state(stamp, [*arm, *grippers], np.array(positions))
+            records.append((stamp, '/joint_states', message))
+        for stamp, topic, message in sorted(records, key=lambda record: record[0]):
+            writer.write(topic, stamp, message)
+    return path
+
+
+@pytest.mark.parametrize(('tag', 'velocities'), [('yam', 0), ('agibot', 2)])
+def test_replay_scores_every_group_of_a_bimanual_robot(tmp_path, capsys, tag, velocities):
+    embodiment = shipped_embodiment(tag)
+    arm, grippers = _joints(tag)
+    checkpoint = write_shipped_checkpoint(tmp_path / 'checkpoint', tag)
+    bag = _bag(tmp_path / 'bag', tag)
+    width = len(arm) + len(grippers) + velocities
+    parameters = {
+        'action_groups': tag,
+        'camera_keys': list(embodiment.camera_keys),
+        'camera_topics': [f'/cameras/{k.replace("-", "_")}' for k in embodiment.camera_keys],
+        'image_height': 0,
+        'image_width': 0,
+        'safety.joint_lower': [-3.0] * len(arm) + [0.0] * len(grippers) + [-0.2] * velocities,
+        'safety.joint_upper': [3.0] * len(arm) + [1.0] * len(grippers) + [0.2] * velocities,
+        'safety.max_step_delta': [0.2] * width,
+        'safety.max_velocity': [3.0] * len(arm),
+        'safety.stop_deceleration': [10.0] * len(arm),
+        'max_age': 1.0,
+    }
+    overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]
+    out = tmp_path / 'out'
+    arguments = [
+        str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--dtype', 'float32',
+        '--max-chunks', '2', '--out', str(out), '--no-progress',
+        *(item for o in overrides for item in ('--param', o)),
+    ]  # fmt: skip
+    assert replay_main(arguments) == 0, capsys.readouterr().err
+    metrics = json.loads((out / 'metrics.json').read_text())
+    assert metrics['chunks'] == 2
+    groups = metrics['groups']
+    specs = load_groups(tag, EMBODIMENTS_DIR)
+    assert list(groups) == [s.name for s in specs]
+    for spec in specs:
+        score = groups[spec.name]
+        if spec.output == 'twist':  # no recorded base velocity in the bag: nothing to score
+            assert score['joints'] == [f'base/{axis}' for axis in spec.axes]
+            assert score['mae'] is None
+            continue
+        assert score['joints'] == list(spec.state_names)
+        assert score['mae'] is not None and score['hold_baseline_mae'] is not None
+    # the grippers' recorded 0.5 (range 0..1) is what the hold baseline predicts exactly
+    gripper_groups = [s.name for s in specs if s.output == 'gripper']
+    assert all(groups[name]['hold_baseline_mae'] == pytest.approx(0.0) for name in gripper_groups)
+    assert len(metrics['errors']['joint_names']) == width
