@@ -447,6 +447,15 @@ class SimArm(Node):
         for base, command in odometry:
             self._odometry[base.spec.name].publish(_odometry_msg(now, base.pose, command))
 
+    def _check_table(self, joints: np.ndarray) -> None:
+        """Record whether a checked point is below the table at ``joints`` (under the lock)."""
+        heights = self.table_points.positions(joints)[0, :, 2]
+        lowest = int(np.argmin(heights))
+        if heights[lowest] < self.lowest[1]:
+            self.lowest = (self.table_points.links[lowest], float(heights[lowest]))
+        if heights[lowest] < self.table_height:
+            self.below_table += 1
+
 
 def _planar_step(yaw: float, twist: Twist, seconds: float) -> np.ndarray:
     """Change of ``(x, y, yaw)`` over ``seconds`` at ``twist`` (body frame)."""
@@ -466,15 +475,6 @@ def _odometry_msg(now: float, pose: np.ndarray, twist: Twist) -> Odometry:
     msg.pose.pose.orientation.w = float(np.cos(pose[2] / 2))
     msg.twist.twist = twist
     return msg
-
-    def _check_table(self, joints: np.ndarray) -> None:
-        """Record whether a checked point is below the table at ``joints`` (under the lock)."""
-        heights = self.table_points.positions(joints)[0, :, 2]
-        lowest = int(np.argmin(heights))
-        if heights[lowest] < self.lowest[1]:
-            self.lowest = (self.table_points.links[lowest], float(heights[lowest]))
-        if heights[lowest] < self.table_height:
-            self.below_table += 1
 
 
 def _read_description(path: str) -> str:
