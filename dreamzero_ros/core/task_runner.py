@@ -27,9 +27,9 @@ Ends (``outcome``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-import enum
 import math
 
+from dreamzero_ros.core.str_enum import StrEnum
 from dreamzero_ros.errors import TaskRefusedError
 
 #: Feedback states.
@@ -38,7 +38,7 @@ DRY_RUN = 'dry_run'
 INPUTS_UNUSABLE = 'inputs_unusable'
 
 
-class Outcome(enum.StrEnum):
+class Outcome(StrEnum):
     """How a task ended (the result's ``outcome``)."""
 
     TIME_LIMIT = 'time_limit'
