@@ -42,7 +42,8 @@ if [ "$SOURCE" = install ]; then
   DISTRO=${ROS_DISTRO:-unknown}
   RCLPY=$("$PYTHON" -c 'import os, rclpy; print(os.path.dirname(rclpy.__file__))')
   echo "bootstrap: ROS 2 $DISTRO from the sourced install (rclpy in $RCLPY), $PYTHON"
-  ROS_REQUIREMENTS=()
+  # The install's message modules are compiled against its numpy 1.x (Humble 1.21, Jazzy 1.26).
+  ROS_REQUIREMENTS=('numpy<2')
   VENV_OPTIONS=(--system-site-packages)
 else
   DISTRO=${ROS_DISTRO:-jazzy}
