@@ -21,7 +21,9 @@ setup(
     packages=find_packages(
         exclude=['test', 'test.*', f'{PACKAGE_NAME}.msg', f'{PACKAGE_NAME}.action']
     ),
-    package_data={PACKAGE_NAME: ['embodiments/*.yaml']},
+    package_data={
+        PACKAGE_NAME: ['embodiments/*.yaml', 'descriptions/*.urdf', 'descriptions/NOTICE']
+    },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE_NAME]),
         ('share/' + PACKAGE_NAME, ['package.xml']),

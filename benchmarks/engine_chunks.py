@@ -132,4 +132,8 @@ def summarise(chunks: list[dict]) -> dict:
                 summary[name]['similarity_mean'] = statistics.fmean(similarities)
                 summary[name]['similarity_max'] = max(similarities)
             summary[name]['count'] = len(group)
+    totals = [c['total'] for c in chunks]
+    if totals:
+        summary['all']['p99'] = float(np.percentile(totals, 99))
+        summary['all']['max'] = max(totals)
     return summary

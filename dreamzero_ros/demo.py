@@ -12,6 +12,13 @@ cameras with the simulated arm's joint states and the arm follows the node's tra
 node starts with commands disabled, as on a robot; the demo enables them through ``~/enable``,
 then prints each action chunk with its latency and where the arm is, and a summary (trajectories
 accepted and rejected by the arm's controller, how far it moved, its tracking error).
+
+``--toward-table`` shows the safety envelope instead: the node runs a scripted policy served over
+OpenPI in this process (:mod:`dreamzero_ros.demo_policy`: every chunk drives the hand
+down towards the table) with ``envelope.enabled``, its robot description read from the simulated
+arm's ``robot_description`` topic; the arm stands at a table ``--table-height`` m above its base.
+Each trajectory is cut into a braking hold above the table; the summary gives the node's cuts and
+the lowest point the arm's links reached.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import NODE_NAME
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import cached_random_checkpoint
@@ -72,6 +80,8 @@ class DemoArm:
     gripper_joint: str = 'panda_finger_joint1'
     gripper_range: tuple[float, float] = (0.04, 0.0)
     gripper_topic: str = 'gripper_controller/joint_trajectory'
+    #: Height of the table above the arm's base (sim arm ``table.height``), metres.
+    table_height: float = 0.0
 
     def node_parameters(self) -> list[str]:
         """Policy node overrides: commands to this arm, disabled until ``~/enable``."""
@@ -95,6 +105,7 @@ class DemoArm:
             f'gripper.initial_position:={self.gripper_range[0]}',
             'gripper.interface:=joint_trajectory',
             f'gripper.name:={self.gripper_topic}',
+            f'table.height:={self.table_height}',
         ]
 
     def topics(self) -> ArmTopics:
@@ -336,10 +347,20 @@ def demo_system(
         _stop(stream)
 
 
+RANDOM_WEIGHTS_NOTE = (
+    'note: the model has random weights, so its actions mean nothing and stay close to where '
+    'the arm is; the node still applies its limits, hand-over and holds to them, which is '
+    'what the demo shows. With a real checkpoint (docs/getting_started.md) the arm follows '
+    'the task.'
+)
+
+
 def _print_chunk(chunk: Any) -> None:
+    steps, columns = chunk.shape
     print(
-        f'chunk {chunk.chunk_id}: actions {chunk.shape}, observation stamp {chunk.stamp:.3f}, '
-        f'latency {chunk.latency:.2f} s, first row {_fmt(chunk.first_row)}'
+        f'chunk {chunk.chunk_id}: {steps} steps x {columns} columns ({columns - 1} arm joint '
+        f'positions in rad, then the gripper: 0 open .. 1 closed), {chunk.latency:.2f} s from '
+        f'the observation to the chunk; first step {_fmt(chunk.first_row)}'
     )
 
 
@@ -354,7 +375,12 @@ def run(options: argparse.Namespace) -> int:
         'meaningful, the pipeline is real)'
     )
     logs = options.cache_dir / 'logs'
-    with demo_system(checkpoint, logs, options.transport, arm=DemoArm()) as demo:
+    arm = DemoArm(table_height=options.table_height if options.toward_table else 0.0)
+    with contextlib.ExitStack() as stack:
+        extra = stack.enter_context(_toward_the_table(options)) if options.toward_table else ()
+        demo = stack.enter_context(
+            demo_system(checkpoint, logs, options.transport, node_parameters=extra, arm=arm)
+        )
 
         def on_chunk(chunk: Any) -> None:
             _print_chunk(chunk)
@@ -378,14 +404,55 @@ def run(options: argparse.Namespace) -> int:
             return 1
         demo.wait_arm_report()
         print(demo.listener.summary(time.monotonic() - start))
+        if options.toward_table:
+            print(_envelope_summary(demo.listener, options.table_height))
+        else:
+            print(RANDOM_WEIGHTS_NOTE)
     if not done:
         print(f'timed out after {options.timeout:.0f} s; see {logs}/policy_node.log')
         return 1
     return 0
 
 
+@contextlib.contextmanager
+def _toward_the_table(options: argparse.Namespace) -> Iterator[tuple[str, ...]]:
+    """Serve the scripted policy; the node overrides that use it and the envelope."""
+    from dreamzero_ros.demo_policy import TowardTheTable
+    from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+
+    handle = OpenPIServer(TowardTheTable(), ServerConfig(port=0)).start()
+    print(f'scripted policy (hand towards the table) at {handle.url}')
+    try:
+        yield (
+            'engine.backend:=remote',
+            f'engine.remote_uri:={handle.url}',
+            'scheduler.step_duration:=0.0',
+            'scheduler.min_replan_period:=2.0',
+            'envelope.enabled:=true',
+            f'envelope.table_height:={options.table_height}',
+            'robot_description_timeout:=30.0',
+        )
+    finally:
+        handle.stop()
+
+
+def _envelope_summary(listener: Any, table_height: float) -> str:
+    """The node's envelope cuts and the lowest point the simulated arm reached."""
+    node, arm = listener.diagnostics, listener.arm_diagnostics
+    return (
+        f'envelope: {node.get("envelope_cuts", "?")} trajectories cut into a hold (last: '
+        f'{node.get("last_envelope") or "none"}); arm: lowest point '
+        f'{arm.get("lowest_link", "?")} at {arm.get("lowest_z", "?")} m, table at '
+        f'{table_height:g} m, {arm.get("below_table", "?")} updates below it'
+    )
+
+
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-demo``."""
+    return run_tool('dreamzero-demo', _demo, args)
+
+
+def _demo(args: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog='dreamzero-demo',
         description='Run the DreamZero policy node on a small random-weight model driving a '
@@ -407,6 +474,19 @@ def main(args: list[str] | None = None) -> int:
         default=10.0,
         help='after the last chunk, seconds to wait for the arm to reach a waypoint',
     )
+    parser.add_argument(
+        '--toward-table',
+        action='store_true',
+        help='show the safety envelope: a scripted policy drives the hand towards the table, '
+        'each trajectory ends in a hold above it',
+    )
+    parser.add_argument(
+        '--table-height',
+        type=float,
+        default=0.3,
+        help='with --toward-table: table height above the arm base, m',
+    )
+    add_debug_option(parser)
     return run(parser.parse_args(args))
 
 

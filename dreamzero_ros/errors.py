@@ -27,6 +27,7 @@ __all__ = [
     'ObservationError',
     'PolicyError',
     'ProtocolError',
+    'ServerConnectionError',
     'TaskRefusedError',
 ]
 
@@ -57,6 +58,10 @@ class ObservationError(PolicyError, ValueError):
 
 class CapacityError(PolicyError):
     """No room on an OpenPI server for a new connection or session; the message names the limit."""
+
+
+class ServerConnectionError(PolicyError, ConnectionError):
+    """A remote OpenPI server cannot be reached, or refuses the handshake."""
 
 
 class ProtocolError(PolicyError):

@@ -111,6 +111,8 @@ class ActionChunk:
         timing_ms: stage name -> milliseconds (``inputs``, ``encode``, ``prefill``, ``denoise``,
             ``decode``, ``total`` for the local engine).
         video: optional predicted future frames ``(T, H, W, 3)`` uint8.
+        views: optional undecoded predicted video and model input, decoded on request
+            (the local engine's :class:`~dreamzero_ros.engine.predicted_video.ChunkViews`).
 
     """
 
@@ -120,6 +122,7 @@ class ActionChunk:
     chunk_id: int = 0
     timing_ms: Mapping[str, float] = field(default_factory=dict)
     video: np.ndarray | None = None
+    views: Any = None
 
     @property
     def horizon(self) -> int:

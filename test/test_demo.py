@@ -22,8 +22,9 @@ def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
     assert "wrote a random-weight 'small' DreamZero checkpoint" in output
     assert (tmp_path / 'random-small' / 'config.json').is_file()
     chunks = re.findall(
-        r'chunk (\d+): actions \((\d+), (\d+)\), observation stamp [\d.]+, '
-        r'latency ([\d.]+) s, first row \[([^\]]+)\]',
+        r'chunk (\d+): (\d+) steps x (\d+) columns \(7 arm joint positions in rad, then the '
+        r'gripper: 0 open \.\. 1 closed\), ([\d.]+) s from the observation to the chunk; '
+        r'first step \[([^\]]+)\]',
         output,
     )
     assert len(chunks) == 2, output
@@ -31,7 +32,8 @@ def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
         assert (int(horizon), int(width)) == (24, 8)
         assert float(latency) > 0 and len(first_row.split()) == 8
     assert re.search(r'summary: 2 chunks in [\d.]+ s', output), output
-    assert 'latency p50' in output and 'node: ' in output
+    assert 'latency p50' in output and 'node (since it started' in output
+    assert 'random weights' in output
     # commands enabled through the service, the loop closed over the simulated arm
     assert 'dreamzero_policy/enable: commands enabled' in output
     arm = re.search(

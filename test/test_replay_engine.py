@@ -95,6 +95,24 @@ def test_replay_console_script_with_a_checkpoint(tmp_path, checkpoint, bag, caps
     assert metrics['prompt'] == 'wipe the table'
     assert len(metrics['errors']['by_step_joint']['mae']) == 24
     assert not (out / 'prediction.mp4').exists()
+    # the report names the policy that produced it; real weights carry no warning
+    assert metrics['policy']['source'] == f'checkpoint {checkpoint}'
+    assert metrics['policy']['random_weights'] is False
+    assert metrics['policy']['options']['device'] == 'cpu'
+    report = (out / 'report.html').read_text()
+    assert f'checkpoint {checkpoint}' in report and 'random weights' not in report
+    assert 'hold-position baseline' in report and '<dt>late</dt>' in report
+
+
+def test_replay_report_of_random_weights_says_so(tmp_path, bag, capsys):
+    out = tmp_path / 'out'
+    status = replay_main([str(bag), '--preset', 'tiny', '--max-chunks', '2', '--out', str(out),
+                          '--no-progress'])  # fmt: skip
+    assert status == 0
+    assert 'random weights: the scores measure nothing' in capsys.readouterr().err
+    metrics = json.loads((out / 'metrics.json').read_text())
+    assert metrics['policy']['random_weights'] is True
+    assert 'These chunks come from random weights' in (out / 'report.html').read_text()
 
 
 def test_replay_with_tensor_parallel_scores_the_one_process_actions(tmp_path, checkpoint, bag):

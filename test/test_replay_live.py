@@ -18,6 +18,7 @@ from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.live_replay import LiveReplayConfig, _Recorder, node_topic
 from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
+from dreamzero_ros.replay.video import recorded_predictions
 
 HERE = Path(__file__).resolve().parent
 START = 1_700_000_000.0
@@ -142,7 +143,8 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
         # slow motion: the CPU engine's wall-clock latency stays short in bag time
         result = _live_replay(
             str(bag), '--record', str(out), '--rate', '0.1', '--linger', '10',
-            '--until-chunks', '2', '--wait', '120', timeout=300,
+            '--until-chunks', '2', '--wait', '120', '--imagination', str(tmp_path / 'imagined'),
+            timeout=300,
         )  # fmt: skip
     finally:
         # with the bag over, /clock is paused: SIGINT must still end the node cleanly
@@ -170,3 +172,12 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     assert [m.chunk_id for _, _, m in chunks][:2] == [0, 1]
     planned = [m for m in previews if m.header.stamp.sec != 0]  # not the zero-stamp holds
     assert planned and all(len(m.points) > 1 for m in planned)
+    # the recorder subscribed to the view topics, so the node decoded and published them
+    with BagReader(out) as reader:
+        assert list(reader.messages([node_topic('~/model_input/compressed')]))
+    cameras = list(ReplayTopics().cameras)
+    predictions = recorded_predictions(out, 'dreamzero_policy', cameras)
+    assert predictions and all(len(v) == 8 for v in predictions[0].cameras.values())
+    # --imagination drew them over the camera frames, one figure per recorded chunk (up to 8)
+    assert len(summary['imagination']) == min(len(predictions), 8)  # at most 8 figures
+    assert Path(summary['imagination'][0]).read_bytes().startswith(b'\x89PNG')

@@ -95,3 +95,13 @@ def test_chunk_timing():
     assert timing['late_fraction'] == pytest.approx(1 / 3)
     assert timing['keeps_up_fraction'] == pytest.approx(2 / 3)
     assert timing['observation_age_s']['max'] == pytest.approx(0.02)
+
+
+def test_joint_plots_thin_many_chunks_to_a_readable_dozen():
+    from dreamzero_ros.replay.plots import MAX_PLOTTED_CHUNKS, thinning
+
+    assert MAX_PLOTTED_CHUNKS == 12
+    assert thinning(0) == thinning(5) == thinning(12) == 1
+    for count in (13, 53, 200):
+        assert len(range(count)[:: thinning(count)]) <= 12
+        assert len(range(count)[:: thinning(count)]) >= 6

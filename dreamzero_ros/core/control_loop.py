@@ -9,8 +9,9 @@ observation should go to the policy (one in flight at a time, at most every
 ``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
-limits, gives the rows knot velocities (core/trajectory.py) and returns the new plan to command,
-or says why nothing is commanded. A hold brakes the motion in force to a stop.
+limits, gives the rows knot velocities (core/trajectory.py), cuts the plan before it would leave
+the Cartesian envelope (core/envelope.py, when the loop has one) and returns the new plan to
+command, or says why nothing is commanded. A hold brakes the motion in force to a stop.
 
 A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or
 seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the cached inputs,
@@ -38,6 +39,7 @@ from dreamzero_ros.core.chunk_scheduler import (
     merge_chunk,
     smooth_plan,
 )
+from dreamzero_ros.core.envelope import Envelope, Violation
 from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
 from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
@@ -113,6 +115,7 @@ class ChunkOutcome:
         dropped_steps: rows already in the past on arrival.
         blend_window: seconds of hand-over from the previous plan.
         verdict: the safety verdict, None where the chunk did not get that far.
+        envelope: where the plan would have left the envelope (it was cut before); None if not.
 
     """
 
@@ -122,6 +125,7 @@ class ChunkOutcome:
     dropped_steps: int = 0
     blend_window: float = 0.0
     verdict: SafetyVerdict | None = None
+    envelope: Violation | None = None
 
 
 @dataclass
@@ -141,12 +145,16 @@ class LoopCounters:
     velocity_changes: int = 0
     chunks_slowed: int = 0
     holds: int = 0
+    envelope_cuts: int = 0
     time_jumps: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
 
 
 class ControlLoop:
-    """Decides queries, merges chunks into the executing plan, and holds on bad input."""
+    """Decides queries, merges chunks into the executing plan, and holds on bad input.
+
+    With an ``envelope`` every plan is cut before it would leave it, ending in a braking hold.
+    """
 
     def __init__(
         self,
@@ -154,9 +162,13 @@ class ControlLoop:
         config: LoopConfig,
         prompt: str = '',
         session_id: str = 'default',
+        envelope: Envelope | None = None,
     ) -> None:
         self.cache = cache
         self.config = config
+        self.envelope = envelope
+        #: The last point where a plan would have left the envelope (diagnostics).
+        self.last_envelope: Violation | None = None
         self.prompt = prompt
         self.session_id = session_id
         self.plan: ActionPlan | None = None
@@ -312,9 +324,19 @@ class ControlLoop:
         self.counters.chunks_slowed += smoothed.stretch > 1.0
         self.plan = smoothed.plan
         self.holding = ''
+        violation = None
+        if self.envelope is not None:
+            cut = self.envelope.cut(self.plan, limits.lower, limits.upper, motion, chunk.chunk_id)
+            violation = cut.violation
+            if violation is not None:
+                self.plan = cut.plan
+                self.counters.envelope_cuts += 1
+                self.counters.holds += 1
+                self.last_envelope = violation
+                self.holding = f'envelope: {violation}'
         self.counters.chunks_applied += 1
         return ChunkOutcome(
-            self.plan, '', latency, merged.dropped_steps, merged.blend_window, verdict
+            self.plan, '', latency, merged.dropped_steps, merged.blend_window, verdict, violation
         )
 
     def on_error(self, query: Query, error: BaseException, now: float) -> ActionPlan | None:

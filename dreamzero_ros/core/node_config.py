@@ -22,7 +22,9 @@ import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
+from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
+from dreamzero_ros.core.imagination import ViewSettings
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.robot_layout import RobotLayout
@@ -176,6 +178,63 @@ class TaskSettings:
     )
 
 
+_ENVELOPE_DEFAULT = EnvelopeConfig()
+_METRES = (-100.0, 100.0)
+
+
+@dataclass(frozen=True)
+class EnvelopeSettings:
+    """Where the robot's links may go, from its description (``envelope.*``)."""
+
+    enabled: bool = parameter(
+        False,
+        'Cut every trajectory before a configured link point would leave the envelope (workspace '
+        'box, above the table, out of keep_out boxes), ending in a braking hold. Needs the '
+        'robot description (robot_description_file, or the robot_description topic).',
+    )
+    links: tuple[str, ...] = parameter(
+        _ENVELOPE_DEFAULT.links,
+        'Links of the description whose points are checked (Panda: the flange and both fingers).',
+    )
+    link_offsets: tuple[float, ...] = parameter(
+        tuple(_ENVELOPE_DEFAULT.offsets.ravel().tolist()),
+        'x, y, z of each point in its link, metres, 3 values per link (Panda fingertips: 0.045 '
+        'beyond the finger links).',
+        range=_METRES,
+    )
+    frame: str = parameter(
+        _ENVELOPE_DEFAULT.frame,
+        'Link of the description the bounds are given in; it must not move with the arm '
+        'joints. Empty: the description root.',
+    )
+    workspace_min: tuple[float, ...] = parameter(
+        tuple(_ENVELOPE_DEFAULT.workspace_min.tolist()),
+        'Lower corner x, y, z of the workspace box, metres.',
+        range=_METRES,
+    )
+    workspace_max: tuple[float, ...] = parameter(
+        tuple(_ENVELOPE_DEFAULT.workspace_max.tolist()),
+        'Upper corner x, y, z of the workspace box, metres.',
+        range=_METRES,
+    )
+    table_height: float = parameter(
+        _ENVELOPE_DEFAULT.table_height,
+        'Height (z) of the table plane in the frame, metres; every point stays above it.',
+        range=_METRES,
+    )
+    keep_out: tuple[float, ...] = parameter(
+        (),
+        'Boxes no point may enter, 6 values each: min x, y, z then max x, y, z, metres.',
+        range=_METRES,
+    )
+    resolution: float = parameter(
+        _ENVELOPE_DEFAULT.resolution,
+        'Largest motion of a point between two checked samples of the trajectory, metres; '
+        'each sample must lie this far inside every bound.',
+        range=(0.0001, 1.0),
+    )
+
+
 @dataclass(frozen=True)
 class SchedulerSettings:
     """Query pacing and chunk hand-over (``scheduler.*``)."""
@@ -292,9 +351,10 @@ class EngineSettings:
     )
     attention_backend: str = parameter(
         'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
-        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
-        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3'),
+        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, fa3 '
+        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package), or fp8 (FP8 attention '
+        'over the FP8 K/V cache: needs kv_cache fp8, Triton and a GPU with FP8 tensor cores).',
+        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3', 'fp8'),
     )
     cfg_parallel: int = parameter(
         1,
@@ -482,6 +542,18 @@ class NodeSettings:
         '(published only where the package messages are built).',
     )
     step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
+    # --- robot description (core/kinematics.py)
+    robot_description_file: str = parameter(
+        '',
+        'URDF file of the robot; empty: the robot_description topic (transient local, as '
+        'robot_state_publisher publishes it).',
+    )
+    robot_description_timeout: float = parameter(
+        5.0,
+        'Seconds configure waits for the robot_description topic where a description is needed.',
+        range=(0.0, 3600.0),
+    )
+    envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
     # --- safety, scheduling, engine, bridge
     gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)
@@ -490,6 +562,7 @@ class NodeSettings:
     task: TaskSettings = field(default_factory=TaskSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     openpi_bridge: BridgeSettings = field(default_factory=BridgeSettings)
+    views: ViewSettings = field(default_factory=ViewSettings)
 
     def __post_init__(self) -> None:
         keys, topics = self.camera_keys, self.camera_topics
@@ -522,6 +595,7 @@ class NodeSettings:
             limits = self.loop.limits
             self.cache  # noqa: B018 - builds (and so checks) the cache configuration
             self.gripper_config  # noqa: B018 - checks the gripper settings
+            self.envelope_config  # noqa: B018 - checks the envelope settings
         except ValueError as error:
             raise ValueError(f'invalid parameters: {error}') from error
         columns = len(self.command_joint_names)
@@ -595,6 +669,27 @@ class NodeSettings:
                 max_stretch=self.trajectory.max_stretch,
             ),
         )
+
+    @functools.cached_property
+    def envelope_config(self) -> EnvelopeConfig:
+        """The Cartesian envelope (``envelope.*``), checked whether enabled or not."""
+        envelope = self.envelope
+        boxes = np.asarray(envelope.keep_out, dtype=np.float64)
+        if boxes.size % 6:
+            raise ValueError(f'envelope.keep_out needs 6 values per box, got {boxes.size} values')
+        try:
+            return EnvelopeConfig(
+                links=envelope.links,
+                offsets=envelope.link_offsets,
+                frame=envelope.frame,
+                workspace_min=envelope.workspace_min,
+                workspace_max=envelope.workspace_max,
+                table_height=envelope.table_height,
+                keep_out=tuple((box[:3], box[3:]) for box in boxes.reshape(-1, 6)),
+                resolution=envelope.resolution,
+            )
+        except ValueError as error:
+            raise ValueError(f'envelope: {error}') from None
 
     @functools.cached_property
     def gripper_config(self) -> GripperConfig:

@@ -29,10 +29,10 @@ class SerializedPolicy:
         """The wrapped policy's metadata."""
         return self.policy.metadata
 
-    def infer(self, observation: Observation) -> ActionChunk:
-        """Run the wrapped policy's ``infer`` once no other call is running."""
+    def infer(self, observation: Observation, **options: Any) -> ActionChunk:
+        """Run the wrapped policy's ``infer`` (with ``options``) once no other call is running."""
         with self._lock:
-            return self.policy.infer(observation)
+            return self.policy.infer(observation, **options)
 
     def reset(self, session_id: str = 'default') -> None:
         """Run the wrapped policy's ``reset`` once no other call is running."""

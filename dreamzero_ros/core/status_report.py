@@ -77,6 +77,8 @@ def build_report(
         ('velocity_changes', str(counters.velocity_changes)),
         ('chunks_slowed', str(counters.chunks_slowed)),
         ('holds', str(counters.holds)),
+        ('envelope_cuts', str(counters.envelope_cuts)),
+        ('last_envelope', str(loop.last_envelope) if loop.last_envelope is not None else ''),
         ('frames_received', str(cache.frames_received)),
         ('frames_dropped', str(cache.frames_out_of_order)),
         ('frames_bad', str(cache.frames_bad)),

@@ -22,6 +22,10 @@ Ends (``outcome``):
 - ``fault``: the node stopped commanding as the task was accepted (commands disabled, e-stop,
   dry run switched), was deactivated or shut down, the policy failed, the clock jumped back, or
   the inputs stayed unusable for longer than ``input_timeout`` seconds; ``message`` says which.
+
+A chunk cut at the safety envelope (core/envelope.py) still counts as executed: its feedback state
+is ``envelope_hold``, and the result's message names how many chunks were cut and the last
+offending point.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dreamzero_ros.errors import TaskRefusedError
 EXECUTING = 'executing'
 DRY_RUN = 'dry_run'
 INPUTS_UNUSABLE = 'inputs_unusable'
+ENVELOPE_HOLD = 'envelope_hold'
 
 
 class Outcome(StrEnum):
@@ -91,6 +96,9 @@ class _Task:
     mode: str
     chunks: int = 0
     unusable_since: float | None = None
+    envelope_cuts: int = 0
+    last_envelope: str = ''
+    envelope_holding: bool = False
 
 
 class TaskRunner:
@@ -141,12 +149,20 @@ class TaskRunner:
         self._task = _Task(goal_id, instruction, float(time_limit), now, state.mode)
         return preempted
 
-    def chunk_executed(self, now: float) -> TaskFeedback | None:
-        """A chunk of the running task reached the controller (or the preview in dry run)."""
+    def chunk_executed(self, now: float, envelope: str = '') -> TaskFeedback | None:
+        """A chunk of the running task reached the controller (or the preview in dry run).
+
+        ``envelope``: where the chunk's plan would have left the envelope (it was cut there and
+        ends in a hold); empty when it stays inside.
+        """
         task = self._task
         if task is None:
             return None
         task.chunks += 1
+        task.envelope_holding = bool(envelope)
+        if envelope:
+            task.envelope_cuts += 1
+            task.last_envelope = envelope
         return self.feedback(now)
 
     def feedback(self, now: float) -> TaskFeedback | None:
@@ -155,6 +171,8 @@ class TaskRunner:
         if task is None:
             return None
         state = DRY_RUN if task.mode == 'dry_run' else EXECUTING
+        if task.envelope_holding:
+            state = ENVELOPE_HOLD
         if task.unusable_since is not None:
             state = INPUTS_UNUSABLE
         return TaskFeedback(task.chunks, now - task.started, state)
@@ -204,4 +222,9 @@ class TaskRunner:
         if task is None:
             return None
         self._task = None
+        if task.envelope_cuts:
+            message += (
+                f'; {task.envelope_cuts} chunk(s) cut at the safety envelope, last: '
+                f'{task.last_envelope}'
+            )
         return TaskResult(outcome, task.chunks, now - task.started, message)

@@ -12,7 +12,9 @@
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
   instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
 * ``attention_backend``: the attention kernel :func:`.attention.sdpa` prefers (``auto``: torch's
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``: FlashAttention-3);
+  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``: FlashAttention-3, or ``fp8``:
+  the engine's FP8 attention over the FP8 K/V cache, :mod:`.fp8_attention_kernel`, which needs
+  ``kv_cache: fp8`` and a GPU with FP8 tensor cores: :func:`check_attention_device`);
 * ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
 
 They are applied to a DiT from outside, as diffusers does for Wan: :func:`block_processors`
@@ -30,6 +32,7 @@ import torch
 
 from dreamzero_ros.errors import ConfigError
 
+from . import fp8_attention_kernel
 from .attention import ATTENTION_KERNELS, flash_attention_3
 from .dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
 from .fast_blocks import FastBlockProcessor, FastStages, stage_shard
@@ -40,6 +43,7 @@ __all__ = [
     'AccelerationConfig',
     'VAEEncoding',
     'block_processors',
+    'check_attention_device',
     'held_fp8_mode',
     'quantize_dit_',
 ]
@@ -92,6 +96,23 @@ class AccelerationConfig:
     def fast_blocks(self) -> bool:
         """Whether the DiT blocks compute through :class:`.fast_blocks.FastBlockProcessor`."""
         return self.compile_backend is not None or self.fp8_linear != 'off'
+
+
+def check_attention_device(config: AccelerationConfig, device: str, kv_cache: str) -> None:
+    """Refuse ``attention_backend: fp8`` where it cannot run (ConfigError naming why).
+
+    It needs an FP8 K/V cache, Triton, and a device with FP8 tensor cores.
+    """
+    if config.attention_backend != 'fp8':
+        return
+    if kv_cache != 'fp8':
+        raise ConfigError(
+            f"attention_backend 'fp8' attends over an FP8 K/V cache: it needs kv_cache 'fp8', "
+            f'not {kv_cache!r}'
+        )
+    reason = fp8_attention_kernel.unsupported(device)
+    if reason is not None:
+        raise ConfigError(f"attention_backend 'fp8' {reason}")
 
 
 def held_fp8_mode(dit: CausalWanDiT) -> str:

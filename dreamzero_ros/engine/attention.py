@@ -18,7 +18,10 @@ a call (on the CPU only ``math`` and torch's CPU flash kernel exist).  ``fa3`` i
 FlashAttention-3 (Hopper), not part of torch: the ``flash_attn_3`` package built from
 Dao-AILab/flash-attention's ``hopper/`` folder; with it the unmasked bf16/fp16 CUDA calls run
 in FlashAttention-3 (which takes the same ``(B, L, H, D)`` layout) and the others in torch's
-kernels, cuDNN first.
+kernels, cuDNN first.  ``fp8`` is the engine's own FP8 attention over an FP8 K/V cache
+(:mod:`.fp8_attention_kernel`, Triton, GPUs with FP8 tensor cores): inside its context
+:meth:`.kv_cache.Fp8KVCache.attend_written` calls the op ``torch.ops.dreamzero.fp8_kv_attention``
+(:func:`fp8_kv_attention_active`); the other calls run in torch's kernels, cuDNN first.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     'SelfAttentionBackend',
     'attention_kernel',
     'flash_attention_3',
+    'fp8_kv_attention_active',
     'sdpa',
 ]
 
@@ -52,12 +56,15 @@ _PREFERRED = {
     'efficient': SDPBackend.EFFICIENT_ATTENTION,
     'math': SDPBackend.MATH,
     'fa3': SDPBackend.CUDNN_ATTENTION,
+    'fp8': SDPBackend.CUDNN_ATTENTION,
 }
 ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
     name: _PREFERRED.get(name) for name in ATTENTION_BACKENDS
 }
 #: The FlashAttention-3 forward op while ``attention_kernel('fa3')`` is active, else None.
 _FA3_FORWARD: ContextVar[Callable | None] = ContextVar('fa3_forward', default=None)
+#: Whether ``attention_kernel('fp8')`` is active (the FP8 K/V cache attends in FP8).
+_FP8_KV: ContextVar[bool] = ContextVar('fp8_kv_attention', default=False)
 _FALLBACK_ORDER = (
     SDPBackend.CUDNN_ATTENTION,
     SDPBackend.FLASH_ATTENTION,
@@ -85,14 +92,31 @@ def flash_attention_3() -> Callable:
 
 
 @contextlib.contextmanager
-def _fa3_context(order: list[SDPBackend]) -> Iterator[None]:
-    """FlashAttention-3 for the calls it takes, torch's kernels in ``order`` for the others."""
-    token = _FA3_FORWARD.set(flash_attention_3())
+def _kernel_context(name: str) -> Iterator[None]:
+    """The context of :func:`attention_kernel`.
+
+    Every name sets both the FA3 and the FP8 flag, so a context nested in another one replaces
+    its choice.
+    """
+    fa3 = flash_attention_3() if name == 'fa3' else None
+    fa3_token = _FA3_FORWARD.set(fa3)
+    fp8_token = _FP8_KV.set(name == 'fp8')
     try:
-        with sdpa_kernel(order, set_priority=True):
+        preferred = ATTENTION_KERNELS[name]
+        if preferred is None:
             yield
+        else:
+            order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
+            with sdpa_kernel(order, set_priority=True):
+                yield
     finally:
-        _FA3_FORWARD.reset(token)
+        _FP8_KV.reset(fp8_token)
+        _FA3_FORWARD.reset(fa3_token)
+
+
+def fp8_kv_attention_active() -> bool:
+    """Whether an FP8 K/V cache attends through the FP8 kernel (``attention_kernel('fp8')``)."""
+    return _FP8_KV.get()
 
 
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
@@ -104,13 +128,7 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
         raise ValueError(
             f'attention backend must be one of {sorted(ATTENTION_KERNELS)}, got {name!r}'
         )
-    preferred = ATTENTION_KERNELS[name]
-    if preferred is None:
-        return contextlib.nullcontext()
-    order = [preferred, *(b for b in _FALLBACK_ORDER if b != preferred)]
-    if name == 'fa3':
-        return _fa3_context(order)
-    return sdpa_kernel(order, set_priority=True)
+    return _kernel_context(name)
 
 
 def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:

@@ -29,7 +29,7 @@ import torch
 
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
-from .acceleration import AccelerationConfig
+from .acceleration import AccelerationConfig, check_attention_device
 from .dit import DiTConfig
 from .embodiment import Embodiment
 from .image_encoder import CLIPConfig
@@ -111,6 +111,7 @@ class EngineConfig:
             raise ConfigError('memory must be a MemoryConfig')
         if self.acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
             raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
+        check_attention_device(self.acceleration, self.device, self.memory.kv_cache)
         dit = self.dit
         checks = [
             (self.dtype in DTYPES, f'dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}'),

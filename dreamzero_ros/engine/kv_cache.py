@@ -25,8 +25,9 @@ import copy
 
 import torch
 
-from .attention import sdpa
+from .attention import fp8_kv_attention_active, sdpa
 from .fp8 import FP8_DTYPE, FP8_MAX
+from .fp8_attention_kernel import fp8_kv_attention
 from .kv_fp8_kernel import dequantize_into
 
 __all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache']
@@ -186,6 +187,10 @@ class Fp8KVCache(KVCache):
     are quantized into the store when the next layer starts writing and on :meth:`commit`; a
     denoising call's are never stored.
 
+    Under ``attention_backend: fp8`` (:func:`.attention.fp8_kv_attention_active`) attention reads
+    the store and the new tokens directly (:func:`.fp8_attention_kernel.fp8_kv_attention`): no
+    cached token is dequantized.
+
     Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2, plus the working buffer of
     one layer.
     """
@@ -250,9 +255,24 @@ class Fp8KVCache(KVCache):
         return self.work_k[:, self.length : end], self.work_v[:, self.length : end]
 
     def attend_written(self, layer: int, q: torch.Tensor) -> torch.Tensor:
-        """Dequantize ``layer``'s cached tokens next to the new ones; attend ``q`` over them."""
+        """Attend ``q`` over ``layer``'s cached tokens and the new ones.
+
+        The cached tokens are dequantized next to the new ones in the working buffer, or read in
+        FP8 by the FP8 attention op where it is active.
+        """
         end = self.length + self._new_total
         cached = self.length
+        if fp8_kv_attention_active():
+            new = slice(cached, end)
+            return fp8_kv_attention(
+                q,
+                self.k8[layer, :, :cached],
+                self.v8[layer, :, :cached],
+                self.k_scale[layer, :, :cached],
+                self.v_scale[layer, :, :cached],
+                self.work_k[:, new],
+                self.work_v[:, new],
+            )
         if cached:
             for work, store, scale in (
                 (self.work_k, self.k8, self.k_scale),

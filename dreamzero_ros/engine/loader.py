@@ -228,7 +228,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
         choices=ATTENTION_BACKENDS,
         default='auto',
         help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
-        'needs the flash_attn_3 package)',
+        'needs the flash_attn_3 package; fp8: FP8 attention over the FP8 K/V cache, needs '
+        '--kv-cache fp8 and a GPU with FP8 tensor cores)',
     )
     speed.add_argument(
         '--compile-cache',

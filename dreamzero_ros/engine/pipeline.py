@@ -48,6 +48,7 @@ from dreamzero_ros.errors import CheckpointError, PolicyError
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 from .acceleration import VAEEncoding
+from .checkpoint import CONFIG_FILE
 from .compile_cache import use_compile_cache
 from .config import EngineConfig
 from .denoise import BranchLayout, ChunkDenoiser, ChunkInputs, DenoiseConfig
@@ -58,6 +59,7 @@ from .model_inputs import prepare_views, to_model_video, validate_observation
 from .modules import EngineModules, build_modules
 from .normalization import StateActionNormalizer
 from .offload import streamed_device
+from .predicted_video import ChunkViews
 from .session import Session, SessionStore
 from .synthetic_droid import droid_embodiment_for
 from .tokenizer import TOKENIZER_FILE, UMT5Tokenizer, clean_prompt, train_tiny_tokenizer
@@ -194,6 +196,7 @@ class DreamZeroEngine:
 
         """
         folder = Path(folder)
+        _require_checkpoint_folder(folder)
         tokenizer_path = _tokenizer_path(folder, base_checkpoint, tokenizer_file)
         embodiment = embodiment_from_checkpoint(
             folder, embodiment_tag, embodiment_file, prompt_template
@@ -302,12 +305,23 @@ class DreamZeroEngine:
             if shutdown is not None:
                 shutdown()
 
-    def infer(self, observation: Observation, return_video: bool = False) -> ActionChunk:
+    def infer(
+        self,
+        observation: Observation,
+        return_video: bool = False,
+        *,
+        predicted_video: bool = False,
+        model_input: bool = False,
+    ) -> ActionChunk:
         """Predict the next action chunk of ``observation.session_id``.
 
         Args:
             observation: the newest observation (an image per camera of the embodiment).
             return_video: also decode the predicted future frames (slow).
+            predicted_video: keep the predicted video latents in ``chunk.views``
+                (:class:`.predicted_video.ChunkViews`), undecoded: the caller decodes them
+                later, off its command path.
+            model_input: keep the stitched frame the model was given in ``chunk.views``.
 
         Raises:
             ObservationError: malformed observation; the session is left untouched.
@@ -323,7 +337,10 @@ class DreamZeroEngine:
             session = self.sessions.get(observation.session_id)
             session.history.append(observation.images)
             try:
-                return self._infer(session, observation, state, normalized_state, return_video)
+                keep = (predicted_video, model_input)
+                return self._infer(
+                    session, observation, state, normalized_state, return_video, keep
+                )
             except PolicyError:
                 self.sessions.reset(session.session_id)
                 raise
@@ -370,15 +387,15 @@ class DreamZeroEngine:
             self._negative = self._encode_text(self.config.negative_prompt)
         return self._negative
 
-    def _video(self, session: Session) -> torch.Tensor:
-        """Model video ``(1, 3, T, H, W)`` of the session's last frames.
+    def _video(self, session: Session) -> tuple[torch.Tensor, torch.Tensor]:
+        """Model video ``(1, 3, T, H, W)`` of the session's last frames, and the stitched uint8.
 
         The views are cropped, resized and stitched on the engine's device (the host uploads the
         uint8 frames only); a GPU may round a resized pixel to the neighbouring uint8 value.
         """
         frames = session.history.select(session.frames_per_call)
         stitched = prepare_views(frames, self.embodiment, self.device)
-        return to_model_video(stitched, self.device, self.config.torch_dtype)
+        return to_model_video(stitched, self.device, self.config.torch_dtype), stitched
 
     def _window_conditioning(
         self, video: torch.Tensor
@@ -420,11 +437,13 @@ class DreamZeroEngine:
         state: np.ndarray,
         normalized_state: np.ndarray,
         return_video: bool,
+        keep: tuple[bool, bool] = (False, False),
     ) -> ActionChunk:
         timings: dict[str, float] = {}
         start = time.perf_counter()
+        keep_latents, keep_input = keep
         with self._timed(timings, 'inputs'):
-            video = self._video(session)
+            video, stitched = self._video(session)
         # Upstream restarts the window when the prompt's tokens change: compare the model's text.
         text = clean_prompt(self.embodiment.prompt(observation.prompt))
         new_window = session.needs_new_window(text, video.shape[2])
@@ -444,7 +463,7 @@ class DreamZeroEngine:
             new_window=new_window,
             clip_tokens=clip_tokens,
             y=y,
-            need_video=return_video,
+            need_video=return_video or keep_latents,
         )
         output = self.denoiser.denoise_chunk(session.denoise, inputs)
         timings['prefill'] = output.timings_ms['context'] + output.timings_ms['prefill']
@@ -461,6 +480,21 @@ class DreamZeroEngine:
                 decoded = self.modules.vae.decode(latents)[0]
                 frames = ((decoded.float() + 1) * 127.5).clamp(0, 255).to(torch.uint8)
                 frames = frames.permute(1, 2, 3, 0).cpu().numpy()
+        views = None
+        if keep_latents or keep_input:
+            latents = None
+            if keep_latents and output.video_latents is not None:
+                latents = torch.cat(
+                    [context[:, :, -1:].to(output.video_latents.dtype), output.video_latents],
+                    dim=2,
+                )
+            views = ChunkViews(
+                self.modules.vae,
+                self.embodiment.layout,
+                self.embodiment.camera_keys,
+                latents,
+                stitched[-1].clone() if keep_input else None,
+            )
         timings['total'] = (time.perf_counter() - start) * 1e3
         self.last_stats = {
             'dit_calls': output.dit_calls,
@@ -481,6 +515,7 @@ class DreamZeroEngine:
             chunk_id=session.calls - 1,
             timing_ms=timings,
             video=frames,
+            views=views,
         )
 
 
@@ -496,6 +531,18 @@ def _layout_shape(layout: BranchLayout | None, config: EngineConfig) -> tuple[in
     return rows, tp_size
 
 
+def _require_checkpoint_folder(folder: Path) -> None:
+    """Refuse, before anything else, a path that is not a checkpoint folder at all."""
+    if not folder.is_dir():
+        raise CheckpointError(f'no checkpoint folder {folder}: the path does not exist')
+    if not (folder / CONFIG_FILE).is_file():
+        raise CheckpointError(
+            f'{folder} is not a DreamZero checkpoint: it has no {CONFIG_FILE} '
+            '(a checkpoint folder holds config.json, model*.safetensors, experiment_cfg/ and '
+            'tokenizer/spiece.model; docs/getting_started.md says how to get one)'
+        )
+
+
 def _tokenizer_path(
     folder: Path, base: str | Path | None, tokenizer_file: str | Path | None
 ) -> Path:
@@ -509,5 +556,5 @@ def _tokenizer_path(
             return path
     raise CheckpointError(
         f'missing tokenizer {candidates[0]}: copy spiece.model of google/umt5-xxl there '
-        'or pass tokenizer_file'
+        '(the published checkpoints carry none; docs/getting_started.md)'
     )

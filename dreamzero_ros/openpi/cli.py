@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+import errno
 import logging
 import os
 from pathlib import Path
+import socket
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
+from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
+from dreamzero_ros.policy_source import add_policy_source
 
 API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
 
@@ -63,13 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         description='Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
     )
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument('checkpoint', nargs='?', type=Path, help='checkpoint folder to load')
-    model.add_argument(
-        '--preset',
-        choices=RANDOM_PRESETS,
-        help='serve random weights of a small architecture instead',
-    )
+    add_policy_source(parser, remote=False, required=False)  # checked in parse_arguments
+    # the checkpoint as a positional argument, as this tool took it first
+    parser.add_argument('checkpoint_path', nargs='?', type=Path, help=argparse.SUPPRESS)
     add_engine_arguments(parser)
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         help='refuse requests with a single exterior camera instead of blacking out the other',
     )
     parser.add_argument('--log-level', default='INFO', help='logging level (default INFO)')
+    add_debug_option(parser)
     return parser
 
 
@@ -159,10 +160,49 @@ def _add_limits(group: argparse._ArgumentGroup) -> None:
     )
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before the (slow) model load.
+
+    Raises:
+        OSError: the address is in use or cannot be bound; the message says what to do.
+
+    """
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            why = 'in use' if error.errno == errno.EADDRINUSE else error.strerror
+            raise OSError(
+                error.errno,
+                f'cannot listen on {host}:{port} ({why}): stop the other server or choose '
+                'another --port (0: any free port)',
+            ) from error
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-openpi-server``."""
-    parser = build_parser()
+    return run_tool('dreamzero-openpi-server', _serve, argv)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The server's options; a positional checkpoint folder counts as ``--checkpoint``."""
     args = parser.parse_args(argv)
+    if args.checkpoint_path is not None:
+        if args.checkpoint or args.preset:
+            parser.error('give one checkpoint folder (--checkpoint DIR) or --preset')
+        args.checkpoint = args.checkpoint_path
+    if not (args.checkpoint or args.preset):
+        parser.error('one of the arguments --checkpoint --preset is required')
+    return args
+
+
+def _serve(argv: list[str]) -> int:
+    parser = build_parser()
+    args = parse_arguments(parser, argv)
     logging.basicConfig(
         level=args.log_level.upper(), format='%(asctime)s %(levelname)s %(name)s: %(message)s'
     )
@@ -190,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         parser.error(str(error))
+    check_port_free(args.host, args.port)
+    logging.getLogger(__name__).info('loading the model (%s)', args.checkpoint or args.preset)
     # The engine's session store must hold every session the server admits.
     max_sessions = args.max_sessions or session_budget.MAX_DEFAULT_SESSIONS
     logger = logging.getLogger(__name__)

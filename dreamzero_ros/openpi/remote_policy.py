@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect
 
-from dreamzero_ros.errors import MsgpackNumpyError
+from dreamzero_ros.errors import MsgpackNumpyError, ServerConnectionError
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
 from dreamzero_ros.policy_types import (
     DROID_ACTION_DIM,
@@ -39,6 +39,23 @@ RESET_ACKNOWLEDGEMENT_TEXT = 'reset successful'
 MAX_REPLY_BYTES = 16 * 2**20
 #: websockets >= 17.1 wants ``legacy=True`` for a connection held outside a ``with`` block.
 _DIRECT_CONNECTION = {'legacy': True} if 'legacy' in inspect.signature(connect).parameters else {}
+
+
+def websocket_uri(text: str) -> str:
+    """``ws://host:port`` from what a user types: ``ws://`` / ``wss://`` URLs or ``host:port``.
+
+    Raises:
+        ValueError: another scheme (``http://``: the server speaks WebSocket on the same port).
+
+    """
+    scheme, sep, rest = text.partition('://')
+    if not sep:
+        return f'ws://{text}'
+    if scheme not in ('ws', 'wss') or not rest:
+        raise ValueError(
+            f'the server URL {text!r} must be ws://HOST:PORT or wss://HOST:PORT (or HOST:PORT)'
+        )
+    return text
 
 
 class RemoteOpenPIPolicy:
@@ -73,7 +90,7 @@ class RemoteOpenPIPolicy:
         resize_images: bool = True,
         key_set: str = 'droid',
     ) -> None:
-        self._uri = uri if uri.startswith(('ws://', 'wss://')) else f'ws://{uri}'
+        self._uri = websocket_uri(uri)
         self._api_key = api_key
         self._connect_timeout_s = connect_timeout_s
         self._reply_timeout_s = reply_timeout_s
@@ -169,7 +186,9 @@ class RemoteOpenPIPolicy:
                 **_DIRECT_CONNECTION,
             )
         except (OSError, TimeoutError, InvalidHandshake) as error:
-            raise PolicyError(f'cannot connect to OpenPI server {self._uri}: {error}') from error
+            raise ServerConnectionError(
+                f'cannot connect to OpenPI server {self._uri}: {error}'
+            ) from error
         try:
             metadata = msgpack_numpy.unpackb(ws.recv(timeout=self._connect_timeout_s))
         except (ConnectionClosed, TimeoutError, MsgpackNumpyError) as error:

@@ -42,6 +42,7 @@ from dreamzero_ros.errors import (
 )
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol, session_budget
 from dreamzero_ros.openpi.capacity import Capacity, CapacityLimits, Peer
+from dreamzero_ros.openpi.predicted_video import predicted_video_reply, wants_video
 from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation, Policy
 
 logger = logging.getLogger(__name__)
@@ -488,6 +489,7 @@ class OpenPIServer:
     async def _infer(
         self, state: _Connection, request: dict[str, Any], session_id: str | None
     ) -> bytes:
+        return_video = wants_video(request, self._policy)
         key = state.session_key(session_id)
         observation, key_set = await self._in_decoder(self._observation, request, key)
         claim = self._capacity.claim_session(state.peer, key)
@@ -502,7 +504,7 @@ class OpenPIServer:
         for victim in claim.evicted:
             self._evict(victim, f'connection {state.peer.number} needed a session')
         queued = time.monotonic()
-        chunk, infer_ms = await self._in_worker(self._run_policy, observation)
+        chunk, infer_ms = await self._in_worker(self._run_policy, observation, return_video)
         actions = _checked_actions(chunk, self._action_dim)
         if self._array_reply(state, key_set):
             return msgpack_numpy.packb(actions)
@@ -512,9 +514,10 @@ class OpenPIServer:
         }
         if state.prev_total_ms is not None:
             timing['prev_total_ms'] = state.prev_total_ms
-        return msgpack_numpy.packb(
-            {'actions': actions, 'server_timing': timing, 'chunk_id': chunk.chunk_id}
-        )
+        reply = {'actions': actions, 'server_timing': timing, 'chunk_id': chunk.chunk_id}
+        if return_video:
+            reply['predicted_video'] = await self._in_worker(predicted_video_reply, chunk)
+        return msgpack_numpy.packb(reply)
 
     def _array_reply(self, state: _Connection, key_set: observation_keys.KeySet) -> bool:
         reply_format = self._config.reply_format
@@ -534,9 +537,12 @@ class OpenPIServer:
         if keys:
             self._worker.submit(self._reset_sessions, keys).add_done_callback(_log_failure)
 
-    def _run_policy(self, observation: Observation) -> tuple[ActionChunk, float]:
+    def _run_policy(
+        self, observation: Observation, return_video: bool = False
+    ) -> tuple[ActionChunk, float]:
         start = time.monotonic()
-        chunk = self._policy.infer(observation)
+        options = {'predicted_video': True} if return_video else {}
+        chunk = self._policy.infer(observation, **options)
         return chunk, (time.monotonic() - start) * 1000.0
 
     def _reset_sessions(self, keys: list[str]) -> None:

@@ -7,21 +7,26 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+import contextlib
 import dataclasses
+import importlib.metadata
 import json
 from pathlib import Path
 import sys
 
+from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.errors import BagError
+from dreamzero_ros.policy_source import add_policy_source
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
 from dreamzero_ros.replay.settings import node_settings, parse_override
+from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
 
 DEFAULT_PROMPT = 'pick up the object and put it in the bowl'
@@ -84,10 +89,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         'per-joint error over the horizon, latency and chunk timing, as JSON and an HTML report.',
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder (or a single .mcap / .db3 file)')
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument('--checkpoint', type=Path, help='DreamZero checkpoint folder')
-    model.add_argument('--preset', help='random weights of a preset architecture (e.g. tiny)')
-    model.add_argument('--server', help='remote OpenPI server, ws://HOST:PORT')
+    add_policy_source(parser, remote=True)
     parser.add_argument(
         '--api-key-file',
         type=Path,
@@ -97,8 +99,9 @@ def build_replay_parser() -> argparse.ArgumentParser:
         f'every user of the machine could read in the process list',
     )
     parser.add_argument(
-        '--out', type=Path, default=None, help='output folder (default replay_<bag>)'
-    )
+        '-o', '--output', '--out', dest='out', type=Path, default=None,
+        help='new folder for the report, metrics and video (default replay_<bag>)',
+    )  # fmt: skip
     parser.add_argument(
         '--prompt',
         default=None,
@@ -121,6 +124,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     )
     add_engine_arguments(parser)
     add_node_arguments(parser)
+    add_debug_option(parser)
     return parser
 
 
@@ -138,16 +142,51 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, Callable[[], None] | 
     return load_from_arguments(args, log=_note)
 
 
+def policy_description(args: argparse.Namespace) -> dict[str, object]:
+    """What produced the chunks, for the report: source, random weights, options, version."""
+    from dreamzero_ros.engine.loader import engine_arguments
+
+    try:
+        version = importlib.metadata.version('dreamzero_ros')
+    except importlib.metadata.PackageNotFoundError:
+        version = 'unknown'
+    description: dict[str, object] = {
+        'source': _policy_name(args),
+        'random_weights': bool(args.preset),
+        'dreamzero_ros_version': version,
+    }
+    if not args.server:
+        options = engine_arguments(args)
+        description['options'] = {
+            key: value.__dict__ if dataclasses.is_dataclass(value) else value
+            for key, value in options.items()
+            if value is not None
+        }
+    return json.loads(json.dumps(description, default=str))
+
+
+def _policy_name(args: argparse.Namespace) -> str:
+    if args.server:
+        return f'remote server {args.server}'
+    if args.checkpoint:
+        return f'checkpoint {args.checkpoint}'
+    return f'random weights of the {args.preset!r} preset'
+
+
 def _note(text: str) -> None:
     print(f'dreamzero-replay: {text}', file=sys.stderr)
 
 
 def replay_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-replay``."""
+    return run_tool('dreamzero-replay', _replay, argv)
+
+
+def _replay(argv: list[str]) -> int:
     from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
     from dreamzero_ros.replay.progress import ProgressBar
     from dreamzero_ros.replay.report import write_outputs
-    from dreamzero_ros.replay.video import VideoComparison
+    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
 
     parser = build_replay_parser()
     args = parser.parse_args(argv)
@@ -165,6 +204,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
             request_video=args.video,
             allow_partial=args.allow_partial,
             loop=settings.loop,
+            policy=policy_description(args),
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
@@ -174,11 +214,8 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     except BagError as error:
         print(f'dreamzero-replay: error: {error}', file=sys.stderr)
         return 2
-    try:
-        policy, end_workers = load_policy(args)
-    except ValueError as error:  # an unreadable API key file, ranks without their devices
-        print(f'dreamzero-replay: error: {error}', file=sys.stderr)
-        return 2
+    _note(f'bag {args.bag} checked; loading the policy ({_policy_name(args)})')
+    policy, end_workers = load_policy(args)
     try:
         try:
             layout = RobotLayout.from_metadata(policy.metadata)
@@ -189,13 +226,19 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
         config = dataclasses.replace(config, cache=settings.cache_for(layout), layout=layout)
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
+        strips = ImaginationStrips() if args.video else None
+
+        def on_chunk(record, chunk):
+            video.add_chunk(record, chunk)
+            strips.add_chunk(record, chunk)
+
         try:
             evaluation = evaluate_bag(
                 args.bag,
                 policy,
                 config,
                 progress=progress,
-                on_chunk=video.add_chunk if video else None,
+                on_chunk=on_chunk if video else None,
                 integrity=integrity,
             )
             if progress is not None:
@@ -205,15 +248,19 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
                 if video
                 else None
             )
+            figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
         if video is not None and video_path is None:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        written = write_outputs(evaluation, out, video_path.name if video_path else None)
+        written = write_outputs(evaluation, out, video_path.name if video_path else None, figures)
         if video_path is not None:
             written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
+        if args.preset:
+            _note('random weights: the scores measure nothing about DreamZero (see the report)')
+        _note(f'open {written["report"]} in a browser for the plots and the error tables')
         if not evaluation.records:
             print('dreamzero-replay: no chunk was produced (see refusals)', file=sys.stderr)
             return 1
@@ -224,9 +271,10 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
-    summary: dict[str, object] = {
-        key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')
-    }
+    summary: dict[str, object] = {'policy': metrics['policy'].get('source')}
+    summary.update(
+        {key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')}
+    )
     if metrics['chunks']:
         summary['arm_mae_rad'] = metrics['errors']['arm']['mae']
         summary['hold_baseline_arm_mae_rad'] = metrics['hold_baseline_errors']['arm']['mae']
@@ -254,11 +302,16 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
     parser.add_argument('--source', choices=FRAME_SOURCES, default='auto')
     parser.add_argument('--joint-rate', type=float, default=50.0, help='JointState rate, Hz')
     add_node_arguments(parser)
+    add_debug_option(parser)
     return parser
 
 
 def make_bag_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-make-bag``."""
+    return run_tool('dreamzero-make-bag', _make_bag, argv)
+
+
+def _make_bag(argv: list[str]) -> int:
     parser = build_make_bag_parser()
     args = parser.parse_args(argv)
     try:
@@ -271,10 +324,12 @@ def make_bag_main(argv: Sequence[str] | None = None) -> int:
             joint_rate_hz=args.joint_rate,
             topics=topics,
         )
-        summary = make_bag(args.out, spec)
     except (ValueError, OSError) as error:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
         return 2
+    print(f'dreamzero-make-bag: writing {args.out} ({args.storage})', file=sys.stderr)
+    with staged_folder(args.out) as folder:
+        summary = {**make_bag(folder, spec), 'path': str(args.out)}
     print(json.dumps(summary, indent=1))
     return 0
 
@@ -317,13 +372,26 @@ def build_live_parser() -> argparse.ArgumentParser:
         '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
     )
     parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    parser.add_argument(
+        '--imagination',
+        type=Path,
+        default=None,
+        metavar='DIR',
+        help="with --record: write each recorded chunk's predicted frames over the bag's camera "
+        'frames at the same times, per camera, as DIR/imagination_<k>.png',
+    )
     add_allow_partial(parser)
     add_node_arguments(parser, command_topic=False)
+    add_debug_option(parser)
     return parser
 
 
 def live_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dreamzero-live-replay``."""
+    return run_tool('dreamzero-live-replay', _live, argv)
+
+
+def _live(argv: list[str]) -> int:
     import rclpy
 
     from dreamzero_ros.core.node_config import NODE_NAME
@@ -334,9 +402,10 @@ def live_main(argv: Sequence[str] | None = None) -> int:
         run,
     )
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_live_parser()
     args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    if args.imagination is not None and args.record is None:
+        parser.error('--imagination needs --record')
     node_name = args.node_name or NODE_NAME
     try:
         settings = settings_from_args(args)
@@ -355,13 +424,39 @@ def live_main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
-    try:
-        result = run(args.bag, config, args.record, args.storage, ['prog', *argv])
-    except BagError as error:
-        print(f'dreamzero-live-replay: error: {error}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print('dreamzero-live-replay: interrupted', file=sys.stderr)
-        return 130
-    print(json.dumps(result.__dict__, indent=1))
+    print(f'dreamzero-live-replay: playing {args.bag}', file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        record = stack.enter_context(staged_folder(args.record)) if args.record else None
+        result = run(args.bag, config, record, args.storage, ['prog', *argv])
+    summary = dict(result.__dict__)
+    if args.record and not any(result.recorded.values()):
+        print(json.dumps(summary, indent=1))
+        print(
+            f'dreamzero-live-replay: nothing recorded into {args.record}: no policy node '
+            'published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
+            '--node-name if it is not the default)',
+            file=sys.stderr,
+        )
+        return 1
+    if args.imagination is not None:
+        summary['imagination'] = _write_imagination(args, settings, node_name)
+    print(json.dumps(summary, indent=1))
     return 0
+
+
+def _write_imagination(args: argparse.Namespace, settings: NodeSettings, node_name: str) -> list:
+    """Write the predicted-over-recorded figures of a live recording; their paths."""
+    from dreamzero_ros.replay.video import ImaginationStrips, recorded_predictions
+
+    strips = ImaginationStrips()
+    cameras = list(settings.camera_keys)
+    for chunk in recorded_predictions(args.record, node_name, cameras, args.allow_partial):
+        strips.add(chunk)
+    topics = ReplayTopics.from_settings(settings, None, 'auto')
+    args.imagination.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, png in strips.render(args.bag, topics, args.allow_partial).items():
+        path = args.imagination / f'{name}.png'
+        path.write_bytes(png)
+        paths.append(str(path))
+    return paths

@@ -43,13 +43,15 @@ class EvaluationConfig:
         max_chunks: stop after this many chunks (``None``: no limit).
         session_id: policy session used for the whole bag.
         request_video: ask the policy for its predicted future frames (where its ``infer``
-            takes ``return_video``, as the local engine's does).
+            takes ``predicted_video`` or ``return_video``, as the local engine's does).
         allow_partial: evaluate the intact parts of a damaged bag (what was skipped is in the
             metrics' ``integrity``) instead of refusing it.
         loop: the node's hand-over, limits and trajectory settings, for the hand-over quality
             of the command it would have sent (``None``: the node's defaults).
         layout: the policy's action columns, reordered into the node's layout (arm joints, then
             the gripper) before scoring; ``None``: already in it (DROID).
+        policy: what produced the chunks (checkpoint, preset or server, options, version),
+            copied into the metrics; ``random_weights`` true marks scores as meaningless.
 
     """
 
@@ -65,6 +67,7 @@ class EvaluationConfig:
     allow_partial: bool = False
     loop: LoopConfig | None = None
     layout: RobotLayout | None = None
+    policy: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class Evaluation:
             'bag': self.bag,
             'reference_topic': self.reference_topic,
             'prompt': self.config.prompt,
+            'policy': self.config.policy,
             'span_s': list(self.span_s),
             'queries': len(self.records) + len(self.refusals) + len(self.policy_errors),
             'chunks': len(self.records),
@@ -223,7 +227,11 @@ def evaluate_bag(
         times = query_times(start, stop, config.query_period_s)
         policy.reset(config.session_id)
         infer = policy.infer
-        if config.request_video and 'return_video' in inspect.signature(infer).parameters:
+        parameters = inspect.signature(infer).parameters
+        if config.request_video and 'predicted_video' in parameters:
+            # kept undecoded: decoded by the consumer, outside the timed inference
+            infer = functools.partial(infer, predicted_video=True)
+        elif config.request_video and 'return_video' in parameters:
             infer = functools.partial(infer, return_video=True)
         for query in observations(
             reader, topics, config.cache, times, config.prompt, config.session_id

@@ -29,11 +29,18 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
+from dreamzero_ros.core.imagination import view_topics
 from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, stamp_to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
-from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, TRAJECTORY_TYPE
+from dreamzero_ros.replay.topics import (
+    COMPRESSED_IMAGE_TYPE,
+    IMAGE_TYPE,
+    IMAGE_TYPES,
+    JOINT_STATE_TYPE,
+    TRAJECTORY_TYPE,
+)
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 CLOCK_TOPIC = '/clock'
@@ -107,12 +114,21 @@ class LiveReplayConfig:
 
 
 def recorded_outputs(settings: NodeSettings, node_name: str = NODE_NAME) -> dict[str, str]:
-    """Topic -> type of the node's outputs worth recording: trajectories and chunks."""
-    return {
+    """Topic -> type of the node's outputs worth recording: trajectories, chunks and views.
+
+    The views (``~/model_input``, ``~/predicted_video`` and its per-camera topics) are
+    recorded where ``views.enabled``; the recorder's subscription makes the node decode them.
+    """
+    outputs = {
         node_topic(settings.trajectory_topic, node_name): TRAJECTORY_TYPE,
         node_topic(settings.preview_topic, node_name): TRAJECTORY_TYPE,
         node_topic(settings.chunk_topic, node_name): ACTION_CHUNK_TYPE,
     }
+    if settings.views.enabled:
+        image = COMPRESSED_IMAGE_TYPE if settings.views.encoding == 'jpeg' else IMAGE_TYPE
+        views = view_topics(settings.camera_keys, settings.views.encoding)
+        outputs.update({node_topic(view, node_name): image for view in views.values()})
+    return outputs
 
 
 class _Recorder:

@@ -19,9 +19,20 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+#: Most predicted chunks drawn per joint; more are thinned to every k-th (the plot says which).
+MAX_PLOTTED_CHUNKS = 12
+
+
+def thinning(count: int, limit: int = MAX_PLOTTED_CHUNKS) -> int:
+    """The step that thins ``count`` chunks to at most ``limit`` (1: keep all)."""
+    return max(1, -(-count // limit))
+
+
 def joints_plot(evaluation: Evaluation) -> bytes:
-    """Recorded reference of each joint over the evaluated span, with every predicted chunk."""
+    """Recorded reference of each joint with the predicted chunks (every k-th beyond a dozen)."""
     names = evaluation.config.topics.joint_names
+    every = thinning(len(evaluation.records))
+    shown = evaluation.records[::every]
     start, stop = evaluation.span_s
     horizon_s = max((r.step_duration * len(r.actions) for r in evaluation.records), default=0.0)
     reference = evaluation.reference
@@ -37,7 +48,7 @@ def joints_plot(evaluation: Evaluation) -> bytes:
             linewidth=1.2,
             label=f'recorded ({evaluation.reference_topic})',
         )
-        for index, record in enumerate(evaluation.records):
+        for index, record in enumerate(shown):
             steps = record.stamp + record.step_duration * np.arange(len(record.actions))
             axis.plot(
                 steps - start,
@@ -48,13 +59,16 @@ def joints_plot(evaluation: Evaluation) -> bytes:
                 label='predicted chunks' if index == 0 else None,
             )
         axis.set_title(name, fontsize=9)
+        axis.set_ylabel('0 open .. 1 closed' if column == len(names) - 1 else 'rad', fontsize=8)
         axis.tick_params(labelsize=8)
     for axis in axes[len(names) :]:
         axis.set_visible(False)
     axes[0].legend(fontsize=7, loc='upper right')
     for axis in axes[-2:]:
         axis.set_xlabel('time since first query (s)', fontsize=8)
-    figure.suptitle('Predicted chunks vs recorded joints (gripper in [0, 1])')
+    count = len(evaluation.records)
+    which = f'one in {every} of {count} chunks' if every > 1 else 'every chunk'
+    figure.suptitle(f'Predicted chunks ({which}) vs recorded joints (gripper in [0, 1])')
     return _png(figure)
 
 

@@ -14,7 +14,8 @@ from dreamzero_ros.replay.evaluation import Evaluation
 from dreamzero_ros.replay.plots import all_plots
 
 CAPTIONS = {
-    'joints': 'Predicted chunks (colours) against the recorded reference (black), per joint.',
+    'joints': 'Predicted chunks (colours; at most a dozen, evenly spread, where there are more) '
+    'against the recorded reference (black), per joint.',
     'error_by_step': 'Mean absolute error by horizon step, per arm joint, with the error of '
     'simply holding the observed position as a baseline.',
     'error_heatmap': 'Mean absolute error by horizon step and joint.',
@@ -34,9 +35,35 @@ def _duration(seconds: float | None) -> str:
     return f'{seconds:.3g} s' if seconds >= 1.0 else f'{seconds * 1e3:.3g} ms'
 
 
+RANDOM_WEIGHTS_WARNING = (
+    'These chunks come from random weights (a preset architecture), not a trained model: the '
+    'errors below measure nothing about DreamZero; the report shows that the pipeline runs. '
+    'Evaluate a checkpoint (--checkpoint) or a server (--server) for meaningful scores.'
+)
+
+#: What the report's terms mean, shown under its summary.
+GLOSSARY = (
+    ('hold-position baseline', 'the error of a policy that keeps the arm where it was when '
+     'queried; a useful policy beats it'),
+    ('late', 'a chunk whose inference took longer than its whole horizon: every one of its '
+     'steps was already in the past when it arrived (late fraction 1: every chunk)'),
+    ('n/a', 'not computed: no chunk, or no hand-over to measure (fewer than two chunks)'),
+)  # fmt: skip
+
+
+def _policy(metrics: dict) -> str:
+    policy = metrics.get('policy') or {}
+    if not policy:
+        return 'n/a'
+    text = f'{policy.get("source")} (dreamzero_ros {policy.get("dreamzero_ros_version")})'
+    options = policy.get('options')
+    return f'{text}; options {json.dumps(options, sort_keys=True)}' if options else text
+
+
 def summary_rows(metrics: dict) -> list[tuple[str, str]]:
     """(label, value) rows of the report's summary table."""
     rows = [
+        ('policy', _policy(metrics)),
         ('bag', metrics['bag']),
         ('reference', metrics['reference_topic']),
         ('prompt', metrics['prompt']),
@@ -52,12 +79,12 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
         step = _duration(timing['step_duration_s'])
         rows += [
             ('arm MAE / RMSE (rad)', f'{arm_mae} / {arm_rmse}'),
-            ('hold baseline arm MAE (rad)', _fmt(hold['arm']['mae'])),
-            ('gripper MAE', _fmt(errors['gripper']['mae'])),
+            ('hold-position baseline arm MAE (rad)', _fmt(hold['arm']['mae'])),
+            ('gripper MAE (0 open .. 1 closed)', _fmt(errors['gripper']['mae'])),
             ('latency p50 / p95', f'{p50} / {p95}'),
             ('horizon', f'{timing["horizon"]} steps x {step}'),
             ('query period', _duration(timing['query_period_s'])),
-            ('fraction of chunks arriving after their last step', _fmt(timing['late_fraction'])),
+            ('late fraction: chunks arriving after their last step', _fmt(timing['late_fraction'])),
         ]
         hand_over = metrics.get('hand_over')
         if hand_over:
@@ -89,6 +116,17 @@ def joint_rows(metrics: dict) -> list[tuple[str, str, str, str]]:
     ]
 
 
+#: Caption of the per-chunk figures of predicted against recorded frames (``imagination_<k>``).
+IMAGINATION_CAPTION = (
+    "The chunk's predicted frames (upper row of each camera) above the recorded frames at the "
+    'times they stand for (lower row).'
+)
+
+
+def _caption(name: str) -> str:
+    return IMAGINATION_CAPTION if name.startswith('imagination_') else CAPTIONS.get(name, name)
+
+
 def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None = None) -> str:
     """The report page: summary, per-joint table, embedded PNG plots, optional video, raw JSON."""
     escape = html.escape
@@ -97,12 +135,17 @@ def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None =
         '<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}'
         'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;'
         'text-align:left}img{max-width:100%}figcaption{color:#555;font-size:90%}</style>',
-        '</head><body><h1>DreamZero replay report</h1><table>',
+        '</head><body><h1>DreamZero replay report</h1>',
     ]
+    if (metrics.get('policy') or {}).get('random_weights'):
+        parts.append(f'<p style="color:#a00"><b>{escape(RANDOM_WEIGHTS_WARNING)}</b></p>')
+    parts.append('<table>')
     parts += [
         f'<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in summary_rows(metrics)
     ]
-    parts.append('</table>')
+    parts.append('</table><dl>')
+    parts += [f'<dt>{escape(t)}</dt><dd>{escape(d)}</dd>' for t, d in GLOSSARY]
+    parts.append('</dl>')
     rows = joint_rows(metrics)
     if rows:
         parts.append('<h2>Error by joint</h2><table><tr><th>joint</th><th>MAE</th><th>RMSE</th>'
@@ -113,7 +156,7 @@ def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None =
         data = base64.b64encode(png).decode('ascii')
         parts.append(
             f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f'<figcaption>{escape(CAPTIONS.get(name, name))}</figcaption></figure>'
+            f'<figcaption>{escape(_caption(name))}</figcaption></figure>'
         )
     if video_name:
         parts.append(
@@ -129,15 +172,21 @@ def render_html(metrics: dict, plots: dict[str, bytes], video_name: str | None =
 
 
 def write_outputs(
-    evaluation: Evaluation, out_dir: str | Path, video_name: str | None = None
+    evaluation: Evaluation,
+    out_dir: str | Path,
+    video_name: str | None = None,
+    figures: dict[str, bytes] | None = None,
 ) -> dict[str, Path]:
-    """Write ``metrics.json``, one PNG per plot and ``report.html`` into ``out_dir``."""
+    """Write ``metrics.json``, one PNG per plot and ``report.html`` into ``out_dir``.
+
+    ``figures``: more PNGs for the report, e.g. :meth:`.video.ImaginationStrips.render`.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = evaluation.metrics()
     written = {'metrics': out / 'metrics.json', 'report': out / 'report.html'}
     written['metrics'].write_text(json.dumps(metrics, indent=1))
-    plots = all_plots(evaluation, metrics)
+    plots = {**all_plots(evaluation, metrics), **(figures or {})}
     for name, png in plots.items():
         written[name] = out / f'{name}.png'
         written[name].write_bytes(png)

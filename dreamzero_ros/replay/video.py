@@ -65,10 +65,15 @@ class VideoComparison:
         self.fps = 0.0
 
     def add_chunk(self, record: ChunkRecord, chunk: ActionChunk) -> None:
-        """Keep ``chunk.video`` (if any) with the times its frames stand for."""
-        if chunk.video is None or self._chunks >= self.max_chunks:
+        """Keep ``chunk.video`` or its kept views' frames (if any) with the times they stand for."""
+        if self._chunks >= self.max_chunks:
             return
-        video = np.asarray(chunk.video)
+        if chunk.video is not None:
+            video = np.asarray(chunk.video)
+        elif chunk.views is not None and chunk.views.has_predicted_video:
+            video = chunk.views.decode_predicted()
+        else:
+            return
         horizon_s = record.step_duration * len(record.actions)
         self.fps = self.fps or len(video) / horizon_s
         self._chunks += 1
@@ -147,3 +152,200 @@ def _recorded_frames(
         if all(time in picked[camera] for camera in topics.cameras):
             result[time] = {camera: picked[camera][time] for camera in topics.cameras}
     return result
+
+
+@dataclass(frozen=True)
+class PredictedChunk:
+    """One chunk's predicted frames per camera (JPEG), with the times they stand for."""
+
+    stamp: float
+    times: tuple[float, ...]
+    cameras: dict[str, list[bytes]]
+
+
+def predicted_chunk(stamp: float, horizon_s: float, chunk: ActionChunk) -> PredictedChunk | None:
+    """The per-camera predicted frames of ``chunk``, from its kept views or its ``video``.
+
+    ``video`` (``return_video``) is cut as DROID's stitched frame; its first frame, where it
+    decodes the conditioning latent (``1 + 4k`` frames), is left out.
+    """
+    from dreamzero_ros.core.imagination import predicted_frame_times
+    from dreamzero_ros.engine.predicted_video import unstitch
+    from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+
+    if chunk.views is not None and chunk.views.has_predicted_video:
+        frames = chunk.views.decode_predicted()
+        per_camera = chunk.views.per_camera(frames)
+    elif chunk.video is not None:
+        frames = np.asarray(chunk.video)
+        if len(frames) % 4 == 1 and len(frames) > 1:
+            frames = frames[1:]
+        droid = droid_embodiment()
+        per_camera = dict(zip(droid.camera_keys, unstitch(frames, droid.layout, 3), strict=True))
+    else:
+        return None
+    times = predicted_frame_times(stamp, horizon_s, len(frames))
+    return PredictedChunk(
+        stamp,
+        tuple(float(t) for t in times),
+        {
+            key: [encode_compressed(np.ascontiguousarray(f)) for f in view]
+            for key, view in per_camera.items()
+        },
+    )
+
+
+def recorded_predictions(
+    recording: str | Path, node_name: str, cameras: list[str], allow_partial: bool = False
+) -> list[PredictedChunk]:
+    """The chunks' predicted frames in a recording of ``<node>/predicted_video/<camera>``.
+
+    The per-camera topics are read raw or ``/compressed``, whichever the recording holds.
+
+    Each chunk's frames were published at once, stamped at evenly spaced future times; a frame
+    that is not later than the previous one by the same spacing starts the next chunk.
+    """
+    per_camera: dict[str, list[list[tuple[float, bytes]]]] = {camera: [] for camera in cameras}
+    topics = {
+        f'/{node_name}/predicted_video/{camera}{suffix}': camera
+        for camera in cameras
+        for suffix in ('', '/compressed')
+    }
+    with BagReader(recording, allow_partial) as reader:
+        present = [topic for topic in topics if topic in reader.topics]
+        for topic, _, message in reader.messages(present):
+            groups = per_camera[topics[topic]]
+            stamp = stamp_seconds(message.header.stamp)
+            jpeg = (
+                bytes(message.data)
+                if hasattr(message, 'format')
+                else encode_compressed(msg_to_rgb(message))
+            )
+            group = groups[-1] if groups else None
+            if group and _continues(group, stamp):
+                group.append((stamp, jpeg))
+            else:
+                groups.append([(stamp, jpeg)])
+    chunks = []
+    count = min((len(groups) for groups in per_camera.values()), default=0)
+    for index in range(count):
+        first = per_camera[cameras[0]][index]
+        times = tuple(stamp for stamp, _ in first)
+        spacing = times[1] - times[0] if len(times) > 1 else 0.0
+        chunks.append(
+            PredictedChunk(
+                times[0] - spacing,
+                times,
+                {c: [jpeg for _, jpeg in per_camera[c][index]] for c in cameras},
+            )
+        )
+    return chunks
+
+
+def _continues(group: list[tuple[float, bytes]], stamp: float) -> bool:
+    previous = group[-1][0]
+    if stamp <= previous:
+        return False
+    return len(group) < 2 or abs((stamp - previous) - (previous - group[-2][0])) < 1e-3
+
+
+class ImaginationStrips:
+    """Each chunk's predicted frames above the recorded frames at the same times, per camera.
+
+    Collect chunks with :meth:`add_chunk` (an evaluation's ``on_chunk``) or :meth:`add`
+    (:func:`recorded_predictions` of a live recording), then :meth:`render` one PNG per chunk:
+    for each camera a row of predicted frames and, below it, the newest camera frame stamped
+    at or before each frame's time (black where the bag has none).
+    """
+
+    def __init__(self, max_chunks: int = 8) -> None:
+        self.max_chunks = max_chunks
+        self.chunks: list[PredictedChunk] = []
+
+    def add(self, chunk: PredictedChunk) -> None:
+        """Keep a chunk's predicted frames (up to ``max_chunks``)."""
+        if len(self.chunks) < self.max_chunks:
+            self.chunks.append(chunk)
+
+    def add_chunk(self, record: ChunkRecord, chunk: ActionChunk) -> None:
+        """Keep the predicted frames of an evaluated chunk, if it has any."""
+        if len(self.chunks) >= self.max_chunks:
+            return
+        horizon_s = record.step_duration * len(record.actions)
+        predicted = predicted_chunk(record.stamp, horizon_s, chunk)
+        if predicted is not None:
+            self.add(predicted)
+
+    def render(
+        self, bag: str | Path, topics: ReplayTopics, allow_partial: bool = False
+    ) -> dict[str, bytes]:
+        """``imagination_<k>`` -> PNG of chunk ``k`` against the camera frames of ``bag``."""
+        if not self.chunks:
+            return {}
+        times = sorted({t for chunk in self.chunks for t in chunk.times})
+        recorded = _recorded_by_camera(bag, topics, times, allow_partial)
+        return {
+            f'imagination_{index}': _strip_png(chunk, recorded)
+            for index, chunk in enumerate(self.chunks)
+        }
+
+
+def _recorded_by_camera(
+    bag: str | Path, topics: ReplayTopics, times: list[float], allow_partial: bool
+) -> dict[str, dict[float, np.ndarray]]:
+    """Camera -> time -> the newest frame stamped at or before it (none after the last frame)."""
+    out: dict[str, dict[float, np.ndarray]] = {camera: {} for camera in topics.cameras}
+    cursor = dict.fromkeys(topics.cameras, 0)
+    previous: dict[str, object] = {}
+    with BagReader(bag, allow_partial) as reader:
+        camera_of = {topic: camera for camera, topic in camera_topics(reader, topics).items()}
+        for topic, _, message in reader.messages(list(camera_of)):
+            camera = camera_of[topic]
+            stamp = stamp_seconds(message.header.stamp)
+            while cursor[camera] < len(times) and stamp > times[cursor[camera]]:
+                if camera in previous:
+                    out[camera][times[cursor[camera]]] = msg_to_rgb(previous[camera])
+                cursor[camera] += 1
+            previous[camera] = message
+    return out
+
+
+def _strip_png(chunk: PredictedChunk, recorded: dict[str, dict[float, np.ndarray]]) -> bytes:
+    """A matplotlib figure: per camera, predicted frames over the recorded ones."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    cameras = list(chunk.cameras)
+    columns = len(chunk.times)
+    figure, axes = plt.subplots(
+        2 * len(cameras), columns, figsize=(1.6 * columns, 2.0 * len(cameras)), squeeze=False
+    )
+    for row, camera in enumerate(cameras):
+        for column, (time, jpeg) in enumerate(zip(chunk.times, chunk.cameras[camera], strict=True)):
+            predicted = decode_compressed('jpeg', jpeg)
+            real = recorded.get(camera, {}).get(time)
+            height, width = predicted.shape[:2]
+            real = (
+                np.zeros_like(predicted) if real is None else _resize_nearest(real, height, width)
+            )
+            for offset, image in ((0, predicted), (1, real)):
+                axis = axes[2 * row + offset, column]
+                axis.imshow(image)
+                axis.set_xticks([])
+                axis.set_yticks([])
+                if column == 0:
+                    axis.set_ylabel(f'{camera}\n{"predicted" if offset == 0 else "recorded"}',
+                                    fontsize=7)  # fmt: skip
+            axes[2 * len(cameras) - 1, column].set_xlabel(
+                f'+{time - chunk.stamp:.2f} s', fontsize=7
+            )
+    figure.suptitle(f'chunk at {chunk.stamp:.2f} s: predicted (upper) and recorded (lower)')
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', dpi=80)
+    plt.close(figure)
+    return buffer.getvalue()

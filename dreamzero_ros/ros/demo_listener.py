@@ -168,8 +168,8 @@ class DemoListener(Node):
         if not report.samples:
             return 'arm: no joint states yet'
         return (
-            f'arm: joints {_fmt(report.latest)}, gripper {self.gripper_position:.4f}; moved up '
-            f'to {report.moved:.3f} rad; {self.accepted} trajectories accepted, '
+            f'arm: joints {_fmt(report.latest)} rad, gripper {self.gripper_position:.4f} m; '
+            f'moved up to {report.moved:.3f} rad; {self.accepted} trajectories accepted, '
             f'{self.rejected} rejected'
         )
 
@@ -185,7 +185,8 @@ class DemoListener(Node):
         ]
         if d:
             lines.append(
-                f'  node: {d.get("chunks_applied")} chunks applied, {d.get("chunks_late")} late, '
+                f'  node (since it started, before the enable too): '
+                f'{d.get("chunks_applied")} chunks applied, {d.get("chunks_late")} late, '
                 f'{d.get("steps_dropped")} past steps dropped, inference p50 '
                 f'{d.get("inference_p50_ms")} ms, {d.get("frames_received")} frames received, '
                 f'{d.get("observations_refused")} observations refused; {d.get("message")}'

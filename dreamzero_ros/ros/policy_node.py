@@ -61,7 +61,9 @@ from dreamzero_ros.core import node_config
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
+from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.gripper import GripperCommander
+from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
@@ -75,7 +77,9 @@ from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
+from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
+from dreamzero_ros.ros.robot_description import read_robot_description
 from dreamzero_ros.ros.ros_compat import add_parameter_callbacks
 from dreamzero_ros.ros.task_server import TaskServer
 
@@ -169,6 +173,7 @@ class PolicyNode(LifecycleNode):
         self._gripper_commander: GripperCommander | None = None
         self._last_drop = ''
         self._jump_handle: Any = None
+        self._views: ImaginationViews | None = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -216,6 +221,11 @@ class PolicyNode(LifecycleNode):
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
         self._gripper_commander = GripperCommander(settings.gripper_config)
+        try:
+            envelope = self._envelope(settings)
+        except ValueError as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
         self.engine_state = 'loading'
         self.publish_diagnostics()
         try:
@@ -229,6 +239,7 @@ class PolicyNode(LifecycleNode):
                 settings.loop,
                 prompt=settings.prompt,
                 session_id=settings.session_id,
+                envelope=envelope,
             )
             if settings.engine.warmup:
                 self.engine_state = 'warming up'
@@ -245,6 +256,10 @@ class PolicyNode(LifecycleNode):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='dreamzero-infer')
         self._create_inputs()
         self._create_outputs()
+        if settings.views.enabled and policy_keeps_views(self.policy):
+            self._views = ImaginationViews(
+                self, settings.views, self.layout.cameras, settings.scheduler.step_duration
+            )
         self.enabled = settings.start_enabled
         self._tasks.configure(settings.task.input_timeout)
         self.lifecycle_state = 'inactive'
@@ -255,6 +270,22 @@ class PolicyNode(LifecycleNode):
         )
         self.publish_diagnostics()
         return TransitionCallbackReturn.SUCCESS
+
+    def _envelope(self, settings: NodeSettings) -> Envelope | None:
+        """The safety envelope on the robot description (None when envelope.enabled is false)."""
+        if not settings.envelope.enabled:
+            return None
+        urdf = read_robot_description(
+            self, settings.robot_description_file, settings.robot_description_timeout
+        )
+        envelope = Envelope.from_description(
+            urdf, settings.arm_joint_names, settings.envelope_config
+        )
+        self.get_logger().info(
+            f'safety envelope on {", ".join(settings.envelope.links)} in '
+            f'{settings.envelope.frame or "the description root"}'
+        )
+        return envelope
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start a fresh policy session and the control timer."""
@@ -319,6 +350,9 @@ class PolicyNode(LifecycleNode):
             if publisher is not None:
                 self.destroy_lifecycle_publisher(publisher)
         self._outputs = {}
+        if self._views is not None:
+            self._views.destroy()
+            self._views = None
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
@@ -588,13 +622,14 @@ class PolicyNode(LifecycleNode):
         self._publish_hold(result.hold)
         if result.query is not None:
             self.engine_state = 'inferring'
-            future = self._worker.submit(self._infer, result.query.observation, read_at)
+            options = self._views.request() if self._views is not None else {}
+            future = self._worker.submit(self._infer, result.query.observation, read_at, options)
             future.add_done_callback(lambda done, query=result.query: self._on_done(query, done))
 
-    def _infer(self, observation: Any, read_at: float) -> _Answer:
-        """Worker thread: one inference, timed."""
+    def _infer(self, observation: Any, read_at: float, options: dict[str, bool]) -> _Answer:
+        """Worker thread: one inference (``options``: what to keep for the views), timed."""
         started = time.perf_counter()
-        chunk = self.policy.infer(observation)
+        chunk = self.policy.infer(observation, **options)
         return _Answer(chunk, started - read_at, time.perf_counter())
 
     def _on_done(self, query: Query, future: Future) -> None:
@@ -629,7 +664,9 @@ class PolicyNode(LifecycleNode):
             outcome = self.loop.on_chunk(query, chunk, now)
             if self._publish_chunk(query, chunk, outcome):
                 self.loop.chunk_to_publish.record(time.perf_counter() - answer.finished, now)
-                self._tasks.chunk_executed()
+                self._tasks.chunk_executed(str(outcome.envelope or ''))
+            if self._views is not None:  # after the trajectory: decoded in the views' thread
+                self._views.on_chunk(chunk)
             self.loop.observation_to_query.record(answer.query_delay, now)
             chunk_arrived = True
         if chunk_arrived and self.lifecycle_state == 'active':
@@ -663,6 +700,8 @@ class PolicyNode(LifecycleNode):
             self._publish_hold(outcome.plan)
             return False
         plan = outcome.plan
+        if outcome.envelope is not None:
+            self.get_logger().warning(f'trajectory cut into a hold: {outcome.envelope}')
         arm_names = settings.cache.arm_joints
         arm = len(arm_names)
         stamp_ns = to_ns(stamp)
@@ -737,6 +776,10 @@ class PolicyNode(LifecycleNode):
             dry_run=self.dry_run,
             task=self._tasks.instruction,
         )
+        if self._views is not None:
+            report = dataclasses.replace(
+                report, values=report.values + self._views.counters.values()
+            )
         self._diagnostics.publish(
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
         )

@@ -15,10 +15,18 @@ franka_gripper's ``gripper_action`` or ros2_control's GripperActionController; n
 control_msgs), a std_msgs/Float64 topic, a trajectory_msgs/JointTrajectory topic (a gripper
 trajectory controller: the last point is the target), or none. The fingers move towards their
 target at ``gripper.speed``.
+
+The arm has a robot description (the packaged Franka Panda URDF unless
+``robot_description_file`` names another), published on ``robot_description`` (transient local)
+as robot_state_publisher does, and stands at a table: ``/diagnostics`` reports every update at
+which a point of ``table.links`` (forward kinematics, core/kinematics.py) was below
+``table.height`` in ``table.frame``, and the lowest point reached.
 """
 
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
 import sys
 import threading
 import time
@@ -30,17 +38,24 @@ import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
+from dreamzero_ros.core.envelope import PANDA_FINGERTIP
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
+from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
 from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
+#: The Panda's links checked against the table: the arm from link 2, the hand and fingertips.
+PANDA_TABLE_LINKS = [*(f'panda_link{i}' for i in range(2, 9)), 'panda_hand', 'panda_leftfinger',
+                     'panda_rightfinger']  # fmt: skip
+PANDA_TABLE_OFFSETS = [0.0] * 24 + [0.0, 0.0, PANDA_FINGERTIP] * 2
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
     'joints': ([f'panda_joint{i}' for i in range(1, 8)], 'Joints of the arm controller.'),
@@ -61,6 +76,23 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     ),
     'gripper.initial_position': (0.04, 'Start position of the gripper joint (Franka: open).'),
     'gripper.speed': (0.1, 'Finger speed, joint units per second.'),
+    'robot_description_file': ('', 'URDF of the arm; empty: the packaged Franka Panda.'),
+    'publish_robot_description': (
+        True,
+        'Publish the description on robot_description (transient local), as '
+        'robot_state_publisher does.',
+    ),
+    'table.height': (
+        0.0,
+        'Height of the table plane in table.frame, m: points of table.links below it are '
+        'reported on /diagnostics.',
+    ),
+    'table.frame': ('panda_link0', 'Link of the description the table height is given in.'),
+    'table.links': (PANDA_TABLE_LINKS, 'Links whose points are checked against the table.'),
+    'table.link_offsets': (
+        PANDA_TABLE_OFFSETS,
+        'x, y, z of each checked point in its link, m, 3 per link (Panda fingertips: 0.045).',
+    ),
 }
 
 
@@ -88,6 +120,18 @@ class SimArm(Node):
         self.accepted = 0
         self.rejected = 0
         self.last_rejection = ''
+        self.description = _read_description(value('robot_description_file'))
+        self.table_height = float(value('table.height'))
+        self.table_points = LinkPoints(
+            self.description,
+            self.rules.joints,
+            value('table.links'),
+            np.array(value('table.link_offsets')),
+            value('table.frame'),
+        )
+        #: Updates with a point below the table; the lowest point reached (link, z).
+        self.below_table = 0
+        self.lowest: tuple[str, float] = ('', np.inf)
         self._lock = threading.Lock()
         self._last_update = self._now()
         group = ReentrantCallbackGroup()
@@ -98,6 +142,14 @@ class SimArm(Node):
         self._rejections = self.create_publisher(String, '~/rejected', 10)
         self._states = self.create_publisher(JointState, value('joint_states_topic'), 10)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        if value('publish_robot_description'):
+            latched = QoSProfile(
+                depth=1,
+                reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL,
+            )
+            self._description = self.create_publisher(String, 'robot_description', latched)
+            self._description.publish(String(data=self.description))
         self._status_name = f'{self.get_name()}: {controller}'
         self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=group)
         self.create_timer(1.0, self._publish_diagnostics)
@@ -193,14 +245,21 @@ class SimArm(Node):
     def _publish_diagnostics(self) -> None:
         with self._lock:
             gripper = self.gripper_position
+            below, (lowest_link, lowest_z) = self.below_table, self.lowest
         values = (
             ('trajectories_accepted', str(self.accepted)),
             ('trajectories_rejected', str(self.rejected)),
             ('last_rejection', self.last_rejection),
             ('gripper_position', f'{gripper:.4f}'),
+            ('table_height', f'{self.table_height:.4f}'),
+            ('below_table', str(below)),
+            ('lowest_link', lowest_link),
+            ('lowest_z', f'{lowest_z:.4f}'),
         )
         message = f'{self.rejected} rejected' if self.rejected else 'every trajectory accepted'
-        report = StatusReport(ERROR if self.rejected else OK, message, values)
+        if below:
+            message += f'; {below} updates below the table (lowest: {lowest_link})'
+        report = StatusReport(ERROR if self.rejected or below else OK, message, values)
         self._diagnostics.publish(diagnostics_msg(self._now(), self._status_name, report))
 
     def _tick(self) -> None:
@@ -212,6 +271,7 @@ class SimArm(Node):
             step = self._value('gripper.speed') * elapsed
             delta = float(np.clip(self.gripper_target - self.gripper_position, -step, step))
             self.gripper_position += delta
+            self._check_table(self.follower.position)
             names = list(self.rules.joints)
             positions = list(self.follower.position)
             velocities = list(self.follower.velocity)
@@ -222,6 +282,25 @@ class SimArm(Node):
         msg = JointState(name=names, position=positions, velocity=velocities)
         msg.header.stamp = to_time(now)
         self._states.publish(msg)
+
+    def _check_table(self, joints: np.ndarray) -> None:
+        """Record whether a checked point is below the table at ``joints`` (under the lock)."""
+        heights = self.table_points.positions(joints)[0, :, 2]
+        lowest = int(np.argmin(heights))
+        if heights[lowest] < self.lowest[1]:
+            self.lowest = (self.table_points.links[lowest], float(heights[lowest]))
+        if heights[lowest] < self.table_height:
+            self.below_table += 1
+
+
+def _read_description(path: str) -> str:
+    """The URDF in ``path``, or the packaged Franka Panda's."""
+    if path:
+        try:
+            return Path(path).read_text()
+        except OSError as error:
+            raise ValueError(f'robot_description_file {path!r}: {error}') from None
+    return (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 
 
 def _descriptor(description: str) -> Any:

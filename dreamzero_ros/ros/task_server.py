@@ -92,11 +92,14 @@ class TaskServer:
                 self.runner.check(self._host.now(), self._host.command_state(), input_problem)
             )
 
-    def chunk_executed(self) -> None:
-        """A chunk reached the controller (the preview in dry run): feedback to the client."""
+    def chunk_executed(self, envelope: str = '') -> None:
+        """A chunk reached the controller (the preview in dry run): feedback to the client.
+
+        ``envelope``: where its plan was cut at the safety envelope; empty when it was not.
+        """
         if self.runner is None:
             return
-        feedback = self.runner.chunk_executed(self._host.now())
+        feedback = self.runner.chunk_executed(self._host.now(), envelope)
         running = self._running.get(self.runner.goal_id or '')
         if feedback is None or running is None:
             return

@@ -1,0 +1,199 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""What the model saw and imagined, as stamped images, prepared off the command path (ROS-free).
+
+:class:`ViewSettings` are the node's ``views.*`` parameters. :func:`predicted_frame_times`
+stamps a chunk's predicted frames at the times they stand for; :func:`encode_frame` turns a
+frame into a JPEG or a raw ``rgb8`` payload; :class:`ViewWorker` runs the decoding and
+publishing in a thread of its own with a bounded queue, so that a slow decode or a slow
+subscriber never holds up the thread that publishes commands; :class:`ViewCounters` are what
+the diagnostics report.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+import inspect
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dreamzero_ros.core.parameter_schema import parameter
+
+if TYPE_CHECKING:
+    from dreamzero_ros.core.image_codec import RawImage
+
+#: Image payloads the view topics carry: JPEG in sensor_msgs/CompressedImage, or raw rgb8.
+VIEW_ENCODINGS = ('jpeg', 'raw')
+
+
+def view_topics(camera_keys: tuple[str, ...], encoding: str) -> dict[str, str]:
+    """View -> its topic name (``~/`` relative), for each view of the node.
+
+    The views: ``model_input``, ``predicted_video`` and ``predicted_video/<camera>``. As
+    image_transport names them: raw images on the base name, JPEG on ``<base>/compressed``
+    (so that RViz's image displays and ``image_transport`` subscribers find them).
+    """
+    suffix = '/compressed' if encoding == 'jpeg' else ''
+    views = ['model_input', 'predicted_video', *(f'predicted_video/{k}' for k in camera_keys)]
+    return {view: f'~/{view}{suffix}' for view in views}
+
+
+@dataclass(frozen=True)
+class ViewSettings:
+    """The model's input and predicted video as images (``views.*``)."""
+
+    enabled: bool = parameter(
+        True,
+        'Publish ~/model_input (the stitched frame the model saw) and ~/predicted_video (its '
+        'decoded predicted frames, stitched and per camera) while someone subscribes; nothing '
+        'is kept or decoded otherwise, and never on the command path.',
+    )
+    encoding: str = parameter(
+        'jpeg',
+        'jpeg: sensor_msgs/CompressedImage; raw: sensor_msgs/Image (rgb8).',
+        choices=VIEW_ENCODINGS,
+    )
+    max_pending: int = parameter(
+        1,
+        'Chunks waiting to be decoded; a newer chunk replaces the oldest waiting one '
+        '(counted as views_chunks_dropped).',
+        range=(1, 16),
+    )
+
+
+def predicted_frame_times(stamp: float, horizon_s: float, count: int) -> np.ndarray:
+    """Stamps of ``count`` predicted frames spread evenly over a chunk's horizon.
+
+    Frame ``j`` stands for ``stamp + (j + 1) * horizon_s / count``: the last frame is the end
+    of the chunk, as the replay's video comparison places them.
+    """
+    if count < 1 or horizon_s <= 0:
+        raise ValueError(f'need count >= 1 and horizon_s > 0, got {count}, {horizon_s}')
+    return stamp + (np.arange(count) + 1) * (horizon_s / count)
+
+
+def encode_frame(rgb: np.ndarray, encoding: str) -> bytes | RawImage:
+    """One ``(H, W, 3)`` uint8 frame as JPEG bytes or a raw ``rgb8`` image."""
+    # imported here: image_codec imports the openpi package, whose server imports this module
+    from dreamzero_ros.core.image_codec import encode_compressed, encode_raw
+
+    if encoding not in VIEW_ENCODINGS:
+        raise ValueError(f'encoding {encoding!r} is not one of {VIEW_ENCODINGS}')
+    rgb = np.ascontiguousarray(rgb)
+    return encode_compressed(rgb, 'jpeg') if encoding == 'jpeg' else encode_raw(rgb, 'rgb8')
+
+
+def policy_keeps_views(policy: Any) -> bool:
+    """Whether ``policy`` (or the policy a SerializedPolicy wraps) can keep a chunk's views."""
+    inner = getattr(policy, 'policy', policy)
+    try:
+        parameters = inspect.signature(inner.infer).parameters
+    except (TypeError, ValueError):
+        return False
+    return 'predicted_video' in parameters and 'model_input' in parameters
+
+
+@dataclass
+class ViewCounters:
+    """What the view publisher did (reported in the diagnostics).
+
+    Attributes:
+        queries_unobserved: queries sent while nobody subscribed (nothing kept or decoded).
+        chunks_decoded: chunks whose views were decoded and published.
+        chunks_dropped: chunks replaced in the queue by a newer one before being decoded.
+        frames_published: image messages published.
+        errors: decodes or publishes that failed (logged; the command path never sees them).
+        last_decode_ms: decode and encode time of the last chunk, milliseconds.
+
+    """
+
+    queries_unobserved: int = 0
+    chunks_decoded: int = 0
+    chunks_dropped: int = 0
+    frames_published: int = 0
+    errors: int = 0
+    last_decode_ms: float = float('nan')
+
+    def values(self) -> tuple[tuple[str, str], ...]:
+        """Diagnostic key/value pairs."""
+        return (
+            ('views_queries_unobserved', str(self.queries_unobserved)),
+            ('views_chunks_decoded', str(self.chunks_decoded)),
+            ('views_chunks_dropped', str(self.chunks_dropped)),
+            ('views_frames_published', str(self.frames_published)),
+            ('views_errors', str(self.errors)),
+            ('views_last_decode_ms', f'{self.last_decode_ms:.1f}'),
+        )
+
+
+class ViewWorker:
+    """A daemon thread that runs ``handle(job)`` for submitted jobs, newest kept when full.
+
+    :meth:`submit` never blocks: beyond ``max_pending`` waiting jobs the oldest waiting one is
+    dropped. ``on_error`` receives any exception ``handle`` raises; the thread keeps going.
+    """
+
+    def __init__(
+        self,
+        handle: Callable[[Any], None],
+        max_pending: int = 1,
+        on_error: Callable[[BaseException], None] | None = None,
+        name: str = 'dreamzero-views',
+    ) -> None:
+        if max_pending < 1:
+            raise ValueError(f'max_pending must be >= 1, got {max_pending}')
+        self._handle = handle
+        self._on_error = on_error
+        self._pending: deque[Any] = deque()
+        self._max_pending = max_pending
+        self._wake = threading.Condition()
+        self._stopped = False
+        self._busy = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Any) -> bool:
+        """Queue ``job``; False if an older waiting job was dropped for it."""
+        with self._wake:
+            dropped = len(self._pending) >= self._max_pending
+            if dropped:
+                self._pending.popleft()
+            self._pending.append(job)
+            self._wake.notify()
+        return not dropped
+
+    def idle(self) -> bool:
+        """True when no job is waiting or running."""
+        with self._wake:
+            return not self._pending and not self._busy
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Drop waiting jobs, finish the running one (up to ``timeout``) and stop the thread."""
+        with self._wake:
+            self._stopped = True
+            self._pending.clear()
+            self._wake.notify()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._pending and not self._stopped:
+                    self._wake.wait()
+                if self._stopped:
+                    return
+                job = self._pending.popleft()
+                self._busy = True
+            try:
+                self._handle(job)
+            except Exception as error:  # noqa: BLE001 - reported, never raised into the node
+                if self._on_error is not None:
+                    self._on_error(error)
+            finally:
+                with self._wake:
+                    self._busy = False

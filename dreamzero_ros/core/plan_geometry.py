@@ -1,0 +1,77 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The plan in 3D, without ROS: end-effector paths from joint rows through any forward kinematics.
+
+:data:`ForwardKinematics` is whatever maps one row of arm joint positions to the end-effector
+position in the robot's base frame (metres), e.g. a URDF through a kinematics library.
+:func:`end_effector_path` is the planned path of a chunk's rows; :class:`ExecutedPath` keeps the
+recent measured path, bounded; :func:`box_edges` is the outline of an axis-aligned workspace
+envelope, as line segments.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+#: Arm joint positions ``(n,)`` -> end-effector position ``(3,)`` in the base frame, metres.
+ForwardKinematics = Callable[[np.ndarray], np.ndarray]
+
+
+def end_effector_path(fk: ForwardKinematics, rows: np.ndarray) -> np.ndarray:
+    """End-effector positions ``(N, 3)`` of joint rows ``(N, n)`` (arm joints only)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2 or not len(rows):
+        raise ValueError(f'rows must be (N >= 1, n), got {rows.shape}')
+    points = np.array([np.asarray(fk(row), dtype=np.float64) for row in rows])
+    if points.shape != (len(rows), 3) or not np.all(np.isfinite(points)):
+        raise ValueError(f'forward kinematics must give finite (3,) positions, got {points.shape}')
+    return points
+
+
+class ExecutedPath:
+    """The measured end-effector path of the last ``max_points`` positions (time, xyz).
+
+    A measurement closer than ``min_distance`` (metres) to the last kept one is skipped, so a
+    resting arm does not flush the path.
+    """
+
+    def __init__(self, fk: ForwardKinematics, max_points: int = 500, min_distance: float = 1e-3):
+        if max_points < 2 or min_distance < 0:
+            raise ValueError(f'need max_points >= 2 and min_distance >= 0: {max_points}, '
+                             f'{min_distance}')  # fmt: skip
+        self._fk = fk
+        self._min_distance = min_distance
+        self._points: deque[tuple[float, np.ndarray]] = deque(maxlen=max_points)
+
+    def add(self, time: float, joints: np.ndarray) -> bool:
+        """Add the measured arm joints at ``time``; True if the path grew."""
+        point = end_effector_path(self._fk, np.asarray(joints)[None])[0]
+        if self._points and np.linalg.norm(point - self._points[-1][1]) < self._min_distance:
+            return False
+        self._points.append((float(time), point))
+        return True
+
+    @property
+    def times(self) -> np.ndarray:
+        """Times of the kept points, seconds."""
+        return np.array([time for time, _ in self._points])
+
+    @property
+    def points(self) -> np.ndarray:
+        """Kept positions ``(N, 3)``, oldest first."""
+        return np.array([point for _, point in self._points]).reshape(-1, 3)
+
+
+def box_edges(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The 12 edges of the box ``lower..upper`` (base frame) as segments ``(12, 2, 3)``."""
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    if lower.shape != (3,) or upper.shape != (3,) or np.any(lower >= upper):
+        raise ValueError(f'need lower < upper, each (3,): {lower}, {upper}')
+    corners = np.array([[(lower, upper)[(i >> axis) & 1][axis] for axis in range(3)]
+                        for i in range(8)])  # fmt: skip
+    edges = [(i, i | 1 << axis) for i in range(8) for axis in range(3) if not i >> axis & 1]
+    return np.array([[corners[a], corners[b]] for a, b in edges])

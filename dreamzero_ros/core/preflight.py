@@ -1,0 +1,232 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The checks of ``dreamzero-preflight``, without ROS: one verdict per check, with what to fix.
+
+The ROS layer (ros/preflight.py) listens to the live system for a few seconds and hands what it
+saw to these functions: arrival times and decode results of each camera topic, the joint names
+and positions in ``joint_states``, the robot description, who subscribes to the trajectory
+topic, which action servers exist, and the device's free memory against the engine's estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dreamzero_ros.core.envelope import Envelope
+
+#: A topic passes at this fraction of its expected rate (jitter, the listening window's edges).
+RATE_TOLERANCE = 0.8
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's verdict: ``detail`` says what was found, ``fix`` what to do when it failed."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ''
+
+    def line(self) -> str:
+        """``[ OK ] name: detail`` or ``[FAIL] name: detail -> fix``."""
+        if self.ok:
+            return f'[ OK ] {self.name}: {self.detail}'
+        return f'[FAIL] {self.name}: {self.detail} -> {self.fix}'
+
+
+def exit_code(checks: Iterable[Check]) -> int:
+    """0 when every check passed, 1 otherwise."""
+    return 0 if all(check.ok for check in checks) else 1
+
+
+def topic_rate(topic: str, arrivals: Sequence[float], expected_hz: float, window: float) -> Check:
+    """``topic`` published at ``expected_hz`` or faster during the ``window`` seconds listened."""
+    name = f'rate {topic}'
+    if not arrivals:
+        return Check(
+            name,
+            False,
+            f'no message in {window:g} s',
+            f'start the publisher of {topic}, or remap the node parameter naming it',
+        )
+    if len(arrivals) < 2:
+        return Check(name, False, '1 message', f'publish {topic} at {expected_hz:g} Hz or more')
+    rate = (len(arrivals) - 1) / max(arrivals[-1] - arrivals[0], 1e-9)
+    if rate < RATE_TOLERANCE * expected_hz:
+        return Check(
+            name,
+            False,
+            f'{rate:.1f} Hz, expected {expected_hz:g} Hz',
+            f'publish {topic} at {expected_hz:g} Hz or more (QoS, bandwidth, driver settings)',
+        )
+    return Check(name, True, f'{rate:.1f} Hz (expected {expected_hz:g})')
+
+
+def image_decodes(topic: str, error: str | None, encoding: str) -> Check:
+    """The newest frame of ``topic`` decodes (``error`` is the decoder's message, or None)."""
+    name = f'encoding {topic}'
+    if error is None:
+        return Check(name, True, encoding)
+    return Check(
+        name,
+        False,
+        f'{encoding}: {error}',
+        'publish rgb8/bgr8/mono8/rgba8/bgra8 or jpeg/png (image_transport compressed), or '
+        'install cv_bridge',
+    )
+
+
+def joint_names(
+    seen: Iterable[str],
+    arm_joints: Sequence[str],
+    gripper_joint: str,
+    description_joints: Iterable[str] | None,
+) -> list[Check]:
+    """The configured joints appear in joint_states and in the robot description."""
+    wanted = [*arm_joints, *([gripper_joint] if gripper_joint else [])]
+    seen = set(seen)
+    missing = [name for name in wanted if name not in seen]
+    checks = [
+        Check('joint_states names', True, f'all {len(wanted)} configured joints present')
+        if not missing
+        else Check(
+            'joint_states names',
+            False,
+            f'missing {missing} (seen: {sorted(seen) or "nothing"})',
+            'set arm_joint_names / gripper_joint_name to the names joint_states publishes',
+        )
+    ]
+    if description_joints is not None:
+        known = set(description_joints)
+        absent = [name for name in arm_joints if name not in known]
+        checks.append(
+            Check('description joints', True, f'all {len(arm_joints)} arm joints described')
+            if not absent
+            else Check(
+                'description joints',
+                False,
+                f'the robot description lacks {absent}',
+                "publish the robot's own description on robot_description (or set "
+                'robot_description_file), or fix arm_joint_names',
+            )
+        )
+    return checks
+
+
+def pose_in_envelope(envelope: Envelope, joints: np.ndarray) -> Check:
+    """The arm's measured pose lies inside the envelope."""
+    positions = envelope.points.positions(np.asarray(joints, dtype=np.float64))
+    slack = envelope.slack(positions)[0]
+    point, bound = np.unravel_index(int(np.argmin(slack)), slack.shape)
+    link, nearest = envelope.points.links[point], envelope.bounds[bound]
+    if slack[point, bound] < 0:
+        return Check(
+            'pose in envelope',
+            False,
+            f'{link} is {-slack[point, bound]:.3f} m beyond {nearest}',
+            'move the arm inside the envelope by hand (or fix envelope.* / the table height)',
+        )
+    return Check(
+        'pose in envelope', True, f'closest: {link} {slack[point, bound]:.3f} m from {nearest}'
+    )
+
+
+def trajectory_subscribed(topic: str, subscribers: int, dry_run: bool) -> Check:
+    """The controller subscribes to the trajectory topic (not needed in dry run)."""
+    name = 'controller subscribed'
+    if subscribers > 0:
+        return Check(name, True, f'{subscribers} subscriber(s) on {topic}')
+    if dry_run:
+        return Check(name, True, f'nobody subscribes {topic} (dry_run: previews only)')
+    return Check(
+        name,
+        False,
+        f'nobody subscribes {topic}',
+        'start joint_trajectory_controller (ros2 control load_controller --set-state active) '
+        'or set trajectory_topic to its joint_trajectory topic',
+    )
+
+
+def action_server(name: str, servers: Iterable[str]) -> Check:
+    """An action server named ``name`` (fully resolved) exists."""
+    if name in set(servers):
+        return Check('gripper action', True, f'{name} served')
+    return Check(
+        'gripper action',
+        False,
+        f'no action server {name}',
+        'start the gripper driver (franka_gripper, GripperActionController) or set '
+        'gripper.command_name',
+    )
+
+
+def device_memory(need: int, free: int | None, device: str, parts: str) -> Check:
+    """The engine's estimated memory fits the device's free memory (None: not measurable)."""
+    name = 'GPU memory'
+    if free is None:
+        return Check(name, True, f'{device}: not a CUDA device, {need / GIB:.1f} GiB host memory')
+    if need > free:
+        return Check(
+            name,
+            False,
+            f'{device} needs {need / GIB:.1f} GiB ({parts}), {free / GIB:.1f} GiB free',
+            'free the GPU, or use the memory options (engine.fp8_linear, engine.text_encoder '
+            'offload, engine.kv_cache fp8, engine.cfg_parallel / tensor_parallel)',
+        )
+    return Check(name, True, f'{device}: {need / GIB:.1f} of {free / GIB:.1f} GiB free')
+
+
+def engine_memory(options: Any) -> Check:
+    """The local engine of ``options`` (``settings.engine``) fits its device's free memory.
+
+    The estimate is the one configure refuses with (engine/memory_estimate.py), for the rank
+    this process would run: one CFG row under ``cfg_parallel: 2``, a ``1 / tensor_parallel``
+    shard of the DiT.
+    """
+    if options.backend != 'local':
+        return Check('GPU memory', True, f'{options.backend} engine: its server holds the model')
+    if not options.checkpoint:
+        return Check('GPU memory', False, 'engine.checkpoint is empty', 'set engine.checkpoint')
+    from dreamzero_ros.engine.acceleration import AccelerationConfig
+    from dreamzero_ros.engine.memory_config import MemoryConfig
+    from dreamzero_ros.engine.memory_estimate import device_budget, estimate_memory
+    from dreamzero_ros.engine.upstream_config import read_config
+    from dreamzero_ros.errors import DreamZeroError
+
+    try:
+        config = read_config(
+            options.checkpoint,
+            device=options.device,
+            dtype=options.dtype,
+            acceleration=AccelerationConfig(fp8_linear=options.fp8_linear),
+            memory=MemoryConfig(
+                text_encoder=options.text_encoder,
+                image_encoder=options.image_encoder,
+                kv_cache=options.kv_cache,
+            ),
+        )
+    except (DreamZeroError, OSError, ValueError) as error:
+        return Check('GPU memory', False, f'{options.checkpoint}: {error}', 'fix engine.checkpoint')
+    rows = 2 if config.cfg_scale != 1.0 else 1
+    rows = max(1, rows // options.cfg_parallel)
+    estimate = estimate_memory(config, rows, options.tensor_parallel)
+    try:
+        budget = (
+            int(options.memory_budget_gib * GIB)
+            if options.memory_budget_gib > 0
+            else device_budget(options.device)
+        )
+    except (RuntimeError, AssertionError) as error:
+        return Check(
+            'GPU memory',
+            False,
+            f'{options.device}: {error}',
+            'check the GPU driver and CUDA_VISIBLE_DEVICES, or set engine.device',
+        )
+    return device_memory(estimate.total, budget, options.device, estimate.describe())

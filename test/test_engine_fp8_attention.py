@@ -1,0 +1,164 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""FP8 attention over the FP8 K/V cache: the Triton kernel's semantics, its op, its refusals.
+
+The kernel runs under Triton's CPU interpreter here (a subprocess: Triton reads
+``TRITON_INTERPRET`` when the kernel is defined); the interpreter converts to FP8 wrongly, so
+there the kernel rounds to e4m3 in float32 (the same values).  On the GPU the benchmark's
+``--fp8-attention`` measures the error against the bf16 path.
+"""
+
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from dreamzero_ros.engine import fp8_attention_kernel
+from dreamzero_ros.engine.acceleration import AccelerationConfig
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.fp8_attention_kernel import fp8_kv_attention
+from dreamzero_ros.engine.memory_config import MemoryConfig
+from dreamzero_ros.engine.memory_estimate import estimate_memory
+from dreamzero_ros.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope='module')
+def interpreted():
+    """The checks of ``fp8_attention_support.py``, run under the Triton interpreter."""
+    pytest.importorskip('triton')
+    result = subprocess.run(
+        [sys.executable, str(ROOT / 'test' / 'fp8_attention_support.py')],
+        env={**os.environ, 'TRITON_INTERPRET': '1'},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize('cached', [0, 40])
+def test_kernel_with_bf16_pv_is_the_attention_of_its_quantized_operands(interpreted, cached):
+    # Q per token and head, the new K/V per token and head (as the cache stores them), the
+    # cache as stored; what is left is P and the output in bfloat16.
+    checks = interpreted[f'{cached}-bf16']
+    assert checks['shape'] == [2, 35, 3, 32] and checks['dtype'] == 'torch.bfloat16'
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+
+
+def test_kernel_with_new_tokens_in_bf16_quantizes_only_q_for_the_cache(interpreted):
+    checks = interpreted['40-bf16-new-bf16']
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+    # the new tokens attended exactly: closer to the dequantizing path than with them in FP8
+    assert checks['vs_dequantized']['rms'] < interpreted['40-bf16']['vs_dequantized']['rms']
+
+
+def test_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted):
+    checks = interpreted['40-fp8']
+    assert checks['vs_quantized']['rms'] < 0.04
+    assert checks['vs_quantized']['max_abs'] < 0.05
+
+
+@pytest.mark.parametrize('case', ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16'])
+def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
+    # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
+    # figures are measured on the GPU.
+    checks = interpreted[case]
+    assert checks['vs_dequantized']['rms'] < 0.07
+    assert checks['vs_dequantized']['max_abs'] < 0.15
+
+
+def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, new, 3, 16, generator=g).bfloat16()
+    k8, v8 = torch.randn(2, 2, cached, 3, 16, generator=g).to(torch.float8_e4m3fn)
+    scales = (0.01 + torch.rand(2, 2, cached, 3, 1, generator=g)).bfloat16()
+    k_new, v_new = torch.randn(2, 2, new, 3, 16, generator=g).bfloat16()
+    return q, k8, v8, scales[0], scales[1], k_new, v_new
+
+
+def test_op_is_registered_with_a_fake_that_compile_treats_as_one_call():
+    operands = _operands()
+    # (opcheck's schema test multiplies the inputs, which torch has no CPU kernel for in e4m3.)
+    torch.library.opcheck(
+        torch.ops.dreamzero.fp8_kv_attention.default,
+        operands,
+        test_utils=('test_faketensor', 'test_aot_dispatch_dynamic'),
+    )
+    graphs = []
+
+    def backend(graph, example_inputs):
+        graphs.append(graph)
+        return graph.forward
+
+    compiled = torch.compile(lambda *t: fp8_kv_attention(*t) * 2, backend=backend, fullgraph=True)
+    out = compiled(*operands)
+    calls = [n for g in graphs for n in g.graph.nodes if n.op == 'call_function']
+    assert [str(n.target) for n in calls].count('dreamzero.fp8_kv_attention.default') == 1
+    assert out.shape == operands[0].shape
+
+
+def test_op_without_the_kernel_computes_the_dequantized_reference():
+    q, k8, v8, ks, vs, k_new, v_new = _operands()
+    out = fp8_kv_attention(q, k8, v8, ks, vs, k_new, v_new)
+    k = torch.cat([(k8.float() * ks.float()).bfloat16(), k_new], dim=1).transpose(1, 2)
+    v = torch.cat([(v8.float() * vs.float()).bfloat16(), v_new], dim=1).transpose(1, 2)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k, v)
+    assert torch.equal(out, ref.transpose(1, 2))
+
+
+def test_fp8_attention_is_refused_at_configure_without_an_fp8_kv_cache():
+    with pytest.raises(ConfigError, match="needs kv_cache 'fp8', not 'model'"):
+        EngineConfig.tiny(acceleration=AccelerationConfig(attention_backend='fp8'))
+
+
+def test_fp8_attention_is_refused_at_configure_on_a_device_without_fp8_tensor_cores(
+    monkeypatch,
+):
+    acceleration = AccelerationConfig(attention_backend='fp8')
+    memory = MemoryConfig(kv_cache='fp8')
+    with pytest.raises(ConfigError, match="'fp8' needs a CUDA GPU with FP8 tensor cores"):
+        EngineConfig.tiny(acceleration=acceleration, memory=memory)
+    # An Ampere GPU (8.0): no FP8 tensor cores.
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (8, 0))
+    with pytest.raises(ConfigError, match='compute capability 8.9 or newer.*has 8.0'):
+        EngineConfig.tiny(acceleration=acceleration, memory=memory, device='cuda')
+    monkeypatch.setattr(fp8_attention_kernel, 'triton', None)
+    with pytest.raises(ConfigError, match="'fp8' needs Triton"):
+        EngineConfig.tiny(acceleration=acceleration, memory=memory, device='cuda')
+
+
+def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkeypatch):
+    # A Hopper GPU (9.0); the estimate builds the model on the meta device, where nothing runs.
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (9, 0))
+    config = EngineConfig.tiny(
+        acceleration=AccelerationConfig(attention_backend='fp8'),
+        memory=MemoryConfig(kv_cache='fp8'),
+        device='cuda',
+    )
+    assert estimate_memory(config, 2).total > 0
+
+
+def test_a_nested_attention_context_replaces_the_fp8_choice():
+    from dreamzero_ros.engine.attention import attention_kernel, fp8_kv_attention_active
+
+    assert not fp8_kv_attention_active()
+    with attention_kernel('fp8'):
+        assert fp8_kv_attention_active()
+        with attention_kernel('cudnn'):
+            assert not fp8_kv_attention_active()
+        with attention_kernel('auto'):
+            assert not fp8_kv_attention_active()
+        assert fp8_kv_attention_active()
+    assert not fp8_kv_attention_active()

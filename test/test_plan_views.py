@@ -1,0 +1,109 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The plan in 3D: end-effector paths through a forward-kinematics callable, over DDS.
+
+The forward kinematics here is a planar two-link arm written for the test; the node plugs in
+the robot description's kinematics instead.
+"""
+
+import threading
+
+from node_support import Harness
+import numpy as np
+import pytest
+
+from dreamzero_ros.core.plan_geometry import ExecutedPath, box_edges, end_effector_path
+
+LINKS = (0.4, 0.3)
+
+
+def planar_fk(joints: np.ndarray) -> np.ndarray:
+    """Two revolute joints about z, links of LINKS metres, at 0.3 m height."""
+    a, b = joints[0], joints[0] + joints[1]
+    return np.array([LINKS[0] * np.cos(a) + LINKS[1] * np.cos(b),
+                     LINKS[0] * np.sin(a) + LINKS[1] * np.sin(b), 0.3])  # fmt: skip
+
+
+def test_end_effector_path_follows_the_forward_kinematics():
+    rows = np.array([[0.0, 0.0], [np.pi / 2, 0.0], [0.0, np.pi / 2]])
+    np.testing.assert_allclose(
+        end_effector_path(planar_fk, rows), [[0.7, 0, 0.3], [0, 0.7, 0.3], [0.4, 0.3, 0.3]],
+        atol=1e-12,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match='finite'):
+        end_effector_path(lambda q: np.full(3, np.nan), rows)
+    with pytest.raises(ValueError, match='rows'):
+        end_effector_path(planar_fk, np.zeros(2))
+
+
+def test_executed_path_is_bounded_and_skips_a_resting_arm():
+    path = ExecutedPath(planar_fk, max_points=3, min_distance=0.01)
+    assert path.add(0.0, np.zeros(2)) and not path.add(0.1, np.zeros(2))
+    for index in range(1, 5):
+        assert path.add(float(index), np.array([0.1 * index, 0.0]))
+    assert list(path.times) == [2.0, 3.0, 4.0] and path.points.shape == (3, 3)
+
+
+def test_box_edges_outline_the_envelope():
+    edges = box_edges(np.array([0.0, -0.5, 0.0]), np.array([0.8, 0.5, 1.0]))
+    assert edges.shape == (12, 2, 3)
+    lengths = sorted(np.round(np.linalg.norm(edges[:, 1] - edges[:, 0], axis=1), 9))
+    assert lengths == [0.8] * 4 + [1.0] * 8
+    with pytest.raises(ValueError, match='lower < upper'):
+        box_edges(np.ones(3), np.zeros(3))
+
+
+def test_paths_and_envelope_reach_a_subscriber_over_dds():
+    from nav_msgs.msg import Path
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from visualization_msgs.msg import MarkerArray
+
+    from dreamzero_ros.ros.plan_views import LATCHED, PlanViews
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('dreamzero_policy', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    harness = Harness('plan_harness')
+    try:
+        envelope = box_edges(np.array([0.0, -0.5, 0.0]), np.array([0.8, 0.5, 1.0]))
+        views = PlanViews(node, planar_fk, 'panda_link0', envelope)
+        harness.record('plan', Path, '/dreamzero_policy/plan_path')
+        harness.record('executed', Path, '/dreamzero_policy/executed_path')
+        harness.record('envelope', MarkerArray, '/dreamzero_policy/envelope', LATCHED)
+        topics = ('/dreamzero_policy/plan_path', '/dreamzero_policy/executed_path')
+        harness.wait_for(
+            lambda: all(node.count_subscribers(t) for t in topics), 10, 'subscribers', lambda: ''
+        )
+        rows = np.array([[0.0, 0.0], [0.2, 0.1], [0.4, 0.2]])
+        times = 100.0 + np.arange(3) * 0.5
+        views.on_plan(100.0, times, rows)
+        for index, row in enumerate(rows):
+            views.on_joints(100.0 + index, row)
+        plan = harness.wait_for(lambda: harness.messages('plan'), 10, 'a plan path', lambda: '')
+        msg = plan[0]
+        assert msg.header.frame_id == 'panda_link0' and len(msg.poses) == 3
+        got = np.array([[p.pose.position.x, p.pose.position.y, p.pose.position.z]
+                        for p in msg.poses])  # fmt: skip
+        np.testing.assert_allclose(got, end_effector_path(planar_fk, rows), atol=1e-12)
+        stamps = [p.header.stamp.sec + p.header.stamp.nanosec * 1e-9 for p in msg.poses]
+        np.testing.assert_allclose(stamps, times, atol=1e-6)
+        executed = harness.wait_for(
+            lambda: [m for m in harness.messages('executed') if len(m.poses) == 3],
+            10, 'the executed path', lambda: '',
+        )  # fmt: skip
+        assert executed[0].header.frame_id == 'panda_link0'
+        markers = harness.wait_for(
+            lambda: harness.messages('envelope'), 10, 'the envelope', lambda: ''
+        )
+        assert len(markers[0].markers[0].points) == 24
+    finally:
+        harness.close()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()

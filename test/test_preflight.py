@@ -1,0 +1,141 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""``dreamzero-preflight`` against a live system over DDS, and its checks one by one.
+
+The live system: ``dreamzero-sim-arm`` (joint_states at 100 Hz, the trajectory topic subscribed,
+the Panda URDF on ``robot_description``) and this harness publishing the three cameras at 15 Hz.
+Preflight runs as its own process with ``config/cpu_small.yaml`` and a small random checkpoint.
+"""
+
+from importlib import resources
+import subprocess
+import sys
+
+from node_support import CONFIG, REPO, Harness, RobotStream, ros_env
+import numpy as np
+import pytest
+
+from dreamzero_ros.core import preflight
+from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
+
+URDF = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
+ARM = [f'panda_joint{i}' for i in range(1, 8)]
+READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+
+
+def test_topic_rate_verdicts():
+    assert preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 15)), 15.0, 3.0).ok
+    slow = preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 5)), 15.0, 3.0)
+    assert (
+        not slow.ok and '5.0 Hz, expected 15 Hz' in slow.line() and '-> publish cam' in slow.line()
+    )
+    silent = preflight.topic_rate('cam', [], 15.0, 3.0)
+    assert not silent.ok and 'no message in 3 s' in silent.detail
+
+
+def test_joint_name_and_description_verdicts():
+    ok = preflight.joint_names([*ARM, 'panda_finger_joint1'], ARM, 'panda_finger_joint1', ARM)
+    assert all(check.ok for check in ok)
+    missing = preflight.joint_names(ARM, ARM, 'panda_gripper', ARM[:6])
+    assert [check.ok for check in missing] == [False, False]
+    assert "missing ['panda_gripper']" in missing[0].detail
+    assert "lacks ['panda_joint7']" in missing[1].detail
+
+
+def test_pose_envelope_and_graph_verdicts():
+    envelope = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.0))
+    inside = preflight.pose_in_envelope(envelope, READY)
+    assert inside.ok and 'closest:' in inside.detail
+    high_table = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.6))
+    below = preflight.pose_in_envelope(high_table, READY)
+    assert not below.ok and 'beyond table z +0.600' in below.detail
+    assert not preflight.trajectory_subscribed('/jtc/joint_trajectory', 0, False).ok
+    assert preflight.trajectory_subscribed('/jtc/joint_trajectory', 0, True).ok
+    assert preflight.action_server('/gripper_action', ['/gripper_action']).ok
+    assert not preflight.action_server('/gripper_action', ['/other']).ok
+    assert not preflight.device_memory(30 * 2**30, 20 * 2**30, 'cuda:0', 'dit 28.0').ok
+    assert preflight.device_memory(10 * 2**30, 20 * 2**30, 'cuda:0', 'dit 8.0').ok
+    assert preflight.exit_code([inside, below]) == 1 and preflight.exit_code([inside]) == 0
+
+
+def _preflight(*params: str, duration: float = 3.0) -> subprocess.CompletedProcess:
+    args = [sys.executable, '-m', 'dreamzero_ros.ros.preflight', '--params-file']
+    args += [str(CONFIG / 'cpu_small.yaml'), '--duration', str(duration)]
+    for item in params:
+        args += ['-p', item]
+    return subprocess.run(
+        args, cwd=REPO, env=ros_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope='module')
+def live_system(tmp_path_factory):
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    folder = tmp_path_factory.mktemp('preflight')
+    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
+    log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
+    arm = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
+         '-p', 'gripper.interface:=float64'],
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    harness = Harness('preflight_harness')
+    stream = RobotStream(harness, demo_clips(30)[0])
+    stream.joints_on = False
+    yield checkpoint
+    stream.close()
+    arm.terminate()
+    arm.wait(10)
+    log.close()
+    harness.close()
+
+
+# 2 Hz expected: the harness's 15 Hz stream drops to ~4-7 Hz on 2 heavily loaded cores
+SYSTEM = (
+    'gripper_joint_name:=panda_finger_joint1',
+    'envelope.enabled:=true',
+    'control_rate_hz:=2.0',
+)
+
+
+def test_preflight_passes_on_a_healthy_system(live_system):
+    result = _preflight(*SYSTEM, f'engine.checkpoint:={live_system}')
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    for expected in (
+        '[ OK ] rate wrist_image_left:',
+        '[ OK ] encoding exterior_image_2_left: rgb8',
+        '[ OK ] rate joint_states:',
+        '[ OK ] robot description: ',
+        '[ OK ] joint_states names: all 8 configured joints present',
+        '[ OK ] description joints: all 7 arm joints described',
+        '[ OK ] pose in envelope: closest:',
+        '[ OK ] controller subscribed: 1 subscriber(s) on /joint_trajectory_controller/',
+        '[ OK ] GPU memory: cpu: not a CUDA device',
+    ):
+        assert any(line.startswith(expected) for line in lines), (expected, result.stdout)
+
+
+def test_preflight_names_what_to_fix(live_system):
+    result = _preflight(
+        *SYSTEM,
+        f'engine.checkpoint:={live_system}',
+        'envelope.table_height:=0.6',
+        'camera_topics:=[wrist_image_left, exterior_image_1_left, no_such_camera]',
+        'trajectory_topic:=arm_controller/joint_trajectory',
+        'gripper.interface:=action',
+    )
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert '[FAIL] rate no_such_camera: no message in 3 s -> start the publisher' in out
+    assert '[FAIL] pose in envelope: ' in out and 'beyond table z +0.600' in out
+    assert '[FAIL] controller subscribed: nobody subscribes /arm_controller/joint_trajectory' in out
+    assert '[FAIL] gripper action: no action server /gripper_action' in out
+
+
+def test_invalid_parameters_exit_2():
+    result = _preflight('envelope.keep_out:=[0.0, 1.0]', duration=0.1)
+    assert result.returncode == 2 and '6 values per box' in result.stdout
