@@ -1,37 +1,31 @@
 #!/usr/bin/env bash
-# Build the package's interfaces (msg/*.msg, action/*.action) with rosidl from the ROS 2 PyPI
-# wheels of a venv (default .venv) and add them to the dreamzero_ros that pip installed there:
-# the generated Python modules (dreamzero_ros.msg, dreamzero_ros.action) beside the installed
-# package, in place for `pip install -e .` as a compiled extension would be, and their libraries
-# in the venv's lib/, where the wheels' loader finds them. With a ROS 2 install, colcon builds the
-# whole package instead (README).
+# Build the package's interfaces (msg/*.msg, action/*.action) with rosidl and add them to the
+# dreamzero_ros that pip installed into a venv (default .venv): the generated Python modules
+# (dreamzero_ros.msg, dreamzero_ros.action) beside the installed package, in place for
+# `pip install -e .` as a compiled extension would be, and their libraries in the venv's lib/
+# (where the ROS 2 wheels' loader finds them, and the run path of the generated modules points).
+# rosidl and ament come from where the venv's rclpy comes from: the venv's ROS 2 PyPI wheels, or a
+# sourced ROS 2 install (scripts/bootstrap.sh). With a ROS 2 workspace, colcon builds the whole
+# package instead (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=$(realpath "${1:-.venv}")
 PY="$VENV/bin/python"
-WS=build/interfaces
+WS=build/interfaces/$(basename "$VENV")  # one build per venv (distribution)
 
-# The wheels' CMake targets name include folders of the machine that built them; point those at
-# this interpreter's headers and numpy's (needs write access to /opt, as root in CI).
-read -r PY_INCLUDE NP_INCLUDE < <("$PY" -c \
-  'import numpy, sysconfig; print(sysconfig.get_paths()["include"], numpy.get_include())')
-BUILT_ON=/opt/python/cp311-cp311
-mkdir -p "$BUILT_ON/include" "$BUILT_ON/lib/python3.11/site-packages/numpy/_core"
-ln -sfn "$PY_INCLUDE" "$BUILT_ON/include/python3.11"
-ln -sfn "$NP_INCLUDE" "$BUILT_ON/lib/python3.11/site-packages/numpy/_core/include"
-
-export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH"
-# numpy's headers by that link too: CMake refuses to export an include folder inside the source
-# folder, which a venv in the checkout is.
-"$VENV/bin/colcon" --log-base "$WS/log" build \
+source scripts/wheels_env.sh
+CMAKE_ARGS=(-DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" -DCMAKE_INSTALL_RPATH="$VENV/lib")
+# numpy's headers by the wheels' link: CMake refuses to export an include folder inside the
+# source folder, which a venv in the checkout is.
+[ -z "$WHEELS_NUMPY_INCLUDE" ] || CMAKE_ARGS+=(-DPython3_NumPy_INCLUDE_DIR="$WHEELS_NUMPY_INCLUDE")
+"$PY" -m colcon --log-base "$WS/log" build \
   --base-paths . --build-base "$WS/build" --install-base "$WS/install" --merge-install \
-  --event-handlers console_cohesion- console_stderr- \
-  --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" \
-    -DPython3_NumPy_INCLUDE_DIR="$BUILT_ON/lib/python3.11/site-packages/numpy/_core/include"
+  --event-handlers console_cohesion- console_stderr- --cmake-args "${CMAKE_ARGS[@]}"
 
 # -P: the installed package, not a dreamzero_ros/ folder of the current directory.
 PKG=$("$PY" -P -c 'import dreamzero_ros, pathlib; print(pathlib.Path(dreamzero_ros.__file__).parent)')
-GENERATED=$(echo "$WS"/install/lib/python3*/site-packages/dreamzero_ros)
+# lib/python3.X/site-packages, or local/lib/python3.X/dist-packages (Humble on Ubuntu)
+GENERATED=$(find "$WS/install" -path '*-packages/dreamzero_ros' -type d | head -n 1)
 rm -rf "$PKG/msg" "$PKG/action" "$PKG"/dreamzero_ros_s__*
 for kind in msg action; do
   mkdir "$PKG/$kind" && cp "$GENERATED/$kind"/*.py "$PKG/$kind/"

@@ -6,7 +6,7 @@
 ``control_msgs_env()`` builds ``test/interfaces/control_msgs`` (control_msgs/action/GripperCommand
 exactly as ros-controls/control_msgs defines it) with colcon from the venv's ROS 2 wheels, the
 recipe of scripts/build_interfaces.sh, into ``build/test_interfaces`` (reused while the
-definition is unchanged), and returns the environment a process needs to import it.
+definition and the venv are unchanged), and returns the environment a process needs to import it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ SOURCE = REPO / 'test' / 'interfaces' / 'control_msgs'
 
 def control_msgs_env() -> dict[str, str]:
     """Environment variables (PYTHONPATH, LD_LIBRARY_PATH) that make control_msgs importable."""
-    digest = hashlib.sha256(
-        b''.join(path.read_bytes() for path in sorted(SOURCE.rglob('*')) if path.is_file())
+    digest = hashlib.sha256(  # one build per definition and venv (ROS 2 distribution)
+        sys.prefix.encode()
+        + b''.join(path.read_bytes() for path in sorted(SOURCE.rglob('*')) if path.is_file())
     ).hexdigest()[:12]
     base = REPO / 'build' / 'test_interfaces' / digest
     install = base / 'install'

@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-import enum
 import math
 from typing import Any
 
@@ -38,6 +37,7 @@ import numpy as np
 
 from dreamzero_ros.core.image_codec import letterbox, message_image_size, msg_to_rgb
 from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.str_enum import StrEnum
 from dreamzero_ros.errors import ImageDecodeError
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
@@ -45,7 +45,7 @@ from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 IMAGE_FITS = ('letterbox', 'exact')
 
 
-class RefusalReason(enum.StrEnum):
+class RefusalReason(StrEnum):
     """Why no observation could be built."""
 
     MISSING = 'missing'
@@ -66,7 +66,7 @@ class Refusal:
         return f'{self.reason.value}: {self.detail}'
 
 
-class DropReason(enum.StrEnum):
+class DropReason(StrEnum):
     """Why one incoming message was not stored."""
 
     FUTURE_STAMP = 'future_stamp'

@@ -31,9 +31,9 @@ offending point.
 from __future__ import annotations
 
 from dataclasses import dataclass
-import enum
 import math
 
+from dreamzero_ros.core.str_enum import StrEnum
 from dreamzero_ros.errors import TaskRefusedError
 
 #: Feedback states.
@@ -43,7 +43,7 @@ INPUTS_UNUSABLE = 'inputs_unusable'
 ENVELOPE_HOLD = 'envelope_hold'
 
 
-class Outcome(enum.StrEnum):
+class Outcome(StrEnum):
     """How a task ended (the result's ``outcome``)."""
 
     TIME_LIMIT = 'time_limit'

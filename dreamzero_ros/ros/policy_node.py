@@ -84,6 +84,7 @@ from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.robot_description import read_robot_description
+from dreamzero_ros.ros.ros_compat import add_parameter_callbacks
 from dreamzero_ros.ros.task_server import TaskServer
 
 #: Camera messages kept between two reads of the inputs: the newest only.
@@ -148,11 +149,12 @@ class PolicyNode(LifecycleNode):
             self.declare_parameter(
                 spec.name, parameters.default_value(spec), parameters.descriptor(spec)
             )
-        self.add_pre_set_parameters_callback(
-            lambda changes: parameters.coerce_parameters(changes, _SPECS)
+        add_parameter_callbacks(
+            self,
+            lambda changes: parameters.coerce_parameters(changes, _SPECS),
+            self._check_parameter_change,
+            self._apply_parameter_change,
         )
-        self.add_on_set_parameters_callback(self._check_parameter_change)
-        self.add_post_set_parameters_callback(self._apply_parameter_change)
 
         self.settings: NodeSettings | None = None
         self.loop: ControlLoop | None = None
