@@ -264,3 +264,54 @@ def test_the_prompt_topic_preempts_a_task_and_works_when_none_runs(system):
     assert _holds_between(harness, published, arrived + 0.5), node.log()[-3000:]
     harness.wait_for(lambda: _motions(harness, arrived), TIMEOUT, 'motion after', node.log)
     harness.node.destroy_publisher(prompt)
+
+
+#: A client killed without a clean shutdown leaves the graph when its DDS lease ends (Fast DDS:
+#: 20 s), then ``task.client_timeout`` (1 s); a margin for the loaded CPU.
+CLIENT_GONE_WITHIN = 30.0
+
+
+def test_a_goal_whose_client_is_killed_ends_in_a_hold(system):
+    """The client process is SIGKILLed mid-goal (no time limit): the task ends, the arm holds."""
+    import os
+    from pathlib import Path
+    import subprocess
+    import sys
+
+    from node_support import ros_env
+
+    harness, _, node, _ = system
+    peer = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name('run_task_client_peer.py')),
+            f'{NODE}/run_task',
+            'wipe the table',
+        ],
+        env={**ros_env(), 'PYTHONPATH': os.pathsep.join(sys.path)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert peer.stdout.readline().strip() == 'accepted', node.log()[-3000:]
+        harness.wait_for(
+            lambda: "task 'wipe the table' started" in node.log(), TIMEOUT, 'the task', node.log
+        )
+        started = harness.now()
+        harness.wait_for(lambda: _motions(harness, started), TIMEOUT, 'task motion', node.log)
+        killed = harness.now()
+        peer.kill()
+        peer.wait()
+        harness.wait_for(
+            lambda: "the goal's client is gone" in node.log(),
+            CLIENT_GONE_WITHIN,
+            'the end of the orphaned goal',
+            node.log,
+        )
+        ended = harness.now()
+        assert ended - killed < CLIENT_GONE_WITHIN
+        assert _holds_between(harness, killed, ended + 1.0), node.log()[-3000:]
+        _quiet_after(system, ended + 1.0)
+    finally:
+        peer.kill()
+        peer.wait()

@@ -174,6 +174,13 @@ class TaskSettings:
         'task before it ends as a fault; the node holds from the first refusal anyway.',
         range=(0.01, 3600.0),
     )
+    client_timeout: float = parameter(
+        1.0,
+        "Seconds a ~/run_task goal outlives its client (an action client seen at the task's "
+        'start that left the ROS graph; a killed client leaves it when its DDS lease ends) '
+        'before it ends as a fault and the node holds; 0: goals outlive their clients.',
+        range=(0.0, 3600.0),
+    )
 
 
 @dataclass(frozen=True)

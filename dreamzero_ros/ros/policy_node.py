@@ -244,7 +244,7 @@ class PolicyNode(LifecycleNode):
         self._create_inputs()
         self._create_outputs()
         self.enabled = settings.start_enabled
-        self._tasks.configure(settings.task.input_timeout)
+        self._tasks.configure(settings.task.input_timeout, settings.task.client_timeout)
         self.lifecycle_state = 'inactive'
         self.get_logger().info(
             f'configured: {len(self._cameras)} cameras, commands '

@@ -7,7 +7,9 @@ A thin rclpy layer over :class:`~dreamzero_ros.core.task_runner.TaskRunner`, whi
 goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt and
 fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when told.
 Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
-``fault`` aborted; the result says which and why.
+``fault`` aborted; the result says which and why. While a task runs, each tick reads the action
+clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback topic) for the
+runner's client liveness rule.
 """
 
 from __future__ import annotations
@@ -69,9 +71,9 @@ class TaskServer:
             cancel_callback=self._on_cancel,
         )
 
-    def configure(self, input_timeout: float) -> None:
-        """Accept goals from now on, with this input timeout."""
-        self.runner = TaskRunner(input_timeout)
+    def configure(self, input_timeout: float, client_timeout: float = 0.0) -> None:
+        """Accept goals from now on, with these timeouts (:class:`TaskRunner`)."""
+        self.runner = TaskRunner(input_timeout, client_timeout)
 
     def release(self, reason: str) -> None:
         """End the running task (a fault) and refuse goals until the next :meth:`configure`."""
@@ -88,9 +90,20 @@ class TaskServer:
     def tick(self, input_problem: str) -> None:
         """Every control tick: end the task on its time limit, a lost command path, bad inputs."""
         if self.runner is not None:
+            clients = self._clients() if self.runner.watches_clients else None
             self._end(
-                self.runner.check(self._host.now(), self._host.command_state(), input_problem)
+                self.runner.check(
+                    self._host.now(), self._host.command_state(), input_problem, clients
+                )
             )
+
+    def _clients(self) -> frozenset[str]:
+        """Endpoint ids of the action clients of ``~/run_task`` discoverable now."""
+        topic = f'{self._node.get_fully_qualified_name().rstrip("/")}/run_task/_action/feedback'
+        return frozenset(
+            bytes(info.endpoint_gid).hex()
+            for info in self._node.get_subscriptions_info_by_topic(topic)
+        )
 
     def chunk_executed(self) -> None:
         """A chunk reached the controller (the preview in dry run): feedback to the client."""
