@@ -173,3 +173,15 @@ def test_a_goal_whose_client_never_appears_ends_and_a_zero_timeout_never_ends_on
     assert unbounded.check(100.0, COMMANDING, '', frozenset()) is None
     with pytest.raises(ValueError, match='client_timeout'):
         TaskRunner(input_timeout=1.0, client_timeout=float('nan'))
+
+
+def test_instructions_beyond_the_length_cap_are_refused_and_long_ones_abbreviated():
+    from dreamzero_ros.core.task_runner import abbreviate
+
+    runner = TaskRunner(input_timeout=1.0, max_length=10)
+    with pytest.raises(TaskRefusedError, match='11 characters, more than max_prompt_length'):
+        runner.start('g', 'x' * 11, 0.0, COMMANDING, now=0.0)
+    runner.start('g', 'x' * 10, 0.0, COMMANDING, now=0.0)
+    assert abbreviate('short') == 'short'
+    shown = abbreviate('a' * 50 + 'b' * 1000 + 'c' * 50)
+    assert shown == 'a' * 40 + ' ... ' + 'c' * 40 + ' (1100 characters)'

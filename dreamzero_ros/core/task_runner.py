@@ -11,7 +11,9 @@ no further query at the end).
 A goal is accepted only while the node is active and its commands reach the controller (enabled,
 not in dry run), or in dry run, where the task runs on previews only (nothing reaches the
 controller; the feedback state is ``dry_run``, ``chunks_executed`` counts previewed chunks). Its
-instruction must not be empty, its time limit (seconds, 0 = none) not negative.
+instruction must not be empty nor longer than ``max_length`` characters (the node's
+``max_prompt_length``, which caps prompts too), its time limit (seconds, 0 = none) not
+negative. Logs and diagnostics show instructions and prompts through :func:`abbreviate`.
 
 Ends (``outcome``):
 
@@ -41,6 +43,25 @@ import enum
 import math
 
 from dreamzero_ros.errors import TaskRefusedError
+
+#: Characters of a prompt or instruction that logs and diagnostics show.
+SHOWN_LENGTH = 80
+
+
+def abbreviate(text: str, length: int = SHOWN_LENGTH) -> str:
+    """``text`` with its middle cut out to keep it near ``length`` characters (and its length)."""
+    if len(text) <= length:
+        return text
+    half = length // 2
+    return f'{text[:half]} ... {text[-half:]} ({len(text)} characters)'
+
+
+def prompt_too_long(what: str, text: str, max_length: int) -> str:
+    """Why ``text`` (a ``what``: prompt, instruction) is refused; empty when it fits."""
+    if len(text) <= max_length:
+        return ''
+    return f'the {what} has {len(text)} characters, more than max_prompt_length ({max_length})'
+
 
 #: Feedback states.
 EXECUTING = 'executing'
@@ -108,13 +129,16 @@ class _Task:
 class TaskRunner:
     """At most one task: accepts goals, counts executed chunks, decides how the task ends."""
 
-    def __init__(self, input_timeout: float, client_timeout: float = 0.0) -> None:
+    def __init__(
+        self, input_timeout: float, client_timeout: float = 0.0, max_length: int = 4096
+    ) -> None:
         if not input_timeout > 0:
             raise ValueError(f'input_timeout must be > 0, got {input_timeout}')
         if not (math.isfinite(client_timeout) and client_timeout >= 0):
             raise ValueError(f'client_timeout must be >= 0, got {client_timeout}')
         self.input_timeout = input_timeout
         self.client_timeout = client_timeout
+        self.max_length = max_length
         self._task: _Task | None = None
 
     @property
@@ -128,8 +152,12 @@ class TaskRunner:
         return None if self._task is None else self._task.instruction
 
     @staticmethod
-    def refusal(instruction: str, time_limit: float, state: CommandState) -> str:
+    def refusal(
+        instruction: str, time_limit: float, state: CommandState, max_length: int = 4096
+    ) -> str:
         """Why a goal cannot be accepted now; empty when it can."""
+        if len(instruction) > max_length:
+            return prompt_too_long('instruction', instruction, max_length)
         if not instruction.strip():
             return 'the instruction is empty'
         if not math.isfinite(time_limit) or time_limit < 0:
@@ -149,10 +177,11 @@ class TaskRunner:
             TaskRefusedError: the goal is refused (:meth:`refusal`).
 
         """
-        reason = self.refusal(instruction, time_limit, state)
+        reason = self.refusal(instruction, time_limit, state, self.max_length)
         if reason:
             raise TaskRefusedError(reason)
-        preempted = self._end(Outcome.PREEMPTED, now, f'preempted by a new goal: {instruction!r}')
+        why = f'preempted by a new goal: {abbreviate(instruction)!r}'
+        preempted = self._end(Outcome.PREEMPTED, now, why)
         self._task = _Task(goal_id, instruction, float(time_limit), now, state.mode)
         return preempted
 

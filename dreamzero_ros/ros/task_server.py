@@ -19,7 +19,13 @@ from typing import Any, Protocol
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
-from dreamzero_ros.core.task_runner import CommandState, Outcome, TaskResult, TaskRunner
+from dreamzero_ros.core.task_runner import (
+    CommandState,
+    Outcome,
+    TaskResult,
+    TaskRunner,
+    abbreviate,
+)
 from dreamzero_ros.errors import TaskRefusedError
 
 try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.sh)
@@ -71,9 +77,11 @@ class TaskServer:
             cancel_callback=self._on_cancel,
         )
 
-    def configure(self, input_timeout: float, client_timeout: float = 0.0) -> None:
-        """Accept goals from now on, with these timeouts (:class:`TaskRunner`)."""
-        self.runner = TaskRunner(input_timeout, client_timeout)
+    def configure(
+        self, input_timeout: float, client_timeout: float = 0.0, max_length: int = 4096
+    ) -> None:
+        """Accept goals from now on, with these timeouts and length cap (:class:`TaskRunner`)."""
+        self.runner = TaskRunner(input_timeout, client_timeout, max_length)
 
     def release(self, reason: str) -> None:
         """End the running task (a fault) and refuse goals until the next :meth:`configure`."""
@@ -137,10 +145,17 @@ class TaskServer:
         reason = (
             'the node is not configured'
             if self.runner is None
-            else TaskRunner.refusal(goal.instruction, goal.time_limit, self._host.command_state())
+            else TaskRunner.refusal(
+                goal.instruction,
+                goal.time_limit,
+                self._host.command_state(),
+                self.runner.max_length,
+            )
         )
         if reason:
-            self._node.get_logger().warning(f'run_task goal {goal.instruction!r} refused: {reason}')
+            self._node.get_logger().warning(
+                f'run_task goal {abbreviate(goal.instruction)!r} refused: {reason}'
+            )
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -165,7 +180,7 @@ class TaskServer:
         done = Future()
         self._running[goal_id] = (handle, done)
         limit = f', time limit {goal.time_limit:g} s' if goal.time_limit > 0 else ''
-        self._node.get_logger().info(f'task {goal.instruction!r} started{limit}')
+        self._node.get_logger().info(f'task {abbreviate(goal.instruction)!r} started{limit}')
         self._host.begin_task(goal.instruction)
         result: TaskResult = await done
         if result.outcome is Outcome.TIME_LIMIT:
