@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dreamzero_ros.engine.json_files import DEFAULT_LIMITS, FileLimits
 from dreamzero_ros.errors import EmbodimentError
 
 __all__ = [
@@ -416,8 +417,14 @@ def load_embodiment_file(
     return Embodiment.from_mapping(read_yaml(path, EmbodimentError), str(path), statistics)
 
 
-def read_yaml(path: Path, error: type[Exception]) -> Any:
-    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it."""
+def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
+    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
+
+    Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
+    the number of nodes (aliases included) on its parser's events, before anything is built.
+    """
+    path = Path(path)
+    limits.check_size(path, error)
     try:
         text = path.read_text(encoding='utf-8')
     except FileNotFoundError:
@@ -425,11 +432,44 @@ def read_yaml(path: Path, error: type[Exception]) -> Any:
     except (OSError, UnicodeDecodeError) as cause:
         raise error(f'{path} is unreadable: {cause}') from cause
     try:
-        return yaml.safe_load(text)
+        _check_events(text, limits)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except _BeyondLimitsError as cause:
+        raise error(f'{path} {cause}') from None
     except yaml.YAMLError as cause:
         raise error(f'{path} is not valid YAML: {cause}') from cause
     except RecursionError:
         raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
+
+
+#: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.
+_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
+
+
+class _BeyondLimitsError(Exception):
+    pass
+
+
+def _check_events(text: str, limits: FileLimits) -> None:
+    """Count the nodes (aliases included) and depth of ``text``'s YAML events, before building.
+
+    Raises:
+        _BeyondLimitsError: past ``limits`` (found at the first event beyond them).
+
+    """
+    nodes = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _NODE_EVENTS):
+            nodes += 1
+            if nodes > limits.max_nodes:
+                raise _BeyondLimitsError(f'holds more than {limits.max_nodes} nodes')
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.max_depth:
+                raise _BeyondLimitsError(f'nests deeper than {limits.max_depth} levels')
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 # ---------------------------------------------------------------------- helpers
