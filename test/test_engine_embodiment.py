@@ -102,6 +102,17 @@ def test_file_without_statistics_takes_them_from_metadata(tmp_path):
         (lambda d: d['action'][1].update(normalization='mean_std', dim='1'), 'must be an integer'),
         (lambda d: d['state'][0].update(relative=True), 'only action keys can be relative'),
         (lambda d: d.update(control_hz=0), 'control_hz must be positive'),
+        (lambda d: d.update(control_hz=1e6), 'control_hz must be positive and at most 1000'),
+        (lambda d: d['cameras'][0].update(height=10**12), 'is beyond 8192 pixels a side'),
+        (lambda d: d['cameras'][2].update(width=200_000), 'is beyond 8192 pixels a side'),
+        (lambda d: d['view'].update(height=100_000), r'view size \(100000, 320\) is beyond'),
+        (lambda d: d['action'][0].update(dim=10**9), r'action\[0\]\.dim must be 1 to 64'),
+        (
+            lambda d: d['state'].extend(
+                {'key': f's{i}', 'dim': 1, 'normalization': 'none'} for i in range(70)
+            ),
+            '72 state keys, more than 64',
+        ),
     ],
 )
 def test_malformed_files_are_refused_naming_the_field(change, message):

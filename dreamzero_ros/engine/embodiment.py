@@ -60,6 +60,17 @@ INSTRUCTION = '{instruction}'
 #: one view as it is (h x w).
 LAYOUTS: dict[str, tuple[int, int]] = {'droid': (3, 3), 'grid': (2, 3), 'single': (1, 1)}
 
+#: Sane ranges of what an embodiment file or a checkpoint's ``experiment_cfg/`` may say, checked
+#: at load (a camera 10^12 pixels high would otherwise load and make every inference fail to
+#: allocate). A camera's dataset resolution (8K at most), the model's view size (DROID:
+#: 176x320), the width of one state or action key and the number of keys (the model pads the
+#: state to 64 values, the actions to 32), the control rate.
+MAX_CAMERA_SIDE = 8192
+MAX_VIEW_SIDE = 2048
+MAX_KEY_DIM = 64
+MAX_KEYS = 64
+MAX_CONTROL_HZ = 1000.0
+
 #: Normalisation modes of upstream's ``StateActionTransform`` this engine applies, with the
 #: statistics each needs; ``none`` leaves a key as it is (upstream: a key without a mode).
 NORMALIZATIONS: dict[str, tuple[str, ...]] = {
@@ -237,14 +248,31 @@ class Embodiment:
         sizes = [self.view_size, *(camera.source_size for camera in self.cameras)]
         if any(len(size) != 2 or min(size) < 1 for size in sizes):
             raise EmbodimentError(f'{where}: image sizes must be positive (height, width) pairs')
+        if max(self.view_size) > MAX_VIEW_SIDE:
+            raise EmbodimentError(
+                f'{where}: view size {tuple(self.view_size)} is beyond {MAX_VIEW_SIDE} pixels '
+                'a side'
+            )
+        for camera in self.cameras:
+            if max(camera.source_size) > MAX_CAMERA_SIDE:
+                raise EmbodimentError(
+                    f'{where}: camera {camera.key!r} size {tuple(camera.source_size)} is beyond '
+                    f'{MAX_CAMERA_SIDE} pixels a side'
+                )
+        for label, keys in (('state', self.state), ('action', self.action)):
+            if len(keys) > MAX_KEYS:
+                raise EmbodimentError(f'{where}: {len(keys)} {label} keys, more than {MAX_KEYS}')
         if not 0 < self.crop_scale <= 1:
             raise EmbodimentError(f'{where}: crop_scale must be in (0, 1], got {self.crop_scale}')
         if not self.action:
             raise EmbodimentError(f'{where}: no action keys')
         if INSTRUCTION not in self.prompt_template:
             raise EmbodimentError(f'{where}: prompt_template must contain {INSTRUCTION}')
-        if not self.control_hz > 0:
-            raise EmbodimentError(f'{where}: control_hz must be positive')
+        if not 0 < self.control_hz <= MAX_CONTROL_HZ:
+            raise EmbodimentError(
+                f'{where}: control_hz must be positive and at most {MAX_CONTROL_HZ:g}, got '
+                f'{self.control_hz}'
+            )
         state = {key.key: key for key in self.state}
         for key in (*self.state, *self.action):
             _check_key(key, where)
@@ -483,8 +511,10 @@ _KEY_KEYS = frozenset({'key', 'dim', 'normalization', 'relative', 'gripper'})
 
 
 def _check_key(key: ModalityKey, where: str) -> None:
-    if key.dim < 1:
-        raise EmbodimentError(f'{where}: key {key.key!r} must be at least 1 wide')
+    if not 1 <= key.dim <= MAX_KEY_DIM:
+        raise EmbodimentError(
+            f'{where}: key {key.key!r} must be 1 to {MAX_KEY_DIM} wide, got {key.dim}'
+        )
     if key.normalization not in NORMALIZATIONS:
         raise EmbodimentError(
             f'{where}: key {key.key!r}: normalization {key.normalization!r} is not one of '
@@ -530,6 +560,8 @@ def _keys(
         _check_keys(entry, _KEY_KEYS, at, required=('key', 'dim'))
         name = _text(entry['key'], f'{at}.key')
         dim = _int(entry['dim'], f'{at}.dim')
+        if not 1 <= dim <= MAX_KEY_DIM:
+            raise EmbodimentError(f'{at}.dim must be 1 to {MAX_KEY_DIM}, got {dim}')
         normalization = _text(entry.get('normalization', 'q99'), f'{at}.normalization')
         relative = _flag(entry.get('relative', False), f'{at}.relative')
         if relative and group != 'action':
