@@ -38,7 +38,8 @@ class NodeProcess:
     """``dreamzero-policy-node`` in its own process, its output in a log file.
 
     With ``launcher``, :attr:`process` is a parent process that started the node (as
-    ``ros2 launch`` does) and :meth:`node_pid` the node's process id.
+    ``ros2 launch`` does) and :meth:`node_pid` the node's process id; a string ``launcher`` is
+    the parent's Python code (the node's command line in ``sys.argv[1:]``).
     """
 
     def __init__(
@@ -46,7 +47,7 @@ class NodeProcess:
         log_path: Path,
         *ros_args: str,
         params_file: Path | None = None,
-        launcher: bool = False,
+        launcher: bool | str = False,
     ) -> None:
         args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
         if params_file is not None:
@@ -57,7 +58,8 @@ class NodeProcess:
         self._log = open(log_path, 'w')  # noqa: SIM115 - closed in stop()
         env = {**ros_env(), 'PYTHONUNBUFFERED': '1', 'OMP_NUM_THREADS': '1'}
         if launcher:
-            args = [sys.executable, '-c', _LAUNCHER, *args]
+            code = launcher if isinstance(launcher, str) else _LAUNCHER
+            args = [sys.executable, '-c', code, *args]
         self.process = subprocess.Popen(
             args, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO, env=env
         )

@@ -143,3 +143,45 @@ def test_explicit_faults_carry_their_reason():
 def test_input_timeout_must_be_positive():
     with pytest.raises(ValueError, match='input_timeout'):
         TaskRunner(input_timeout=0.0)
+
+
+def test_a_goal_ends_when_a_client_seen_at_its_start_stays_gone_beyond_the_client_timeout():
+    runner = TaskRunner(input_timeout=5.0, client_timeout=1.0)
+    runner.start('g', 'pick', 0.0, COMMANDING, now=0.0)
+    assert runner.watches_clients
+    both, observer = frozenset({'client', 'observer'}), frozenset({'observer'})
+    assert runner.check(0.1, COMMANDING, '', both) is None
+    assert runner.check(0.5, COMMANDING, '', observer) is None  # missing from here
+    assert runner.check(1.0, COMMANDING, '', both) is None  # back: the count starts again
+    assert runner.check(2.0, COMMANDING, '', observer) is None
+    assert runner.check(3.0, COMMANDING, '', observer | {'newcomer'}) is None
+    result = runner.check(3.01, COMMANDING, '', observer)
+    assert result.outcome is Outcome.FAULT and "the goal's client is gone" in result.message
+    assert runner.goal_id is None and not runner.watches_clients
+
+
+def test_a_goal_whose_client_never_appears_ends_and_a_zero_timeout_never_ends_one():
+    runner = TaskRunner(input_timeout=5.0, client_timeout=0.5)
+    runner.start('g', 'pick', 0.0, COMMANDING, now=0.0)
+    assert runner.check(0.0, COMMANDING, '', frozenset()) is None
+    assert runner.check(0.4, COMMANDING, '', frozenset()) is None
+    result = runner.check(0.6, COMMANDING, '', frozenset())
+    assert result.outcome is Outcome.FAULT and 'no action client' in result.message
+    unbounded = TaskRunner(input_timeout=5.0, client_timeout=0.0)
+    unbounded.start('g', 'pick', 0.0, COMMANDING, now=0.0)
+    assert not unbounded.watches_clients
+    assert unbounded.check(100.0, COMMANDING, '', frozenset()) is None
+    with pytest.raises(ValueError, match='client_timeout'):
+        TaskRunner(input_timeout=1.0, client_timeout=float('nan'))
+
+
+def test_instructions_beyond_the_length_cap_are_refused_and_long_ones_abbreviated():
+    from dreamzero_ros.core.task_runner import abbreviate
+
+    runner = TaskRunner(input_timeout=1.0, max_length=10)
+    with pytest.raises(TaskRefusedError, match='11 characters, more than max_prompt_length'):
+        runner.start('g', 'x' * 11, 0.0, COMMANDING, now=0.0)
+    runner.start('g', 'x' * 10, 0.0, COMMANDING, now=0.0)
+    assert abbreviate('short') == 'short'
+    shown = abbreviate('a' * 50 + 'b' * 1000 + 'c' * 50)
+    assert shown == 'a' * 40 + ' ... ' + 'c' * 40 + ' (1100 characters)'

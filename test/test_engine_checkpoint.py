@@ -299,3 +299,30 @@ def test_published_model_has_the_upstream_tensor_census():
     assert tuple(state['action_head.vae.model.conv1.weight'].shape) == (32, 32, 1, 1, 1)
     dit_params = sum(t.numel() for k, t in state.items() if k.startswith('action_head.model.'))
     assert 16.4e9 < dit_params < 16.6e9
+
+
+@pytest.mark.parametrize('value', [float('nan'), float('inf'), -float('inf')])
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float32])
+def test_non_finite_tensor_is_refused_naming_it(checkpoint, tmp_path, value, dtype):
+    folder = _copy(checkpoint, tmp_path / 'c')
+    index, _ = _shards(folder)
+    key = 'action_head.model.blocks.1.ffn.2.weight'
+    shard = index['weight_map'][key]
+
+    def poison(tensors):
+        tensor = tensors[key].to(dtype).clone()
+        tensor.view(-1)[tensor.numel() // 2] = value
+        tensors[key] = tensor
+
+    _rewrite_shard(folder, shard, poison)
+    with pytest.raises(CheckpointError, match=rf'{key!r} in {shard} holds non-finite values'):
+        load_weights(folder, _tiny_modules())
+
+
+def test_float8_e4m3fn_nan_is_recognised():
+    from dreamzero_ros.engine.weights import all_finite
+
+    tensor = torch.tensor([1.0, -448.0, 0.0]).to(torch.float8_e4m3fn)
+    assert all_finite(tensor)
+    tensor.view(torch.uint8)[1] = 0xFF  # -NaN
+    assert not all_finite(tensor)

@@ -102,6 +102,17 @@ def test_file_without_statistics_takes_them_from_metadata(tmp_path):
         (lambda d: d['action'][1].update(normalization='mean_std', dim='1'), 'must be an integer'),
         (lambda d: d['state'][0].update(relative=True), 'only action keys can be relative'),
         (lambda d: d.update(control_hz=0), 'control_hz must be positive'),
+        (lambda d: d.update(control_hz=1e6), 'control_hz must be positive and at most 1000'),
+        (lambda d: d['cameras'][0].update(height=10**12), 'is beyond 8192 pixels a side'),
+        (lambda d: d['cameras'][2].update(width=200_000), 'is beyond 8192 pixels a side'),
+        (lambda d: d['view'].update(height=100_000), r'view size \(100000, 320\) is beyond'),
+        (lambda d: d['action'][0].update(dim=10**9), r'action\[0\]\.dim must be 1 to 64'),
+        (
+            lambda d: d['state'].extend(
+                {'key': f's{i}', 'dim': 1, 'normalization': 'none'} for i in range(70)
+            ),
+            '72 state keys, more than 64',
+        ),
     ],
 )
 def test_malformed_files_are_refused_naming_the_field(change, message):
@@ -206,3 +217,57 @@ def test_tokens_per_frame_follow_view_size_and_layout():
     assert ur_embodiment().stitched_size == (32, 96)
     single = dataclasses.replace(ur_embodiment(layout='single', cameras=1), view_size=(32, 48))
     assert single.stitched_size == (32, 48)
+
+
+@pytest.mark.parametrize(
+    ('text', 'message'),
+    [
+        ('[' + '0, ' * 250_000 + '0]', 'holds more than 200000 nodes'),  # 750 kB of integers
+        ('a: &x [1, 2, 3]\n' + ''.join(f'k{i}: *x\n' for i in range(250_000)), 'more than'),
+        ('[' * 100 + ']' * 100, 'nests deeper than 64 levels'),
+    ],
+)
+def test_yaml_beyond_the_node_and_depth_limits_is_refused_while_parsing(tmp_path, text, message):
+    import time
+
+    path = tmp_path / 'conf.yaml'
+    path.write_text(text)
+    start = time.perf_counter()
+    with pytest.raises(EmbodimentError, match=message) as error:
+        load_embodiment_file(path)
+    assert str(path) in str(error.value)
+    assert time.perf_counter() - start < 10  # the first 200000 nodes' events, nothing built
+
+
+def test_configuration_files_beyond_the_size_limit_are_refused_before_reading(tmp_path):
+    from dreamzero_ros.engine.json_files import read_json
+    from dreamzero_ros.errors import CheckpointError
+
+    for name in ('big.yaml', 'big.json'):
+        path = tmp_path / name
+        with open(path, 'wb') as file:  # sparse: 100 MB that is never read
+            file.truncate(100 << 20)
+        with pytest.raises((EmbodimentError, CheckpointError), match='more than the 16777216'):
+            if name.endswith('yaml'):
+                load_embodiment_file(path)
+            else:
+                read_json(path, CheckpointError)
+
+
+def test_json_beyond_the_value_and_depth_limits_is_refused_naming_the_file(tmp_path):
+    from dreamzero_ros.engine.json_files import read_json
+    from dreamzero_ros.errors import CheckpointError
+
+    cases = {
+        'numbers.json': ('[' + '0,' * 250_000 + '0]', 'holds more than 200000 values'),
+        'strings.json': ('[' + '"",' * 250_000 + '""]', 'holds more than 200000 values'),
+        'deep.json': ('[' * 100 + ']' * 100, 'nests deeper than 64 levels'),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(CheckpointError, match=message) as error:
+            read_json(path, CheckpointError)
+        assert str(path) in str(error.value)
+    (tmp_path / 'fine.json').write_text('{"a": [1, 2.5, {"b": null}]}')
+    assert read_json(tmp_path / 'fine.json', CheckpointError) == {'a': [1, 2.5, {'b': None}]}

@@ -164,3 +164,27 @@ def test_unsupported_peft_layouts_are_refused(folders, tmp_path, edit, message):
 def test_adapters_need_the_runs_lora_settings(folders):
     with pytest.raises(CheckpointError, match='names no LoRA run'):
         CheckpointTensors(folders['peft_full'])
+
+
+@pytest.mark.parametrize('alpha', [float('nan'), float('inf')])
+def test_a_non_finite_lora_alpha_is_refused(folders, alpha):
+    config = json.loads((folders['lora_only'] / 'config.json').read_text())
+    config['action_head_cfg']['config']['lora_alpha'] = alpha
+    with pytest.raises(CheckpointError, match='lora_alpha must be a finite number'):
+        LoraSettings.from_config(config)
+
+
+@pytest.mark.parametrize('value', [float('nan'), float('inf')])
+def test_an_adapter_with_non_finite_values_is_refused_naming_it(folders, tmp_path, value):
+    import shutil
+
+    folder = tmp_path / 'lora'
+    shutil.copytree(folders['lora_only'], folder)
+    tensors = read_tensors(folder)
+    key = next(name for name in sorted(tensors) if '.lora_B.' in name)
+    tensors[key] = tensors[key].clone()
+    tensors[key].view(-1)[0] = value
+    write_tensors(folder, tensors)
+    with open_checkpoint(folder, base=folders['base']) as source:
+        with pytest.raises(CheckpointError, match=rf'LoRA adapter {key!r} in .* non-finite'):
+            _all(source)

@@ -10,10 +10,13 @@ processes.
 """
 
 import os
+from pathlib import Path
 import signal
+import subprocess
+import sys
 import time
 
-from node_support import CONFIG, Harness, NodeProcess, RobotStream, alive, child_pids
+from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, alive, child_pids, ros_env
 import pytest
 
 TIMEOUT = 120.0
@@ -28,10 +31,13 @@ def checkpoint(tmp_path_factory):
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 
 
-def _commanding_node(checkpoint, tmp_path, harness, parallel='engine.cfg_parallel:=2'):
+def _commanding_node(
+    checkpoint, tmp_path, harness, parallel='engine.cfg_parallel:=2', launcher=True
+):
     """A launcher, its node (commanding the controller) and the node's worker rank.
 
-    ``parallel``: the override that gives the engine its second rank.
+    ``parallel``: the override that gives the engine its second rank; ``launcher``: what the
+    node's parent is (see :class:`NodeProcess`).
     """
     from dreamzero_ros.droid_clips import demo_clips
 
@@ -42,7 +48,7 @@ def _commanding_node(checkpoint, tmp_path, harness, parallel='engine.cfg_paralle
         'engine.warmup:=false',
         'engine.num_threads:=1',
         params_file=CONFIG / 'cpu_small.yaml',
-        launcher=True,
+        launcher=launcher,
     )
     stream = RobotStream(harness, demo_clips(15)[0])
     harness.wait_for(
@@ -87,6 +93,79 @@ def test_parent_death_holds_and_leaves_no_process(checkpoint, tmp_path, signum):
         stream.close()
         harness.close()
         node.stop()
+
+
+#: Stands in for ``ros2 launch`` as it runs a node: the node's output goes to pipes that the
+#: launcher reads and copies (to its own output, the log file), so the pipes end with it.
+_PIPING_LAUNCHER = """
+import subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def copy(stream):
+    for line in iter(stream.readline, b''):
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+threads = [threading.Thread(target=copy, args=(s,)) for s in (child.stdout, child.stderr)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_sigkill_of_a_launcher_that_pipes_the_output_holds_and_leaves_no_process(
+    checkpoint, tmp_path
+):
+    """The node's stdout and stderr are pipes that end with the killed launcher (as ros2 launch)."""
+    from trajectory_msgs.msg import JointTrajectory
+
+    harness = Harness('parent_pipe_harness')
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    node, stream, node_pid, worker_pid = _commanding_node(
+        checkpoint, tmp_path, harness, launcher=_PIPING_LAUNCHER
+    )
+    try:
+        killed_at = harness.now()
+        node.process.kill()
+        seconds = _seconds_until_gone([node_pid, worker_pid])
+        assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{node.log()[-3000:]}'
+        time.sleep(0.2)
+        holds = [m for m in harness.messages('controller', killed_at) if _is_hold(m)]
+        assert holds, f'no hold reached the controller\n{node.log()[-3000:]}'
+    finally:
+        stream.close()
+        harness.close()
+        node.stop()
+
+
+@pytest.mark.parametrize('parent_lives', [0.3, 1.0])
+def test_a_parent_that_exits_while_the_node_starts_ends_the_node(
+    checkpoint, tmp_path, parent_lives
+):
+    """The parent exits before the node has even imported rclpy (or loaded its engine)."""
+    log = tmp_path / 'node.log'
+    node = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
+    node += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
+    node += ['-p', f'engine.checkpoint:={checkpoint}']
+    launcher = (
+        'import subprocess, sys, time; '
+        'print(subprocess.Popen(sys.argv[2:], stdout=sys.stderr).pid, file=sys.stderr); '
+        'time.sleep(float(sys.argv[1]))'
+    )
+    with open(log, 'w') as output:
+        subprocess.run(
+            [sys.executable, '-c', launcher, str(parent_lives), *node],
+            stderr=output,
+            cwd=REPO,
+            env={**ros_env(), 'OMP_NUM_THREADS': '1'},
+            check=True,
+        )
+    node_pid = int(log.read_text().split()[0])
+    try:
+        seconds = _seconds_until_gone([node_pid], limit=10.0)
+        assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
+    finally:
+        if alive(node_pid):
+            os.kill(node_pid, signal.SIGKILL)
 
 
 def test_node_death_ends_its_tensor_parallel_worker_rank(checkpoint, tmp_path):

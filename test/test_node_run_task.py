@@ -264,3 +264,118 @@ def test_the_prompt_topic_preempts_a_task_and_works_when_none_runs(system):
     assert _holds_between(harness, published, arrived + 0.5), node.log()[-3000:]
     harness.wait_for(lambda: _motions(harness, arrived), TIMEOUT, 'motion after', node.log)
     harness.node.destroy_publisher(prompt)
+
+
+#: A client killed without a clean shutdown leaves the graph when its DDS lease ends (the peer's
+#: Fast DDS profile: 2 s, instead of the default 20 s, to keep the test short), then
+#: ``task.client_timeout`` (1 s); a margin for the loaded CPU.
+CLIENT_GONE_WITHIN = 10.0
+_SHORT_LEASE = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <participant profile_name="short_lease" is_default_profile="true">
+    <rtps><builtin><discovery_config>
+      <leaseDuration><sec>2</sec></leaseDuration>
+      <leaseAnnouncement><nanosec>500000000</nanosec></leaseAnnouncement>
+    </discovery_config></builtin></rtps>
+  </participant>
+</profiles>
+"""
+
+
+def test_a_goal_whose_client_is_killed_ends_in_a_hold(system, tmp_path):
+    """The client process is SIGKILLed mid-goal (no time limit): the task ends, the arm holds."""
+    import os
+    from pathlib import Path
+    import subprocess
+    import sys
+
+    from node_support import ros_env
+
+    harness, _, node, _ = system
+    profile = tmp_path / 'short_lease.xml'
+    profile.write_text(_SHORT_LEASE)
+    peer = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name('run_task_client_peer.py')),
+            f'{NODE}/run_task',
+            'wipe the table',
+        ],
+        env={
+            **ros_env(),
+            'PYTHONPATH': os.pathsep.join(sys.path),
+            'FASTDDS_DEFAULT_PROFILES_FILE': str(profile),
+        },
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert peer.stdout.readline().strip() == 'accepted', node.log()[-3000:]
+        harness.wait_for(
+            lambda: "task 'wipe the table' started" in node.log(), TIMEOUT, 'the task', node.log
+        )
+        started = harness.now()
+        harness.wait_for(lambda: _motions(harness, started), TIMEOUT, 'task motion', node.log)
+        killed = harness.now()
+        peer.kill()
+        peer.wait()
+        harness.wait_for(
+            lambda: "the goal's client is gone" in node.log(),
+            CLIENT_GONE_WITHIN,
+            'the end of the orphaned goal',
+            node.log,
+        )
+        ended = harness.now()
+        assert ended - killed < CLIENT_GONE_WITHIN
+        assert _holds_between(harness, killed, ended + 1.0), node.log()[-3000:]
+        _quiet_after(system, ended + 1.0)
+    finally:
+        peer.kill()
+        peer.wait()
+
+
+def test_long_instructions_and_prompts_are_refused_and_shown_abbreviated(system):
+    """Beyond max_prompt_length (4096) refused with a reason; within it, abbreviated in output."""
+    from action_msgs.msg import GoalStatus
+    from std_msgs.msg import String
+
+    harness, _, node, _ = system
+    huge = 'x' * (1 << 20)
+    logged = len(node.log())
+    goal = _send(system, huge)
+    assert not goal.handle.accepted
+    prompt = harness.node.create_publisher(String, f'{NODE}/prompt', 10)
+    harness.wait_for(lambda: prompt.get_subscription_count() > 0, 10, 'prompt sub', node.log)
+    prompt.publish(String(data=huge))
+    harness.wait_for(lambda: '~/prompt refused' in node.log(), 30, 'the refusal', node.log)
+    harness.node.destroy_publisher(prompt)
+    added = node.log()[logged:]
+    assert 'the instruction has 1048576 characters, more than max_prompt_length (4096)' in added
+    assert 'the prompt has 1048576 characters, more than max_prompt_length (4096)' in added
+    assert len(added) < 4000, added[:4000]
+    assert harness.get_parameters(NODE, ['prompt'])['prompt'] != huge
+    # within the cap: accepted, shown abbreviated
+    long = 'wipe ' + 'y' * 4000
+    since = harness.now()
+    goal = _send(system, long)
+    assert goal.handle.accepted
+    harness.wait_for(lambda: goal.feedback, TIMEOUT, 'a chunk', node.log)
+    harness.wait_for(
+        lambda: any(m.header.stamp.sec for m in harness.messages('diagnostics', since)),
+        10,
+        'diagnostics',
+        node.log,
+    )
+    shown = [
+        {kv.key: kv.value for kv in status.values}
+        for msg in harness.messages('diagnostics', since)
+        for status in msg.status
+    ]
+    tasks = [values['task'] for values in shown if values.get('task')]
+    assert tasks and all('(4005 characters)' in task and len(task) < 150 for task in tasks)
+    assert all(len(values.get('prompt', '')) < 150 for values in shown)
+    answer = _wait(goal.handle.cancel_goal_async(), 30, 'the cancel answer', node.log)
+    assert len(answer.goals_canceling) == 1
+    status, _, _ = _result(system, goal)
+    assert status == GoalStatus.STATUS_CANCELED
+    assert long not in node.log()

@@ -36,9 +36,9 @@ def request_bytes():
 
 
 def _bomb(size: int) -> bytes:
-    """One msgpack array of one-byte empty maps: without limits, a Python dict per byte."""
-    count = size - 5
-    return b'\xdd' + count.to_bytes(4, 'big') + b'\x80' * count
+    """A map holding one array of one-byte empty maps: without limits, a Python dict per byte."""
+    count = size - 8
+    return b'\x81\xa1x\xdd' + count.to_bytes(4, 'big') + b'\x80' * count
 
 
 def _round_trip(server: ServerProcess, payload: bytes) -> bytes | str:
@@ -128,3 +128,39 @@ def test_a_zero_size_dtype_is_refused_and_the_connection_kept(server, request_by
         assert isinstance(ws.recv(timeout=120), bytes)
     finally:
         ws.close()
+
+
+def test_a_frame_that_is_not_a_msgpack_map_is_refused_on_its_first_byte(server, request_bytes):
+    for payload in (b'\xdd' + (2**24).to_bytes(4, 'big') + b'\x80' * (15 * MIB), b'', b'\x01'):
+        body = _error(_round_trip(server, payload))
+        assert body == {**body, 'error': 'MalformedRequest'}
+        assert 'malformed msgpack' in body['message'] and 'must be a map' in body['message']
+
+
+def test_a_connection_refused_again_and_again_is_throttled_then_closed(server, request_bytes):
+    """Defaults: 4 refusals at once, then 2 per second; closed after 16 in a row (1008)."""
+    import time
+
+    from websockets.exceptions import ConnectionClosed
+
+    bad = msgpack.packb({'endpoint': 'nonsense'})
+    ws = open_client(server.url)
+    good = open_client(server.url)
+    try:
+        times = []
+        start = time.monotonic()
+        for _ in range(16):
+            ws.send(bad)
+            assert _error(ws.recv(timeout=60))['error'] == 'ObservationError'
+            times.append(time.monotonic() - start)
+        assert times[3] < 1.0, times  # the burst
+        assert times[15] > (16 - 4) / 2.0 - 0.5, times  # then 2 per second
+        good.send(request_bytes)  # another connection is served meanwhile
+        assert isinstance(good.recv(timeout=120), bytes)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd.code == 1008
+        assert '16 requests in a row refused' in closed.value.rcvd.reason
+    finally:
+        ws.close()
+        good.close()

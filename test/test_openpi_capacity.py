@@ -149,3 +149,27 @@ def test_limits_are_validated():
 def test_default_session_capacity_is_what_fits_in_gpu_memory(free, total, expected):
     per_session = int(13.3 * GIB)  # 14B, bfloat16, batched CFG
     assert sessions_that_fit(free, total, per_session) == expected
+
+
+def test_refusals_are_answered_in_a_burst_then_at_the_rate_and_close_after_a_run():
+    from dreamzero_ros.openpi.capacity import RefusalLimits, RefusalThrottle
+
+    now = [0.0]
+    throttle = RefusalThrottle(
+        RefusalLimits(burst=2, rate_per_s=4.0, close_after=5), lambda: now[0]
+    )
+    waits = []
+    for _ in range(4):
+        waits.append(throttle.wait_s())
+        now[0] += waits[-1]
+        throttle.refused()
+    assert waits[:3] == [0.0, 0.0, 0.25] and waits[3] == pytest.approx(0.25)
+    assert not throttle.exhausted
+    throttle.served()  # a good request: the run starts again, the bucket does not refill
+    assert throttle.consecutive == 0 and throttle.wait_s() == pytest.approx(0.25)
+    for _ in range(5):
+        now[0] += throttle.wait_s()
+        throttle.refused()
+    assert throttle.exhausted and throttle.total == 9
+    with pytest.raises(ValueError, match='refusal limits'):
+        RefusalLimits(burst=0)

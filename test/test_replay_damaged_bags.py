@@ -275,3 +275,16 @@ def test_live_replay_refuses_a_damaged_mcap_unless_allowed_partial(mcap_bag, tmp
     summary = json.loads(partial.stdout)
     skipped = summary['integrity']['skipped_messages']['/joint_states']['damaged_chunk']
     assert summary['published']['/joint_states'] == _counts(mcap_bag)['/joint_states'] - skipped
+
+
+def test_an_mcap_cut_before_its_first_complete_chunk_names_the_truncation(mcap_bag, tmp_path):
+    def cut(content):
+        del content[4096:]  # the header and the start of the first chunk
+
+    damaged = _damaged_copy(mcap_bag, tmp_path / 'early', cut)
+    with BagReader(damaged, allow_partial=True) as reader:
+        with pytest.raises(BagError) as error:
+            reader.require('/joint_states', ['sensor_msgs/msg/JointState'], 'joint state')
+    message = str(error.value)
+    assert 'damaged' in message and 'no footer' in message, message
+    assert 'is not in bag' not in message

@@ -36,6 +36,7 @@ from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
+from dreamzero_ros.core.task_runner import prompt_too_long
 from dreamzero_ros.core.trajectory import (
     PANDA_MAX_VELOCITY,
     PANDA_STOP_DECELERATION,
@@ -183,6 +184,13 @@ class TaskSettings:
         'Seconds the inputs may stay unusable (stale, missing, skewed, bad) during a ~/run_task '
         'task before it ends as a fault; the node holds from the first refusal anyway.',
         range=(0.01, 3600.0),
+    )
+    client_timeout: float = parameter(
+        1.0,
+        "Seconds a ~/run_task goal outlives its client (an action client seen at the task's "
+        'start that left the ROS graph; a killed client leaves it when its DDS lease ends) '
+        'before it ends as a fault and the node holds; 0: goals outlive their clients.',
+        range=(0.0, 3600.0),
     )
 
 
@@ -441,6 +449,12 @@ class NodeSettings:
         'the latched ~/prompt topic).',
         runtime=True,
     )
+    max_prompt_length: int = parameter(
+        4096,
+        'Longest prompt or ~/run_task instruction, characters: longer ones are refused with a '
+        'reason (diagnostics and logs show prompts abbreviated anyway).',
+        range=(1, 1048576),
+    )
     session_id: str = parameter(
         'default', 'Policy session (episode) id; ~/reset starts a fresh one.', runtime=True
     )
@@ -599,6 +613,8 @@ class NodeSettings:
                 f'image_height/image_width must both be > 0, or both 0 (any): '
                 f'{self.image_height}, {self.image_width}'
             )
+        if len(self.prompt) > self.max_prompt_length:
+            raise ValueError(prompt_too_long('prompt', self.prompt, self.max_prompt_length))
         if len(self.gripper_range) != 2:
             raise ValueError(f'gripper_range needs 2 values, got {list(self.gripper_range)}')
         try:

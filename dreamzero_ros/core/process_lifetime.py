@@ -12,14 +12,23 @@
   re-parented), asks for an orderly stop, and ends the process after a grace period if the
   stop has not finished by then. It polls rather than using the parent-death signal, which
   would also fire when a short-lived thread of the parent (not the parent) ends.
+
+The parent watched is :data:`PARENT_AT_START`, read when this module is first imported: import
+it before anything slow (rclpy, torch), so that a parent that exits while the process is still
+starting is seen too (``getppid`` is already 1, or a sub-reaper, by the time a watchdog created
+later would read it). When the parent ends, the output it was reading (``ros2 launch`` reads
+its nodes' stdout and stderr through pipes) is gone with it: the watchdog points those file
+descriptors at ``/dev/null`` first, so that no write in the stop that follows fails.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import select
 import signal
 import sys
 import threading
@@ -29,6 +38,10 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = (
     ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True) if sys.platform == 'linux' else None
 )
+
+
+#: This process's parent when the module was first imported (see the module's docstring).
+PARENT_AT_START = os.getppid()
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:
@@ -49,16 +62,58 @@ def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:
     return preexec
 
 
+def _reader_gone(fd: int) -> bool:
+    """True when ``fd`` is a pipe or socket whose reading end is closed (``poll`` says POLLERR)."""
+    poller = select.poll()
+    try:
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP | select.POLLNVAL) for _, mask in events)
+
+
+def silence_dead_outputs() -> list[int]:
+    """Point stdout and stderr at ``/dev/null`` where nothing reads them any more; those fds.
+
+    Python ignores SIGPIPE, so a write to a pipe whose reader died raises BrokenPipeError (and
+    a C write fails with EPIPE): after this, such writes succeed and go nowhere.
+    """
+    dead = [fd for fd in (1, 2) if _reader_gone(fd)]
+    if dead:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in dead:
+            os.dup2(null, fd)
+        os.close(null)
+    return dead
+
+
+def flush_outputs() -> None:
+    """Flush ``sys.stdout`` and ``sys.stderr``, ignoring a closed or broken stream."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+
+
 class ParentWatchdog:
     """Calls ``on_lost`` once the parent process is gone, then ends this process after ``grace``.
 
     ``on_lost`` should ask for an orderly stop (the node holds and cleans up); if the process
     is still alive ``grace`` seconds later, it exits with status 1 without further clean-up.
+    ``on_lost`` None (while the process is starting, with nothing to stop yet): exit at once.
+    It may be set at any time. ``parent`` defaults to :data:`PARENT_AT_START`. Whatever
+    ``on_lost`` does (raises included), the process exits.
     """
 
-    def __init__(self, on_lost: Callable[[], None], period: float = 0.02, grace: float = 0.7):
-        self._parent = os.getppid()
-        self._on_lost = on_lost
+    def __init__(
+        self,
+        on_lost: Callable[[], None] | None,
+        period: float = 0.02,
+        grace: float = 0.7,
+        parent: int = PARENT_AT_START,
+    ):
+        self._parent = parent
+        self.on_lost = on_lost
         self._period = period
         self._grace = grace
         self._thread = threading.Thread(target=self._run, name='parent-watchdog', daemon=True)
@@ -74,10 +129,14 @@ class ParentWatchdog:
         return self
 
     def _run(self) -> None:
-        while os.getppid() == self._parent:
-            time.sleep(self._period)
-        self._on_lost()
-        time.sleep(self._grace)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
+        try:
+            while os.getppid() == self._parent:
+                time.sleep(self._period)
+            silence_dead_outputs()
+            on_lost = self.on_lost
+            if on_lost is not None:
+                on_lost()
+                time.sleep(self._grace)
+        finally:
+            flush_outputs()
+            os._exit(1)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import math
 
 from dreamzero_ros.core.control_loop import ControlLoop
+from dreamzero_ros.core.task_runner import abbreviate
 
 OK, WARN, ERROR = 0, 1, 2
 
@@ -54,7 +55,7 @@ def build_report(
         ('dry_run', str(dry_run).lower()),
         ('commanding', str(enabled and not dry_run and lifecycle_state == 'active').lower()),
         ('session_id', loop.session_id),
-        ('prompt', loop.prompt),
+        ('prompt', abbreviate(loop.prompt)),
         ('latency_p50_ms', _ms(loop.latency.p50)),
         ('latency_p95_ms', _ms(loop.latency.p95)),
         ('inference_p50_ms', _ms(loop.inference.p50)),

@@ -11,7 +11,9 @@ no further query at the end).
 A goal is accepted only while the node is active and its commands reach the controller (enabled,
 not in dry run), or in dry run, where the task runs on previews only (nothing reaches the
 controller; the feedback state is ``dry_run``, ``chunks_executed`` counts previewed chunks). Its
-instruction must not be empty, its time limit (seconds, 0 = none) not negative.
+instruction must not be empty nor longer than ``max_length`` characters (the node's
+``max_prompt_length``, which caps prompts too), its time limit (seconds, 0 = none) not
+negative. Logs and diagnostics show instructions and prompts through :func:`abbreviate`.
 
 Ends (``outcome``):
 
@@ -20,8 +22,18 @@ Ends (``outcome``):
 - ``preempted``: a newer goal, or a prompt set through ``~/prompt`` or the ``prompt``
   parameter, took over;
 - ``fault``: the node stopped commanding as the task was accepted (commands disabled, e-stop,
-  dry run switched), was deactivated or shut down, the policy failed, the clock jumped back, or
-  the inputs stayed unusable for longer than ``input_timeout`` seconds; ``message`` says which.
+  dry run switched), was deactivated or shut down, the policy failed, the clock jumped back,
+  the inputs stayed unusable for longer than ``input_timeout`` seconds, or the goal's client
+  was gone for longer than ``client_timeout`` seconds; ``message`` says which.
+
+Client liveness: a goal lives only as long as its client. The node sees the action clients of
+``~/run_task`` (their endpoint ids, from the ROS graph) but not which of them sent a goal, so
+the rule is: every client seen when the task started (or, if none was seen yet, the first ones
+seen) must stay discoverable; when one of them is gone (or none ever appears) for longer than
+``client_timeout`` seconds, the task ends as a fault and the node holds. A client killed
+without a clean shutdown leaves the graph when its DDS lease ends (Fast DDS: 20 s by default),
+so such a goal ends within that lease plus ``client_timeout``. ``client_timeout`` 0 lets goals
+outlive their clients (then give goals a time limit).
 
 A chunk cut at the safety envelope (core/envelope.py) still counts as executed: its feedback state
 is ``envelope_hold``, and the result's message names how many chunks were cut and the last
@@ -35,6 +47,25 @@ import math
 
 from dreamzero_ros.core.str_enum import StrEnum
 from dreamzero_ros.errors import TaskRefusedError
+
+#: Characters of a prompt or instruction that logs and diagnostics show.
+SHOWN_LENGTH = 80
+
+
+def abbreviate(text: str, length: int = SHOWN_LENGTH) -> str:
+    """``text`` with its middle cut out to keep it near ``length`` characters (and its length)."""
+    if len(text) <= length:
+        return text
+    half = length // 2
+    return f'{text[:half]} ... {text[-half:]} ({len(text)} characters)'
+
+
+def prompt_too_long(what: str, text: str, max_length: int) -> str:
+    """Why ``text`` (a ``what``: prompt, instruction) is refused; empty when it fits."""
+    if len(text) <= max_length:
+        return ''
+    return f'the {what} has {len(text)} characters, more than max_prompt_length ({max_length})'
+
 
 #: Feedback states.
 EXECUTING = 'executing'
@@ -99,15 +130,23 @@ class _Task:
     envelope_cuts: int = 0
     last_envelope: str = ''
     envelope_holding: bool = False
+    clients: frozenset[str] = frozenset()
+    client_missing_since: float | None = None
 
 
 class TaskRunner:
     """At most one task: accepts goals, counts executed chunks, decides how the task ends."""
 
-    def __init__(self, input_timeout: float) -> None:
+    def __init__(
+        self, input_timeout: float, client_timeout: float = 0.0, max_length: int = 4096
+    ) -> None:
         if not input_timeout > 0:
             raise ValueError(f'input_timeout must be > 0, got {input_timeout}')
+        if not (math.isfinite(client_timeout) and client_timeout >= 0):
+            raise ValueError(f'client_timeout must be >= 0, got {client_timeout}')
         self.input_timeout = input_timeout
+        self.client_timeout = client_timeout
+        self.max_length = max_length
         self._task: _Task | None = None
 
     @property
@@ -121,8 +160,12 @@ class TaskRunner:
         return None if self._task is None else self._task.instruction
 
     @staticmethod
-    def refusal(instruction: str, time_limit: float, state: CommandState) -> str:
+    def refusal(
+        instruction: str, time_limit: float, state: CommandState, max_length: int = 4096
+    ) -> str:
         """Why a goal cannot be accepted now; empty when it can."""
+        if len(instruction) > max_length:
+            return prompt_too_long('instruction', instruction, max_length)
         if not instruction.strip():
             return 'the instruction is empty'
         if not math.isfinite(time_limit) or time_limit < 0:
@@ -142,10 +185,11 @@ class TaskRunner:
             TaskRefusedError: the goal is refused (:meth:`refusal`).
 
         """
-        reason = self.refusal(instruction, time_limit, state)
+        reason = self.refusal(instruction, time_limit, state, self.max_length)
         if reason:
             raise TaskRefusedError(reason)
-        preempted = self._end(Outcome.PREEMPTED, now, f'preempted by a new goal: {instruction!r}')
+        why = f'preempted by a new goal: {abbreviate(instruction)!r}'
+        preempted = self._end(Outcome.PREEMPTED, now, why)
         self._task = _Task(goal_id, instruction, float(time_limit), now, state.mode)
         return preempted
 
@@ -177,10 +221,22 @@ class TaskRunner:
             state = INPUTS_UNUSABLE
         return TaskFeedback(task.chunks, now - task.started, state)
 
-    def check(self, now: float, state: CommandState, input_problem: str) -> TaskResult | None:
+    @property
+    def watches_clients(self) -> bool:
+        """Whether :meth:`check` wants the action clients seen now (a task runs, a timeout)."""
+        return self._task is not None and self.client_timeout > 0
+
+    def check(
+        self,
+        now: float,
+        state: CommandState,
+        input_problem: str,
+        clients: frozenset[str] | None = None,
+    ) -> TaskResult | None:
         """Called every control tick: the result if the task ends now, else None.
 
-        ``input_problem`` is why the inputs are unusable now (empty when they are usable).
+        ``input_problem`` is why the inputs are unusable now (empty when they are usable);
+        ``clients`` the ids of the action clients discoverable now (None: not looked at).
         """
         task = self._task
         if task is None:
@@ -193,6 +249,10 @@ class TaskRunner:
             return self._end(
                 Outcome.TIME_LIMIT, now, f'time limit of {task.time_limit:g} s reached'
             )
+        if clients is not None and self.client_timeout > 0:
+            lost = self._client_lost(task, now, clients)
+            if lost:
+                return self.fail(now, lost)
         if not input_problem:
             task.unusable_since = None
             return None
@@ -204,6 +264,25 @@ class TaskRunner:
                 f'inputs unusable for more than {self.input_timeout:g} s: {input_problem}',
             )
         return None
+
+    def _client_lost(self, task: _Task, now: float, clients: frozenset[str]) -> str:
+        """Why the goal's client counts as gone now (see the module's docstring); or empty."""
+        if not task.clients:
+            task.clients = clients
+        missing = len(task.clients - clients) if task.clients else 0
+        if task.clients and not missing:
+            task.client_missing_since = None
+            return ''
+        if task.client_missing_since is None:
+            task.client_missing_since = now
+        if now - task.client_missing_since <= self.client_timeout:
+            return ''
+        if not task.clients:
+            return f'no action client of the goal discoverable for {self.client_timeout:g} s'
+        return (
+            f"the goal's client is gone: {missing} of the {len(task.clients)} action client(s) "
+            f'seen at its start not discoverable for more than {self.client_timeout:g} s'
+        )
 
     def cancel(self, now: float) -> TaskResult | None:
         """The client canceled the running task."""

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dreamzero_ros.engine.json_files import DEFAULT_LIMITS, FileLimits
 from dreamzero_ros.errors import EmbodimentError
 
 __all__ = [
@@ -58,6 +59,17 @@ INSTRUCTION = '{instruction}'
 #: view top-left, second bottom-left, third top-right, the rest black (2h x 2w); ``single``:
 #: one view as it is (h x w).
 LAYOUTS: dict[str, tuple[int, int]] = {'droid': (3, 3), 'grid': (2, 3), 'single': (1, 1)}
+
+#: Sane ranges of what an embodiment file or a checkpoint's ``experiment_cfg/`` may say, checked
+#: at load (a camera 10^12 pixels high would otherwise load and make every inference fail to
+#: allocate). A camera's dataset resolution (8K at most), the model's view size (DROID:
+#: 176x320), the width of one state or action key and the number of keys (the model pads the
+#: state to 64 values, the actions to 32), the control rate.
+MAX_CAMERA_SIDE = 8192
+MAX_VIEW_SIDE = 2048
+MAX_KEY_DIM = 64
+MAX_KEYS = 64
+MAX_CONTROL_HZ = 1000.0
 
 #: Normalisation modes of upstream's ``StateActionTransform`` this engine applies, with the
 #: statistics each needs; ``none`` leaves a key as it is (upstream: a key without a mode).
@@ -239,14 +251,31 @@ class Embodiment:
         sizes = [self.view_size, *(camera.source_size for camera in self.cameras)]
         if any(len(size) != 2 or min(size) < 1 for size in sizes):
             raise EmbodimentError(f'{where}: image sizes must be positive (height, width) pairs')
+        if max(self.view_size) > MAX_VIEW_SIDE:
+            raise EmbodimentError(
+                f'{where}: view size {tuple(self.view_size)} is beyond {MAX_VIEW_SIDE} pixels '
+                'a side'
+            )
+        for camera in self.cameras:
+            if max(camera.source_size) > MAX_CAMERA_SIDE:
+                raise EmbodimentError(
+                    f'{where}: camera {camera.key!r} size {tuple(camera.source_size)} is beyond '
+                    f'{MAX_CAMERA_SIDE} pixels a side'
+                )
+        for label, keys in (('state', self.state), ('action', self.action)):
+            if len(keys) > MAX_KEYS:
+                raise EmbodimentError(f'{where}: {len(keys)} {label} keys, more than {MAX_KEYS}')
         if not 0 < self.crop_scale <= 1:
             raise EmbodimentError(f'{where}: crop_scale must be in (0, 1], got {self.crop_scale}')
         if not self.action:
             raise EmbodimentError(f'{where}: no action keys')
         if INSTRUCTION not in self.prompt_template:
             raise EmbodimentError(f'{where}: prompt_template must contain {INSTRUCTION}')
-        if not self.control_hz > 0:
-            raise EmbodimentError(f'{where}: control_hz must be positive')
+        if not 0 < self.control_hz <= MAX_CONTROL_HZ:
+            raise EmbodimentError(
+                f'{where}: control_hz must be positive and at most {MAX_CONTROL_HZ:g}, got '
+                f'{self.control_hz}'
+            )
         state = {key.key: key for key in self.state}
         for key in (*self.state, *self.action):
             _check_key(key, where)
@@ -424,8 +453,14 @@ def load_embodiment_file(
     return Embodiment.from_mapping(read_yaml(path, EmbodimentError), str(path), statistics)
 
 
-def read_yaml(path: Path, error: type[Exception]) -> Any:
-    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it."""
+def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
+    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
+
+    Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
+    the number of nodes (aliases included) on its parser's events, before anything is built.
+    """
+    path = Path(path)
+    limits.check_size(path, error)
     try:
         text = path.read_text(encoding='utf-8')
     except FileNotFoundError:
@@ -433,11 +468,44 @@ def read_yaml(path: Path, error: type[Exception]) -> Any:
     except (OSError, UnicodeDecodeError) as cause:
         raise error(f'{path} is unreadable: {cause}') from cause
     try:
-        return yaml.safe_load(text)
+        _check_events(text, limits)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except _BeyondLimitsError as cause:
+        raise error(f'{path} {cause}') from None
     except yaml.YAMLError as cause:
         raise error(f'{path} is not valid YAML: {cause}') from cause
     except RecursionError:
         raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
+
+
+#: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.
+_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
+
+
+class _BeyondLimitsError(Exception):
+    pass
+
+
+def _check_events(text: str, limits: FileLimits) -> None:
+    """Count the nodes (aliases included) and depth of ``text``'s YAML events, before building.
+
+    Raises:
+        _BeyondLimitsError: past ``limits`` (found at the first event beyond them).
+
+    """
+    nodes = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _NODE_EVENTS):
+            nodes += 1
+            if nodes > limits.max_nodes:
+                raise _BeyondLimitsError(f'holds more than {limits.max_nodes} nodes')
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.max_depth:
+                raise _BeyondLimitsError(f'nests deeper than {limits.max_depth} levels')
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 # ---------------------------------------------------------------------- helpers
@@ -466,8 +534,10 @@ _VELOCITY_NAMES = ('velocity',)
 
 
 def _check_key(key: ModalityKey, where: str) -> None:
-    if key.dim < 1:
-        raise EmbodimentError(f'{where}: key {key.key!r} must be at least 1 wide')
+    if not 1 <= key.dim <= MAX_KEY_DIM:
+        raise EmbodimentError(
+            f'{where}: key {key.key!r} must be 1 to {MAX_KEY_DIM} wide, got {key.dim}'
+        )
     if key.normalization not in NORMALIZATIONS:
         raise EmbodimentError(
             f'{where}: key {key.key!r}: normalization {key.normalization!r} is not one of '
@@ -516,6 +586,8 @@ def _keys(
         _check_keys(entry, _KEY_KEYS, at, required=('key', 'dim'))
         name = _text(entry['key'], f'{at}.key')
         dim = _int(entry['dim'], f'{at}.dim')
+        if not 1 <= dim <= MAX_KEY_DIM:
+            raise EmbodimentError(f'{at}.dim must be 1 to {MAX_KEY_DIM}, got {dim}')
         normalization = _text(entry.get('normalization', 'q99'), f'{at}.normalization')
         relative = _flag(entry.get('relative', False), f'{at}.relative')
         if relative and group != 'action':

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import contextlib
 from dataclasses import dataclass
+import math
 from pathlib import Path
 import re
 from typing import Any
@@ -72,8 +73,12 @@ class LoraSettings:
             raise CheckpointError(
                 f'config.json: lora_rank must be a positive integer, got {rank!r}'
             )
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float):
-            raise CheckpointError(f'config.json: lora_alpha must be a number, got {alpha!r}')
+        if (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, int | float)
+            or not math.isfinite(alpha)
+        ):
+            raise CheckpointError(f'config.json: lora_alpha must be a finite number, got {alpha!r}')
         return cls(rank, float(alpha))
 
     @property
@@ -272,8 +277,17 @@ class MergedWeights:
 
     @staticmethod
     def _delta(layer: CheckpointTensors, name: str) -> torch.Tensor:
+        """``scaling * B @ A``; an adapter tensor with a NaN or infinity is refused, named."""
         a, b = layer.adapters[name]
-        return layer.settings.scaling * (layer.read(b).float() @ layer.read(a).float())
+        factors = []
+        for stored in (b, a):
+            tensor = layer.read(stored).float()
+            if not bool(torch.isfinite(tensor).all()):
+                raise CheckpointError(
+                    f'LoRA adapter {layer.where(stored)} holds non-finite values (NaN or inf)'
+                )
+            factors.append(tensor)
+        return layer.settings.scaling * (factors[0] @ factors[1])
 
     def _check_fit(self) -> None:
         """Every adapter's weight exists with the shape ``B @ A`` has; replaced tensors fit."""

@@ -11,7 +11,9 @@ pings does not count as activity here, it only keeps the connection alive) may b
 longest idle first, and it is closed with the reason; otherwise the newcomer is refused with a
 message that says which limit it hit. A connection that starts a new session beyond its own
 allowance ends its own least recently used one, as upstream DreamZero servers end a session when
-its client switches to another ``session_id``.
+its client switches to another ``session_id``. A connection whose requests are refused is
+throttled and, refused often enough in a row, closed (:class:`RefusalThrottle`), so that
+clients sending only bad requests cannot take the server's time from good ones.
 
 Everything here runs on the server's event loop thread; nothing blocks.
 """
@@ -264,3 +266,73 @@ class Capacity:
         self._peers.pop(victim.number, None)
         victim.evicted = True
         return victim
+
+
+@dataclasses.dataclass(frozen=True)
+class RefusalLimits:
+    """What a connection whose requests are refused may cost.
+
+    Attributes:
+        burst: refused requests answered at once; beyond, one per ``1 / rate_per_s`` seconds
+            (the server reads nothing more from the connection meanwhile, so its frames wait in
+            its own TCP window, not in the server's CPU).
+        rate_per_s: refusals per second a connection earns back (token bucket).
+        close_after: consecutive refusals after which the connection is closed (1008); 0
+            never closes.
+
+    """
+
+    burst: int = 4
+    rate_per_s: float = 2.0
+    close_after: int = 16
+
+    def __post_init__(self) -> None:
+        if self.burst < 1 or not self.rate_per_s > 0 or self.close_after < 0:
+            raise ValueError(
+                f'refusal limits: burst >= 1, rate_per_s > 0, close_after >= 0, got {self}'
+            )
+
+
+class RefusalThrottle:
+    """One connection's refusals: how long to wait before reading its next request, when to close.
+
+    Args:
+        limits: the limits.
+        clock: monotonic seconds (replaceable in tests).
+
+    """
+
+    def __init__(self, limits: RefusalLimits, clock: Callable[[], float] = time.monotonic):
+        self.limits = limits
+        self._clock = clock
+        self._tokens = float(limits.burst)
+        self._updated = clock()
+        self.consecutive = 0
+        self.total = 0
+
+    def refused(self) -> None:
+        """A request of the connection was refused."""
+        self._refill()
+        self._tokens -= 1.0
+        self.consecutive += 1
+        self.total += 1
+
+    def served(self) -> None:
+        """A request of the connection was served: the consecutive count starts again."""
+        self.consecutive = 0
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the connection is to be closed (``close_after`` refusals in a row)."""
+        return 0 < self.limits.close_after <= self.consecutive
+
+    def wait_s(self) -> float:
+        """Seconds to wait before reading the connection's next request (0: at once)."""
+        self._refill()
+        return max(0.0, 1.0 - self._tokens) / self.limits.rate_per_s
+
+    def _refill(self) -> None:
+        now = self._clock()
+        rate, burst = self.limits.rate_per_s, self.limits.burst
+        self._tokens = min(float(burst), self._tokens + (now - self._updated) * rate)
+        self._updated = now

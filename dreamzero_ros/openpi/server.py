@@ -41,7 +41,13 @@ from dreamzero_ros.errors import (
     ProtocolError,
 )
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol, session_budget
-from dreamzero_ros.openpi.capacity import Capacity, CapacityLimits, Peer
+from dreamzero_ros.openpi.capacity import (
+    Capacity,
+    CapacityLimits,
+    Peer,
+    RefusalLimits,
+    RefusalThrottle,
+)
 from dreamzero_ros.openpi.predicted_video import predicted_video_reply, wants_video
 from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation, Policy
 
@@ -94,6 +100,12 @@ class ServerConfig:
         fill_missing_exterior: serve requests with one exterior camera (DROID main loop,
             sim-evals) by giving the other a black frame, a dropped view as in training;
             False refuses them.
+        refusal_burst, refusal_rate_per_s, close_after_refusals: what a connection whose
+            requests are refused (malformed, bad observations) may cost: ``refusal_burst``
+            refusals at once, then ``refusal_rate_per_s`` (nothing more is read from it
+            meanwhile); closed (1008) after ``close_after_refusals`` in a row (0: never).
+            A request that is not a binary frame holding a msgpack map is refused on its first
+            byte, before any decoding.
 
     """
 
@@ -120,6 +132,9 @@ class ServerConfig:
     camera_aspect: float | None = None
     detect_padding: bool = False
     fill_missing_exterior: bool = True
+    refusal_burst: int = 4
+    refusal_rate_per_s: float = 2.0
+    close_after_refusals: int = 16
 
     def __post_init__(self) -> None:
         if self.reply_format not in REPLY_FORMATS:
@@ -136,6 +151,11 @@ class ServerConfig:
         if self.camera_aspect is not None and self.camera_aspect <= 0:
             raise ValueError('camera_aspect must be > 0')
         self.capacity_limits(1)  # validates the caps
+        self.refusal_limits()
+
+    def refusal_limits(self) -> RefusalLimits:
+        """What a connection's refused requests may cost."""
+        return RefusalLimits(self.refusal_burst, self.refusal_rate_per_s, self.close_after_refusals)
 
     def decode_limits(self) -> msgpack_numpy.DecodeLimits:
         """What one request may hold (strings: a prompt of ``max_prompt_chars`` in UTF-8)."""
@@ -184,6 +204,7 @@ class _Connection:
     websocket: ServerConnection
     peer: Peer
     seed_route: bool
+    throttle: RefusalThrottle
     prev_total_ms: float | None = None
 
     def session_key(self, session_id: str | None) -> str:
@@ -341,7 +362,10 @@ class OpenPIServer:
             await websocket.close(CloseCode.TRY_AGAIN_LATER, 'handshake took too long')
             return
         state = _Connection(
-            websocket, peer, seed_route=websocket.request.path == protocol.SEED_ROUTE
+            websocket,
+            peer,
+            seed_route=websocket.request.path == protocol.SEED_ROUTE,
+            throttle=RefusalThrottle(self._config.refusal_limits()),
         )
         self._capacity.attach(peer, state)
         logger.info(
@@ -389,6 +413,9 @@ class OpenPIServer:
     # ------------------------------------------------------------------ requests
     async def _serve_one(self, state: _Connection) -> bool:
         """Answer one request; False once the connection is to end."""
+        delay = state.throttle.wait_s()
+        if delay > 0:  # refused too often: its next frame waits in its own TCP window
+            await asyncio.sleep(delay)
         message = await state.websocket.recv()
         self._capacity.started(state.peer)
         try:
@@ -401,6 +428,7 @@ class OpenPIServer:
         endpoint = None
         number = state.peer.number
         try:
+            _check_header(message)
             request = await self._in_decoder(self._parse, message)
             endpoint = protocol.endpoint_of(request)
             session_id = protocol.session_id_of(request)
@@ -436,16 +464,24 @@ class OpenPIServer:
         else:
             await state.websocket.send(reply)
             state.prev_total_ms = (time.monotonic() - received) * 1000.0
+            state.throttle.served()
             return True
         limit = self._config.max_error_chars
         logger.info('connection %d: %s: %s', number, kind, protocol.truncate(text, limit))
         await state.websocket.send(protocol.error_text(kind, text, endpoint, limit))
+        if kind in ('MalformedRequest', 'ObservationError'):
+            state.throttle.refused()
+            if state.throttle.exhausted:
+                count = state.throttle.consecutive
+                logger.warning('connection %d closed: %d requests in a row refused', number, count)
+                await state.websocket.close(
+                    CloseCode.POLICY_VIOLATION, f'{count} requests in a row refused'
+                )
+                return False
         return True
 
-    def _parse(self, message: bytes | str) -> dict[str, Any]:
-        """The request map of one frame (on a decoder thread)."""
-        if isinstance(message, str):
-            raise ProtocolError('requests must be binary msgpack frames, got a text frame')
+    def _parse(self, message: bytes) -> dict[str, Any]:
+        """The request map of one frame (on a decoder thread; its header checked already)."""
         try:
             request = msgpack_numpy.unpackb(message, self._limits)
         except MsgpackNumpyError as error:
@@ -585,3 +621,25 @@ def _checked_actions(chunk: ActionChunk, action_dim: int = DROID_ACTION_DIM) -> 
     if not np.all(np.isfinite(actions)):
         raise PolicyError('policy returned non-finite actions')
     return actions
+
+
+#: First bytes of a msgpack map (fixmap, map 16, map 32): every request is one.
+_MAP_HEADERS = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
+
+
+def _check_header(message: bytes | str) -> None:
+    """Refuse, on its first byte and on the event loop, a frame that cannot be a request.
+
+    Raises:
+        ProtocolError: a text frame, or binary data that is not a msgpack map.
+
+    """
+    if isinstance(message, str):
+        raise ProtocolError('requests must be binary msgpack frames, got a text frame')
+    if not message:
+        raise ProtocolError('malformed msgpack: an empty frame; a request must be a map')
+    if message[0] not in _MAP_HEADERS:
+        raise ProtocolError(
+            f'malformed msgpack: a request must be a map, the frame starts with byte '
+            f'0x{message[0]:02x}'
+        )

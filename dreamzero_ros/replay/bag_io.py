@@ -71,6 +71,9 @@ class BagReader:
             '(--allow-partial replays the intact parts)'
         )
 
+    def _damage_listing(self) -> str:
+        return '; '.join(str(part) for part in self._source.damaged)
+
     @property
     def topics(self) -> dict[str, str]:
         """Topic -> message type name (``pkg/msg/Type``)."""
@@ -100,6 +103,12 @@ class BagReader:
         topics = self.topics
         if topic not in topics:
             listing = ', '.join(f'{name} [{kind}]' for name, kind in sorted(topics.items()))
+            if self._source.damaged:  # --allow-partial: the topic may be in the lost part
+                raise BagError(
+                    f'{role} topic {topic!r} is not in the intact parts of bag {self.path} '
+                    f'(they hold: {listing or "nothing"}); the bag is damaged and the topic '
+                    f'may be in what is lost: {self._damage_listing()}'
+                )
             raise BagError(
                 f'{role} topic {topic!r} is not in bag {self.path}; '
                 f'it holds: {listing or "nothing"}'
@@ -110,7 +119,10 @@ class BagReader:
                 f'expected {" or ".join(msgtypes)}'
             )
         if self.message_count(topic) == 0:
-            raise BagError(f'{role} topic {topic!r} in bag {self.path} has no messages')
+            lost = ''
+            if self._source.damaged:
+                lost = f' in its intact parts ({self._damage_listing()})'
+            raise BagError(f'{role} topic {topic!r} in bag {self.path} has no messages{lost}')
         return topics[topic]
 
     def first_log_ns(self, topic: str) -> int:

@@ -75,7 +75,7 @@ from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
-from dreamzero_ros.core.task_runner import CommandState
+from dreamzero_ros.core.task_runner import CommandState, abbreviate, prompt_too_long
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
@@ -263,7 +263,9 @@ class PolicyNode(LifecycleNode):
                 self, settings.views, self.layout.cameras, settings.scheduler.step_duration
             )
         self.enabled = settings.start_enabled
-        self._tasks.configure(settings.task.input_timeout)
+        self._tasks.configure(
+            settings.task.input_timeout, settings.task.client_timeout, settings.max_prompt_length
+        )
         self.lifecycle_state = 'inactive'
         self.get_logger().info(
             f'configured: {len(self._cameras)} cameras, commands '
@@ -487,7 +489,9 @@ class PolicyNode(LifecycleNode):
         self.publish_diagnostics()
 
     def _on_prompt(self, msg: String) -> None:
-        self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
+        (result,) = self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
+        if not result.successful:
+            self.get_logger().warning(f'~/prompt refused: {result.reason}')
 
     def _on_estop(self, msg: Bool) -> None:
         if msg.data:
@@ -533,6 +537,11 @@ class PolicyNode(LifecycleNode):
                 return SetParametersResult(successful=False, reason=str(error))
             if change.name == 'session_id' and not change.value:
                 return SetParametersResult(successful=False, reason='session_id: empty')
+            if change.name == 'prompt':
+                cap = self.get_parameter('max_prompt_length').value
+                too_long = prompt_too_long('prompt', change.value, cap)
+                if too_long:
+                    return SetParametersResult(successful=False, reason=too_long)
         return SetParametersResult(successful=True)
 
     def _apply_parameter_change(self, parameters: list[Parameter]) -> None:
@@ -540,10 +549,10 @@ class PolicyNode(LifecycleNode):
             return
         for parameter in parameters:
             if parameter.name == 'prompt':
-                self._tasks.preempt(f'prompt set to {parameter.value!r}')
+                self._tasks.preempt(f'prompt set to {abbreviate(parameter.value)!r}')
                 self._publish_hold(self.loop.set_prompt(parameter.value, self._now()))
                 self.loop.resume()  # after a task ended: query again, on this prompt
-                self.get_logger().info(f'prompt: {parameter.value!r}')
+                self.get_logger().info(f'prompt: {abbreviate(parameter.value)!r}')
             elif parameter.name == 'session_id':
                 self.loop.session_id = parameter.value
                 self._reset_session('session_id changed')
@@ -769,7 +778,7 @@ class PolicyNode(LifecycleNode):
         """A task starts: its instruction is the prompt, in a fresh policy session."""
         self._publish_hold(self.loop.set_prompt(instruction, self._now()))
         self.loop.resume()
-        self._reset_session(f'task {instruction!r}')
+        self._reset_session(f'task {abbreviate(instruction)!r}')
 
     def end_task(self, reason: str) -> None:
         """A task ended: hold (braking a motion in force) and query no more."""
@@ -791,7 +800,7 @@ class PolicyNode(LifecycleNode):
             engine_state=self.engine_state,
             enabled=self.enabled,
             dry_run=self.dry_run,
-            task=self._tasks.instruction,
+            task=abbreviate(self._tasks.instruction),
         )
         if self._views is not None:
             report = dataclasses.replace(

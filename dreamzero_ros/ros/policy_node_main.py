@@ -7,6 +7,11 @@ SIGINT, SIGTERM, or the end of the parent process (``ros2 launch`` killed, a clo
 ask the spin loop to stop; the node then holds (if it was commanding), deactivates and cleans
 up in order. A second signal interrupts; after the parent's end the process exits within
 :data:`PARENT_LOST_GRACE` seconds whatever the clean-up is doing.
+
+The parent is watched from the start: this module imports
+:mod:`~dreamzero_ros.core.process_lifetime` (which reads the parent's id) before anything slow,
+and ``main`` starts the watchdog before importing rclpy, the node or the engine; a parent that
+exits before the node exists ends the process at once.
 """
 
 from __future__ import annotations
@@ -19,13 +24,8 @@ import sys
 import threading
 from typing import Any
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.lifecycle import TransitionCallbackReturn
-from rclpy.signals import SignalHandlerOptions
-
-from dreamzero_ros.core import node_config
-from dreamzero_ros.core.process_lifetime import ParentWatchdog
+# Reads the parent's id: no slow import (rclpy, torch) at module level before it.
+from dreamzero_ros.core.process_lifetime import ParentWatchdog, flush_outputs
 
 #: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
 SIGNAL_POLL_PERIOD = 0.2
@@ -54,13 +54,18 @@ class StopRequest:
 
     def parent_lost(self) -> None:
         """The parent process ended (called from the watchdog thread): stop like on SIGTERM."""
-        print('dreamzero-policy-node: parent process ended, stopping', file=sys.stderr)
         self.parent_gone = True
         self.requested.set()
         self.wake()
+        try:
+            print('dreamzero-policy-node: parent process ended, stopping', file=sys.stderr)
+        except (OSError, ValueError):
+            pass
 
 
 def _parameter_help() -> str:
+    from dreamzero_ros.core import node_config
+
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
     for spec in node_config.PARAMETERS:
         extra = f' [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
@@ -70,6 +75,12 @@ def _parameter_help() -> str:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-policy-node``."""
+    watchdog = ParentWatchdog(None, grace=PARENT_LOST_GRACE).start()
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.signals import SignalHandlerOptions
+
     argv = sys.argv[1:] if args is None else args
     parser = argparse.ArgumentParser(
         prog='dreamzero-policy-node',
@@ -86,7 +97,7 @@ def main(args: list[str] | None = None) -> int:
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    ParentWatchdog(stop.parent_lost, grace=PARENT_LOST_GRACE).start()
+    watchdog.on_lost = stop.parent_lost
     try:
         node = PolicyNode(stop_requested=stop.requested)
     except ValueError as error:
@@ -114,8 +125,7 @@ def main(args: list[str] | None = None) -> int:
         if node.lifecycle_state == 'active':
             node.trigger_deactivate()
         if stop.parent_gone:  # the hold is out; the kernel ends the worker ranks with us
-            sys.stdout.flush()
-            sys.stderr.flush()
+            flush_outputs()
             os._exit(1)
         if node.lifecycle_state == 'inactive':
             node.trigger_cleanup()

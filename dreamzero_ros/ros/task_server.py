@@ -7,7 +7,9 @@ A thin rclpy layer over :class:`~dreamzero_ros.core.task_runner.TaskRunner`, whi
 goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt and
 fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when told.
 Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
-``fault`` aborted; the result says which and why.
+``fault`` aborted; the result says which and why. While a task runs, each tick reads the action
+clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback topic) for the
+runner's client liveness rule.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import Any, Protocol
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
-from dreamzero_ros.core.task_runner import CommandState, Outcome, TaskResult, TaskRunner
+from dreamzero_ros.core.task_runner import (
+    CommandState,
+    Outcome,
+    TaskResult,
+    TaskRunner,
+    abbreviate,
+)
 from dreamzero_ros.errors import TaskRefusedError
 
 try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.sh)
@@ -69,9 +77,11 @@ class TaskServer:
             cancel_callback=self._on_cancel,
         )
 
-    def configure(self, input_timeout: float) -> None:
-        """Accept goals from now on, with this input timeout."""
-        self.runner = TaskRunner(input_timeout)
+    def configure(
+        self, input_timeout: float, client_timeout: float = 0.0, max_length: int = 4096
+    ) -> None:
+        """Accept goals from now on, with these timeouts and length cap (:class:`TaskRunner`)."""
+        self.runner = TaskRunner(input_timeout, client_timeout, max_length)
 
     def release(self, reason: str) -> None:
         """End the running task (a fault) and refuse goals until the next :meth:`configure`."""
@@ -88,9 +98,20 @@ class TaskServer:
     def tick(self, input_problem: str) -> None:
         """Every control tick: end the task on its time limit, a lost command path, bad inputs."""
         if self.runner is not None:
+            clients = self._clients() if self.runner.watches_clients else None
             self._end(
-                self.runner.check(self._host.now(), self._host.command_state(), input_problem)
+                self.runner.check(
+                    self._host.now(), self._host.command_state(), input_problem, clients
+                )
             )
+
+    def _clients(self) -> frozenset[str]:
+        """Endpoint ids of the action clients of ``~/run_task`` discoverable now."""
+        topic = f'{self._node.get_fully_qualified_name().rstrip("/")}/run_task/_action/feedback'
+        return frozenset(
+            bytes(info.endpoint_gid).hex()
+            for info in self._node.get_subscriptions_info_by_topic(topic)
+        )
 
     def chunk_executed(self, envelope: str = '') -> None:
         """A chunk reached the controller (the preview in dry run): feedback to the client.
@@ -127,10 +148,17 @@ class TaskServer:
         reason = (
             'the node is not configured'
             if self.runner is None
-            else TaskRunner.refusal(goal.instruction, goal.time_limit, self._host.command_state())
+            else TaskRunner.refusal(
+                goal.instruction,
+                goal.time_limit,
+                self._host.command_state(),
+                self.runner.max_length,
+            )
         )
         if reason:
-            self._node.get_logger().warning(f'run_task goal {goal.instruction!r} refused: {reason}')
+            self._node.get_logger().warning(
+                f'run_task goal {abbreviate(goal.instruction)!r} refused: {reason}'
+            )
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -155,7 +183,7 @@ class TaskServer:
         done = Future()
         self._running[goal_id] = (handle, done)
         limit = f', time limit {goal.time_limit:g} s' if goal.time_limit > 0 else ''
-        self._node.get_logger().info(f'task {goal.instruction!r} started{limit}')
+        self._node.get_logger().info(f'task {abbreviate(goal.instruction)!r} started{limit}')
         self._host.begin_task(goal.instruction)
         result: TaskResult = await done
         if result.outcome is Outcome.TIME_LIMIT:
