@@ -21,13 +21,8 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.trajectory import (
-    MotionConfig,
-    bound_velocities,
-    braking_stop,
-    sample_knots,
-    spline_velocities,
-)
+from dreamzero_ros.core.time_scaling import scale_time
+from dreamzero_ros.core.trajectory import MotionConfig, braking_stop, sample_knots
 
 
 class ActionPlan:
@@ -38,7 +33,11 @@ class ActionPlan:
     """
 
     def __init__(
-        self, times: np.ndarray, rows: np.ndarray, velocities: np.ndarray | None = None
+        self,
+        times: np.ndarray,
+        rows: np.ndarray,
+        velocities: np.ndarray | None = None,
+        handover_time: float | None = None,
     ) -> None:
         times = np.asarray(times, dtype=np.float64)
         rows = np.asarray(rows, dtype=np.float64)
@@ -55,6 +54,9 @@ class ActionPlan:
         self.times = times
         self.rows = rows
         self.velocities = velocities
+        #: When this plan takes over from the one before it (its first own row; knots before
+        #: it repeat the plan in force, see :func:`with_lead_in`).
+        self.handover_time = float(times[0]) if handover_time is None else float(handover_time)
 
     @classmethod
     def hold(cls, position: np.ndarray, time: float) -> ActionPlan:
@@ -170,7 +172,7 @@ class SmoothedPlan:
     Attributes:
         plan: rows with knot times and velocities, or None.
         velocity_changes: knot velocities moved off the spline to respect the limits.
-        stretch: factor by which the rows' timing was slowed down to respect ``max_velocity``.
+        stretch: largest factor by which a segment was slowed down to respect the limits.
         reason: why there is no plan; empty when there is one.
 
     """
@@ -189,35 +191,50 @@ def smooth_plan(
     upper: np.ndarray,
     motion: MotionConfig,
 ) -> SmoothedPlan:
-    """Give safe rows (within ``[lower, upper]``) the knot velocities a controller should follow.
+    """Give safe rows (within ``[lower, upper]``) the knot times and velocities to follow.
 
     The arm columns get the velocities of the C2 spline that starts at ``start_velocity`` (the
     plan in force at the first row) and ends at rest, bounded so that the interpolated curve stays
-    within the position limits and ``motion.max_velocity``; the other columns get zero velocity.
-    Rows that cannot be followed within ``max_velocity`` at their own timing are played slower
-    (their times stretched from the first row, at most ``motion.max_stretch`` times).
+    within the position limits; the other columns get zero velocity. Segments the curve cannot
+    follow within ``motion``'s velocity, acceleration and jerk limits at the rows' own timing are
+    played slower (core/time_scaling.py; each at most ``motion.max_stretch`` times); the rows
+    never change.
     """
     arm = motion.arm_joints
     rows = np.asarray(rows, dtype=np.float64)
     lower, upper = (
         np.broadcast_to(np.asarray(v, dtype=np.float64), rows.shape[1:]) for v in (lower, upper)
     )
-    times = np.asarray(times, dtype=np.float64)
-    stretch = 1.0
-    while True:
-        stretched = times[0] + stretch * (times - times[0])
-        spline = spline_velocities(stretched, rows[:, :arm], np.asarray(start_velocity)[:arm])
-        bounded = bound_velocities(
-            stretched, rows[:, :arm], spline, lower[:arm], upper[:arm], motion.max_velocity
-        )
-        if bounded.velocities is not None:
-            break
-        if stretch >= motion.max_stretch:
-            return SmoothedPlan(None, reason=f'{bounded.reason} at {stretch:.2f}x slower')
-        stretch = min(motion.max_stretch, stretch * max(1.1, bounded.excess))
+    scaled = scale_time(
+        times, rows[:, :arm], np.asarray(start_velocity)[:arm], lower[:arm], upper[:arm], motion
+    )
+    if scaled.times is None:
+        return SmoothedPlan(None, reason=scaled.reason)
     velocities = np.zeros_like(rows)
-    velocities[:, :arm] = bounded.velocities
-    return SmoothedPlan(ActionPlan(stretched, rows, velocities), bounded.changed, stretch)
+    velocities[:, :arm] = scaled.velocities
+    return SmoothedPlan(
+        ActionPlan(scaled.times, rows, velocities), scaled.velocity_changes, scaled.stretch
+    )
+
+
+def with_lead_in(plan: ActionPlan, previous: ActionPlan, now: float) -> ActionPlan:
+    """``plan`` preceded by the knots of ``previous`` between ``now`` and its first point.
+
+    joint_trajectory_controller draws one cubic from its state at the receipt of a trajectory
+    to the trajectory's first point, or, when the receipt comes after some points, follows the
+    segment in force. With the knots of the plan in force (``previous``) between ``now`` and the
+    hand-over point ahead of it, every such curve is a piece of ``previous`` itself, whenever the
+    trajectory arrives before the hand-over point: the hand-over needs no velocity, acceleration
+    or jerk that ``previous`` does not. ``plan.handover_time`` stays the first point of ``plan``.
+    """
+    start = plan.start_time
+    inside = (previous.times > now) & (previous.times < start)
+    if previous.velocities is None or not np.any(inside):
+        return plan
+    times = np.concatenate([previous.times[inside], plan.times])
+    rows = np.vstack([previous.rows[inside], plan.rows])
+    velocities = np.vstack([previous.velocities[inside], plan.velocities])
+    return ActionPlan(times, rows, velocities, handover_time=plan.handover_time)
 
 
 def braking_hold(

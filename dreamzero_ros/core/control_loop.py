@@ -37,6 +37,7 @@ from dreamzero_ros.core.chunk_scheduler import (
     braking_hold,
     merge_chunk,
     smooth_plan,
+    with_lead_in,
 )
 from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
@@ -310,7 +311,7 @@ class ControlLoop:
             )
         self.counters.velocity_changes += smoothed.velocity_changes
         self.counters.chunks_slowed += smoothed.stretch > 1.0
-        self.plan = smoothed.plan
+        self.plan = with_lead_in(smoothed.plan, base, now)
         self.holding = ''
         self.counters.chunks_applied += 1
         return ChunkOutcome(

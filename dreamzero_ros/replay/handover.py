@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, merge_chunk, smooth_plan
+from dreamzero_ros.core.chunk_scheduler import ActionPlan, merge_chunk, smooth_plan, with_lead_in
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.safety import apply_limits
 
@@ -56,7 +56,7 @@ def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:
             loop.motion,
         )
         if smoothed.plan is not None:
-            plans.append(smoothed.plan)
+            plans.append(with_lead_in(smoothed.plan, base, now))
     return plans
 
 
