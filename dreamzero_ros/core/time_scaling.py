@@ -14,7 +14,9 @@ On a cubic segment the acceleration is linear in time and the jerk constant, so
 (the curve between the waypoints, not only at them). :func:`scale_time` lengthens each segment
 that exceeds a limit by the factor that segment needs (velocity scales with 1/s, acceleration
 with 1/s^2, jerk with 1/s^3) and solves again, since the knot velocities of a spline depend on
-every segment. :func:`jtc_curve_extremes` samples the curve JTC follows, the segment it builds
+every segment. The whole may take at most ``max_stretch`` times the rows' own duration; a
+segment alone may be slowed down more (the first, from a fast hand-over, often is).
+:func:`jtc_curve_extremes` samples the curve JTC follows, the segment it builds
 from its state at the trajectory's receipt to the first point included: the check that tests
 and replay apply to what the node sends.
 """
@@ -64,7 +66,7 @@ class ScaledTiming:
         times: the knot times (the first unchanged), or None when no timing within
             ``max_stretch`` respects the limits.
         velocities: the knot velocities of the arm joints, or None.
-        stretch: the largest factor by which a segment was slowed down.
+        stretch: the factor by which the whole was slowed down (its duration over the rows').
         velocity_changes: knot velocities moved off the spline for the position and speed limits.
         reason: why there is no timing; empty when there is one.
 
@@ -98,7 +100,7 @@ def scale_time(
 
     ``positions`` ``(K, N)`` are the arm joints' waypoints (never changed), ``times`` their
     timing, ``start_velocity`` the velocity at the first knot (the hand-over; the curve ends at
-    rest). Segments are lengthened, each by at most ``motion.max_stretch``, until the curve's
+    rest). Segments are lengthened (the whole by at most ``motion.max_stretch``) until the curve's
     speed, acceleration and (where configured) jerk are within the limits everywhere on it and
     it stays within ``[lower, upper]``.
     """
@@ -122,22 +124,19 @@ def scale_time(
             need = np.maximum(need, _needed(jerk / motion.max_jerk, 3.0, 'max_jerk', worst))
         over = need > 1.0 + _SLACK
         if bounded.velocities is not None and not np.any(over):
-            return ScaledTiming(
-                knots, velocities, float(np.max(durations / base, initial=1.0)), bounded.changed
-            )
+            return ScaledTiming(knots, velocities, durations.sum() / base.sum(), bounded.changed)
         if not np.any(over):  # the speed bound failed on the spline's velocities: slow it all
             over[:] = True
             need[:] = max(1.1, bounded.excess)
-        cap = base * motion.max_stretch
-        if np.all(durations[over] >= cap[over] * (1.0 - 1e-9)):
+        durations = np.where(over, durations * np.maximum(need, 1.01), durations)
+        if durations.sum() > base.sum() * motion.max_stretch:
             break
-        durations = np.where(over, np.minimum(durations * np.maximum(need, 1.01), cap), durations)
     excess, name, segment, joint = max(worst)
     return ScaledTiming(
         None,
         None,
         reason=f'joint {joint} exceeds {name} on segment {segment} by {excess:.2f}x '
-        f'even with segments up to {motion.max_stretch:.2f}x slower',
+        f'even {motion.max_stretch:.2f}x slower',
     )
 
 
