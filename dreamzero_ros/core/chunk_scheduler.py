@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.time_scaling import scale_time
+from dreamzero_ros.core.time_scaling import cubic_extremes, scale_time
 from dreamzero_ros.core.trajectory import MotionConfig, braking_stop, sample_knots
 
 
@@ -243,7 +243,10 @@ def braking_hold(
     """A plan that stops ``plan``'s motion at ``now`` with constant deceleration, then holds.
 
     The arm brakes at ``motion.stop_deceleration`` (at least ``motion.hold_time`` long) to a stop
-    point inside the limits; the other columns hold their value at ``now``.
+    point inside the limits; the other columns hold their value at ``now``. The controller
+    starts a hold on its receipt, from its state then (on ``plan``, a little after ``now``):
+    with ``motion.max_acceleration`` set, the braking is made longer (the stop point further)
+    until the curve from any receipt up to ``motion.lead`` after ``now`` stays within it.
     """
     arm = motion.arm_joints
     position, velocity = plan.position_at(now), plan.velocity_at(now)
@@ -251,16 +254,44 @@ def braking_hold(
         np.broadcast_to(np.asarray(v, dtype=np.float64), position.shape) for v in (lower, upper)
     )
     velocity[arm:] = 0.0
-    duration, stop = braking_stop(
-        position[:arm],
-        velocity[:arm],
-        lower[:arm],
-        upper[:arm],
-        motion.stop_deceleration,
-        motion.hold_time,
-    )
+    duration = motion.hold_time
+    for _ in range(_HOLD_ROUNDS):
+        duration, stop = braking_stop(
+            position[:arm],
+            velocity[:arm],
+            lower[:arm],
+            upper[:arm],
+            motion.stop_deceleration,
+            duration,
+        )
+        if _hold_fits(plan, now, duration, stop, motion):
+            break
+        duration *= 1.25
     end = position.copy()
     end[:arm] = stop
     return ActionPlan(
         np.array([now, now + duration]), np.stack([position, end]), np.stack([velocity, 0 * end])
     )
+
+
+#: Rounds of lengthening a hold before the last one is taken.
+_HOLD_ROUNDS = 30
+
+
+def _hold_fits(
+    plan: ActionPlan, now: float, duration: float, stop: np.ndarray, motion: MotionConfig
+) -> bool:
+    """True if the hold's curve, received up to ``motion.lead`` after ``now``, is in the limits."""
+    if motion.max_acceleration is None:
+        return True
+    arm = motion.arm_joints
+    for received in np.linspace(now, now + motion.lead, 6):
+        start = plan.position_at(received)[:arm], plan.velocity_at(received)[:arm]
+        speed, acceleration, _ = cubic_extremes(
+            np.array([0.0, duration]), np.stack([start[0], stop]), np.stack([start[1], 0 * stop])
+        )
+        if np.any(acceleration[0] > motion.max_acceleration * (1 + 1e-9)) or np.any(
+            speed[0] > motion.max_velocity * (1 + 1e-9)
+        ):
+            return False
+    return True

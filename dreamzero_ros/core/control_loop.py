@@ -264,8 +264,13 @@ class ControlLoop:
         # Without a plan in force the robot rests at the measured joints: start from there.
         base = self.plan if self.plan is not None else ActionPlan.hold(query.measured_command, now)
         motion = self.config.motion
+        lead = motion.lead
+        if self.holding and self.plan is not None:
+            # The controller starts a hold on receipt, a little later than the plan says: the
+            # motion resumes once the hold has settled (then both are at rest at its end).
+            lead = max(lead, self.plan.end_time + motion.lead - now)
         merged = merge_chunk(
-            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, motion.lead
+            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, lead
         )
         if merged is None:
             self.counters.chunks_late += 1

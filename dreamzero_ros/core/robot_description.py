@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 import math
+from pathlib import Path
 from typing import Any
 import xml.etree.ElementTree as ElementTree
 
@@ -78,6 +79,23 @@ class RobotDescription:
         if joint_limits_yaml is not None:
             joints = apply_joint_limits_yaml(joints, joint_limits_yaml)
         return cls(urdf, name, joints, source)
+
+    @classmethod
+    def read(
+        cls, urdf_file: str | Path, joint_limits_file: str | Path | None = None
+    ) -> RobotDescription:
+        """Parse the URDF in ``urdf_file`` (and the YAML in ``joint_limits_file``, if any).
+
+        Raises:
+            ValueError: a file that cannot be read or does not parse, named.
+
+        """
+        try:
+            urdf = Path(urdf_file).read_text()
+            limits = None if not joint_limits_file else Path(joint_limits_file).read_text()
+        except OSError as error:
+            raise ValueError(f'robot description: {error}') from None
+        return cls.parse(urdf, limits, source=str(urdf_file))
 
     def limits_of(self, names: tuple[str, ...] | list[str]) -> list[JointLimits]:
         """The limits of ``names``, in order.

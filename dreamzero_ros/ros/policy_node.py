@@ -66,6 +66,7 @@ from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
@@ -76,6 +77,7 @@ from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicySt
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
+from dreamzero_ros.ros.robot_description import load_description
 from dreamzero_ros.ros.task_server import TaskServer
 
 #: Camera messages kept between two reads of the inputs: the newest only.
@@ -147,6 +149,8 @@ class PolicyNode(LifecycleNode):
         self.add_post_set_parameters_callback(self._apply_parameter_change)
 
         self.settings: NodeSettings | None = None
+        #: The robot description read at configure (URDF text and joint limits), or None.
+        self.robot_description: RobotDescription | None = None
         self.loop: ControlLoop | None = None
         #: The loaded policy's cameras, state widths and action columns.
         self.layout: RobotLayout | None = None
@@ -193,9 +197,14 @@ class PolicyNode(LifecycleNode):
             self.settings = build_settings(
                 {spec.name: self.get_parameter(spec.name).value for spec in node_config.PARAMETERS}
             )
+            self.robot_description = load_description(
+                self, self.settings.robot_description, self._stop_requested.is_set
+            )
+            loop_config, limits_line = self.settings.loop_for(self.robot_description)
         except ValueError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(limits_line)
         settings = self.settings
         self.destroy_timer(self._diagnostics_timer)
         self._diagnostics_timer = self.create_timer(
@@ -224,7 +233,7 @@ class PolicyNode(LifecycleNode):
             settings.check_policy(self.layout)
             self.loop = ControlLoop(
                 ObservationCache(settings.cache_for(self.layout), decode=decode_image),
-                settings.loop,
+                loop_config,
                 prompt=settings.prompt,
                 session_id=settings.session_id,
             )
