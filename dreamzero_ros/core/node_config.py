@@ -99,8 +99,8 @@ class SafetySettings:
     max_velocity: tuple[float, ...] = parameter(
         PANDA_MAX_VELOCITY,
         'Largest speed of each arm joint anywhere on the trajectory the controller '
-        'interpolates, rad/s, one value per arm joint (Panda datasheet). Rows too fast for it '
-        'are played slower (trajectory.max_stretch).',
+        'interpolates, rad/s, one value per arm joint (Panda datasheet). Segments too fast '
+        'for it are played slower (trajectory.max_stretch).',
         range=(0.001, 100.0),
     )
     stop_deceleration: tuple[float, ...] = parameter(
@@ -157,14 +157,16 @@ class TrajectorySettings:
 
     handover_lead: float = parameter(
         0.05,
-        "Seconds from a chunk's arrival to its hand-over point (the trajectory's first point, "
-        'on the motion in force): time for the message to reach the controller.',
+        "Seconds from a chunk's arrival to its hand-over point (on the motion in force; the "
+        "trajectory's points before it repeat that motion): time for the message to reach the "
+        'controller.',
         range=(0.0, 10.0),
     )
     max_stretch: float = parameter(
         4.0,
-        "How much slower than the policy's timing rows may be played to respect "
-        'safety.max_velocity; a chunk that needs more is refused with a hold.',
+        "How much longer than the policy's timing a chunk's rows may take to respect "
+        'safety.max_velocity, max_acceleration and max_jerk (a segment alone may be slowed '
+        'more); a chunk that needs more is refused with a hold.',
         range=(1.0, 100.0),
     )
 
