@@ -217,23 +217,33 @@ def smooth_plan(
     )
 
 
+#: Least seconds between two points of a lead-in (its start, its knots, the hand-over point).
+_LEAD_IN_GAP = 1e-6
+
+
 def with_lead_in(plan: ActionPlan, previous: ActionPlan, now: float) -> ActionPlan:
-    """``plan`` preceded by the knots of ``previous`` between ``now`` and its first point.
+    """``plan`` preceded by ``previous`` from ``now`` to its first point (the lead-in).
 
     joint_trajectory_controller draws one cubic from its state at the receipt of a trajectory
     to the trajectory's first point, or, when the receipt comes after some points, follows the
-    segment in force. With the knots of the plan in force (``previous``) between ``now`` and the
-    hand-over point ahead of it, every such curve is a piece of ``previous`` itself, whenever the
-    trajectory arrives before the hand-over point: the hand-over needs no velocity, acceleration
-    or jerk that ``previous`` does not. ``plan.handover_time`` stays the first point of ``plan``.
+    segment in force. Starting at ``now`` (the state of ``previous`` then) and carrying the knots
+    of ``previous`` up to the hand-over point, every such curve is a piece of ``previous``
+    itself whenever the trajectory arrives before the hand-over point: the hand-over needs no
+    velocity, acceleration or jerk that ``previous`` does not. The plan also says what is
+    commanded from ``now`` on, before its hand-over. ``plan.handover_time`` stays the first
+    point of ``plan``.
     """
     start = plan.start_time
-    inside = (previous.times > now) & (previous.times < start)
-    if previous.velocities is None or not np.any(inside):
-        return plan
-    times = np.concatenate([previous.times[inside], plan.times])
-    rows = np.vstack([previous.rows[inside], plan.rows])
-    velocities = np.vstack([previous.velocities[inside], plan.velocities])
+    if previous.velocities is None or previous.end_time <= now or start - now < _LEAD_IN_GAP:
+        return plan  # at rest from now on (or no room): the controller's cubic is a rest too
+    # knots (nearly) coinciding with another are left out: the points must be clearly apart in
+    # the message (nanoseconds) and for the cubic between them
+    inside = (previous.times > now + _LEAD_IN_GAP) & (previous.times < start - _LEAD_IN_GAP)
+    times = np.concatenate([[now], previous.times[inside], plan.times])
+    rows = np.vstack([previous.position_at(now), previous.rows[inside], plan.rows])
+    velocities = np.vstack(
+        [previous.velocity_at(now), previous.velocities[inside], plan.velocities]
+    )
     return ActionPlan(times, rows, velocities, handover_time=plan.handover_time)
 
 

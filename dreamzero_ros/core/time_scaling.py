@@ -135,8 +135,9 @@ def scale_time(
     return ScaledTiming(
         None,
         None,
-        reason=f'joint {joint} exceeds {name} on segment {segment} by {excess:.2f}x '
-        f'even {motion.max_stretch:.2f}x slower',
+        reason=f'joint {joint} exceeds {name} on segment {segment} by {excess:.2f}x even '
+        f'{durations.sum() / base.sum():.2f}x slower (trajectory.max_stretch '
+        f'{motion.max_stretch:.2f})',
     )
 
 
