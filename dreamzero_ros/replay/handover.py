@@ -33,10 +33,10 @@ def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:
 
     Chunks the node would not use (late, refused by the limits) are left out.
     """
-    return [plan for _, plan in _timed_plans(records, loop)]
+    return [plan for _, plan in timed_command_plans(records, loop)]
 
 
-def _timed_plans(records: Sequence, loop: LoopConfig) -> list[tuple[float, ActionPlan]]:
+def timed_command_plans(records: Sequence, loop: LoopConfig) -> list[tuple[float, ActionPlan]]:
     """:func:`command_plans`, each with the time its chunk arrived."""
     plans: list[tuple[float, ActionPlan]] = []
     for record in records:
@@ -96,7 +96,7 @@ def handover_quality(
     records: Sequence, reference: Callable[[np.ndarray], np.ndarray], loop: LoopConfig
 ) -> dict[str, object]:
     """Velocity (rad/s) and acceleration (rad/s^2) steps at hand-overs: command vs recorded."""
-    timed = _timed_plans(records, loop)
+    timed = timed_command_plans(records, loop)
     plans = [plan for _, plan in timed]
     arm = loop.motion.arm_joints
     dt = float(records[0].step_duration) if records else 1.0
