@@ -145,3 +145,46 @@ def _state_at(plans, plan, time):
     index = plans.index(plan)
     before = plans[index - 1] if index else plan
     return before.position_at(time)[:ARM], before.velocity_at(time)[:ARM]
+
+
+def test_a_hold_brakes_within_the_limits_whenever_it_is_received_in_the_lead():
+    from dreamzero_ros.core.chunk_scheduler import ActionPlan, braking_hold
+
+    # at rest until 1.0, then moving: a hold made at 0.98 reaches the controller while it moves
+    times = np.array([1.0, 1.0 + DT, 1.0 + 2 * DT])
+    rows = np.array([[0.0] * 8, [0.02] * 8, [0.06] * 8])
+    velocities = np.array([[0.0] * 8, [0.5] * 8, [0.0] * 8])
+    velocities[:, ARM] = 0.0
+    plan = ActionPlan(times, rows, velocities)
+    lower, upper = np.full(8, -3.0), np.full(8, 3.0)
+    short = braking_hold(plan, 0.98, lower, upper, MotionConfig(lead=0.1))  # no acc. limit
+    assert short.end_time - short.start_time == pytest.approx(MotionConfig().hold_time)
+    limit = np.array(MOTION.max_acceleration) / 4
+    motion = MotionConfig(lead=0.1, max_acceleration=limit, stop_deceleration=limit / 2)
+    hold = braking_hold(plan, 0.98, lower, upper, motion)
+    duration, stop = hold.end_time - hold.start_time, hold.rows[-1, :ARM]
+    assert duration > short.end_time - short.start_time
+    for received in np.linspace(0.98, 0.98 + motion.lead, 11):
+        state = plan.position_at(received)[:ARM], plan.velocity_at(received)[:ARM]
+        _, acceleration = jtc_curve_extremes(
+            state, received, np.array([received + duration]), stop[None], np.zeros((1, ARM))
+        )
+        assert np.all(acceleration <= motion.max_acceleration * (1 + 1e-6))
+
+
+def test_after_a_hold_the_next_chunk_takes_over_once_the_hold_has_settled():
+    from test_core_control_loop import chunk_for, feed, make_loop
+
+    loop, cache = make_loop(max_delta=0.01)
+    feed(cache, 100.0)
+    query = loop.poll(100.0).query
+    loop.on_chunk(query, chunk_for(query, 1.0), 100.0)  # moving
+    hold = loop.hold(100.3, 'test')
+    assert hold.end_time > 100.3
+    feed(cache, 100.35)
+    query = loop.poll(100.35).query
+    plan = loop.on_chunk(query, chunk_for(query, 1.0), 100.35).plan
+    assert plan.handover_time >= hold.end_time + loop.config.motion.lead - 1e-9
+    # until then the plan repeats the hold
+    for t in np.linspace(100.35, plan.handover_time, 7):
+        np.testing.assert_allclose(plan.position_at(t), hold.position_at(t), atol=1e-12)
