@@ -9,8 +9,9 @@ observation should go to the policy (one in flight at a time, at most every
 ``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
-limits, gives the rows knot velocities (core/trajectory.py) and returns the new plan to command,
-or says why nothing is commanded. A hold brakes the motion in force to a stop.
+limits, gives the rows knot times and velocities within the joint limits (core/trajectory.py,
+core/time_scaling.py) and returns the new plan to command, or says why nothing is commanded.
+A hold brakes the motion in force to a stop.
 
 A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or
 seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the cached inputs,
