@@ -162,3 +162,15 @@ def test_a_description_without_accelerations_keeps_the_parameters():
     assert resolved.limits.max_jerk is None
     loop = with_arm_limits(_settings().loop, resolved.limits)
     assert loop.motion.max_jerk is None
+
+
+def test_a_description_is_read_from_files(tmp_path):
+    (tmp_path / 'panda.urdf').write_text(panda_urdf())
+    (tmp_path / 'joint_limits.yaml').write_text(MOVEIT_LIMITS)
+    description = RobotDescription.read(tmp_path / 'panda.urdf', tmp_path / 'joint_limits.yaml')
+    assert description.source.endswith('panda.urdf') and description.urdf == panda_urdf()
+    assert description.joints['panda_joint1'].max_acceleration == 15.0 / 4
+    with pytest.raises(ValueError, match='robot description: .*No such file'):
+        RobotDescription.read(tmp_path / 'missing.urdf')
+    with pytest.raises(ValueError, match='robot_description.source file needs'):
+        _settings(**{'robot_description.source': 'file'})

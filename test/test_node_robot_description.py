@@ -181,3 +181,12 @@ def test_a_description_that_never_comes_fails_configure(tmp_path):
         'robot_description.timeout:=1.0',
     )
     assert 'no robot description on /nobody_publishes_this within 1.0 s' in log, log
+
+
+def test_a_description_file_without_a_configured_joint_fails_configure(tmp_path):
+    urdf = tmp_path / 'fr3.urdf'
+    urdf.write_text(panda_urdf().replace('panda_joint7', 'fr3_joint7'))
+    log = _refused(
+        tmp_path, 'file', 'robot_description.source:=file', f'robot_description.file:={urdf}'
+    )
+    assert f"robot description 'panda' ({urdf}) has no joint 'panda_joint7'" in log, log
