@@ -430,7 +430,8 @@ def _toward_the_table(options: argparse.Namespace) -> Iterator[tuple[str, ...]]:
             'scheduler.min_replan_period:=2.0',
             'envelope.enabled:=true',
             f'envelope.table_height:={options.table_height}',
-            'robot_description_timeout:=30.0',
+            'robot_description.source:=topic',
+            'robot_description.timeout:=30.0',
         )
     finally:
         handle.stop()

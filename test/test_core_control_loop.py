@@ -259,11 +259,18 @@ def test_hand_over_is_continuous_in_position_and_velocity():
     feed(cache, 1.4, joints=0.3)
     query = loop.poll(1.4).query
     new = loop.on_chunk(query, moving_chunk(query, offset=0.2), 1.9).plan
-    handover = new.start_time
+    handover = new.handover_time
     assert handover >= 1.9 + loop.config.motion.lead
-    np.testing.assert_allclose(new.rows[0], old.position_at(handover), atol=1e-12)
-    np.testing.assert_allclose(new.velocities[0, :7], old.velocity_at(handover)[:7], atol=1e-12)
-    assert np.abs(new.velocities[0, :7]).max() > 0.3  # it was moving at the hand-over
+    first = int(np.searchsorted(new.times, handover))
+    np.testing.assert_allclose(new.rows[first], old.position_at(handover), atol=1e-12)
+    np.testing.assert_allclose(new.velocities[first, :7], old.velocity_at(handover)[:7], atol=1e-12)
+    assert np.abs(new.velocities[first, :7]).max() > 0.3  # it was moving at the hand-over
+    # the points before the hand-over (the lead-in) repeat the old plan from the arrival on:
+    # its state then and its knots after it
+    assert first >= 2 and new.start_time == 1.9 and new.times[1] in old.times
+    for time, row, velocity in zip(new.times[:first], new.rows, new.velocities, strict=False):
+        np.testing.assert_allclose(row, old.position_at(time), atol=1e-12)
+        np.testing.assert_allclose(velocity, old.velocity_at(time), atol=1e-12)
     np.testing.assert_allclose(new.velocities[-1], 0.0)  # controllers need the end at rest
 
 

@@ -136,6 +136,8 @@ def test_warmup_observation_matches_the_configured_inputs():
             'safety.max_step_delta': [0.1] * 6,
             'safety.max_velocity': [1.0] * 6,
             'safety.stop_deceleration': [1.0] * 6,
+            'safety.max_acceleration': [1000.0] * 6,
+            'safety.max_jerk': [1.0e6] * 6,
         }
     )
     settings.check_policy(ur)

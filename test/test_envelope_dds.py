@@ -116,7 +116,8 @@ def test_a_trajectory_towards_the_table_is_cut_into_a_hold_above_it(tmp_path):
             'gripper_range:=[0.04, 0.0]',
             'envelope.enabled:=true',
             f'envelope.table_height:={TABLE}',
-            'robot_description_timeout:=30.0',
+            'robot_description.source:=topic',
+            'robot_description.timeout:=30.0',
             params_file=CONFIG / 'cpu_small.yaml',
         )
         cut = harness.wait_for(
@@ -188,7 +189,8 @@ def test_a_bad_or_missing_description_fails_configure(tmp_path, description, mes
         'engine.warmup:=false',
         'envelope.enabled:=true',
         # a latched description arrives once discovery is done (seconds on a loaded machine)
-        f'robot_description_timeout:={2.0 if description is None else 30.0}',
+        'robot_description.source:=topic',
+        f'robot_description.timeout:={2.0 if description is None else 30.0}',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     try:

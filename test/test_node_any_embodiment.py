@@ -58,6 +58,8 @@ def _ur_parameters(checkpoint) -> dict:
         'safety.max_step_delta': [0.2] * 6 + [1.0],
         'safety.max_velocity': [3.0] * 6,
         'safety.stop_deceleration': [10.0] * 6,
+        'safety.max_acceleration': [1000.0] * 6,
+        'safety.max_jerk': [1.0e6] * 6,
         'dry_run': True,
     }
 

@@ -97,6 +97,7 @@ def live_system(tmp_path_factory):
 SYSTEM = (
     'gripper_joint_name:=panda_finger_joint1',
     'envelope.enabled:=true',
+    'robot_description.source:=topic',
     'control_rate_hz:=2.0',
 )
 

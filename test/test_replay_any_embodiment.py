@@ -68,6 +68,8 @@ def _arguments(bag, checkpoint, out, arm=ARM):
         'safety.max_step_delta': [0.2] * len(arm) + [1.0],
         'safety.max_velocity': [3.0] * len(arm),
         'safety.stop_deceleration': [10.0] * len(arm),
+        'safety.max_acceleration': [1000.0] * len(arm),
+        'safety.max_jerk': [1.0e6] * len(arm),
         'max_age': 1.0,
     }
     overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]

@@ -69,3 +69,19 @@ def test_chunks_that_agree_hand_over_as_smoothly_as_the_recorded_motion():
     # chunks 0.05 rad apart are blended in over the window: a larger, finite step
     disagreeing = handover_quality(records(offset=0.05), motion, LOOP)['command']
     assert command['velocity_step_max'] < disagreeing['velocity_step_max'] < 0.05 / DT
+
+
+def test_accelerations_are_reported_against_the_limits():
+    from dreamzero_ros.core.node_config import build_settings
+
+    panda = build_settings({'engine.checkpoint': 'c'}).loop  # Panda acceleration limits
+    disagreeing = records(offset=0.3)
+    unlimited = handover_quality(disagreeing, motion, LOOP)['accelerations']
+    assert unlimited['limit'] is None and unlimited['ratio_max'] is None
+    # without acceleration limits the command needs more than the Panda allows
+    assert max(unlimited['max']) > max(panda.motion.max_acceleration)
+    figures = handover_quality(disagreeing, motion, panda)['accelerations']
+    assert figures['segment']['count'] > 0 and len(figures['hand_over_max']) == 7
+    assert figures['limit'] == list(panda.motion.max_acceleration)
+    assert 0 < figures['ratio_max'] <= 1 + 1e-6
+    assert figures['segment']['max'] < unlimited['segment']['max']

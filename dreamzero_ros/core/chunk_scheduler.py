@@ -11,7 +11,10 @@ long as the measured latency (clamped to ``[blend_min_steps, blend_max_steps]`` 
 older the observation behind a chunk, the further it may disagree with the plan in force, so the
 longer the hand-over. The first kept row lies exactly on the executing plan, and the blend weight
 rises linearly to 1 at the end of the window; the knot velocities (core/trajectory.py) then make
-the hand-over continuous in velocity too.
+the hand-over continuous in velocity too. :func:`smooth_plan` times the rows within the joint
+limits (core/time_scaling.py) and :func:`with_lead_in` starts the trajectory on the plan in force
+at the chunk's arrival, so that the segment the controller builds to the hand-over is a piece of
+that plan.
 """
 
 from __future__ import annotations
@@ -21,13 +24,8 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.trajectory import (
-    MotionConfig,
-    bound_velocities,
-    braking_stop,
-    sample_knots,
-    spline_velocities,
-)
+from dreamzero_ros.core.time_scaling import cubic_extremes, scale_time
+from dreamzero_ros.core.trajectory import MotionConfig, braking_stop, sample_knots
 
 
 class ActionPlan:
@@ -38,7 +36,11 @@ class ActionPlan:
     """
 
     def __init__(
-        self, times: np.ndarray, rows: np.ndarray, velocities: np.ndarray | None = None
+        self,
+        times: np.ndarray,
+        rows: np.ndarray,
+        velocities: np.ndarray | None = None,
+        handover_time: float | None = None,
     ) -> None:
         times = np.asarray(times, dtype=np.float64)
         rows = np.asarray(rows, dtype=np.float64)
@@ -55,6 +57,9 @@ class ActionPlan:
         self.times = times
         self.rows = rows
         self.velocities = velocities
+        #: When this plan takes over from the one before it (its first own row; knots before
+        #: it repeat the plan in force, see :func:`with_lead_in`).
+        self.handover_time = float(times[0]) if handover_time is None else float(handover_time)
 
     @classmethod
     def hold(cls, position: np.ndarray, time: float) -> ActionPlan:
@@ -170,7 +175,7 @@ class SmoothedPlan:
     Attributes:
         plan: rows with knot times and velocities, or None.
         velocity_changes: knot velocities moved off the spline to respect the limits.
-        stretch: factor by which the rows' timing was slowed down to respect ``max_velocity``.
+        stretch: largest factor by which a segment was slowed down to respect the limits.
         reason: why there is no plan; empty when there is one.
 
     """
@@ -189,35 +194,60 @@ def smooth_plan(
     upper: np.ndarray,
     motion: MotionConfig,
 ) -> SmoothedPlan:
-    """Give safe rows (within ``[lower, upper]``) the knot velocities a controller should follow.
+    """Give safe rows (within ``[lower, upper]``) the knot times and velocities to follow.
 
     The arm columns get the velocities of the C2 spline that starts at ``start_velocity`` (the
     plan in force at the first row) and ends at rest, bounded so that the interpolated curve stays
-    within the position limits and ``motion.max_velocity``; the other columns get zero velocity.
-    Rows that cannot be followed within ``max_velocity`` at their own timing are played slower
-    (their times stretched from the first row, at most ``motion.max_stretch`` times).
+    within the position limits; the other columns get zero velocity. Segments the curve cannot
+    follow within ``motion``'s velocity, acceleration and jerk limits at the rows' own timing are
+    played slower (core/time_scaling.py; each at most ``motion.max_stretch`` times); the rows
+    never change.
     """
     arm = motion.arm_joints
     rows = np.asarray(rows, dtype=np.float64)
     lower, upper = (
         np.broadcast_to(np.asarray(v, dtype=np.float64), rows.shape[1:]) for v in (lower, upper)
     )
-    times = np.asarray(times, dtype=np.float64)
-    stretch = 1.0
-    while True:
-        stretched = times[0] + stretch * (times - times[0])
-        spline = spline_velocities(stretched, rows[:, :arm], np.asarray(start_velocity)[:arm])
-        bounded = bound_velocities(
-            stretched, rows[:, :arm], spline, lower[:arm], upper[:arm], motion.max_velocity
-        )
-        if bounded.velocities is not None:
-            break
-        if stretch >= motion.max_stretch:
-            return SmoothedPlan(None, reason=f'{bounded.reason} at {stretch:.2f}x slower')
-        stretch = min(motion.max_stretch, stretch * max(1.1, bounded.excess))
+    scaled = scale_time(
+        times, rows[:, :arm], np.asarray(start_velocity)[:arm], lower[:arm], upper[:arm], motion
+    )
+    if scaled.times is None:
+        return SmoothedPlan(None, reason=scaled.reason)
     velocities = np.zeros_like(rows)
-    velocities[:, :arm] = bounded.velocities
-    return SmoothedPlan(ActionPlan(stretched, rows, velocities), bounded.changed, stretch)
+    velocities[:, :arm] = scaled.velocities
+    return SmoothedPlan(
+        ActionPlan(scaled.times, rows, velocities), scaled.velocity_changes, scaled.stretch
+    )
+
+
+#: Least seconds between two points of a lead-in (its start, its knots, the hand-over point).
+_LEAD_IN_GAP = 1e-6
+
+
+def with_lead_in(plan: ActionPlan, previous: ActionPlan, now: float) -> ActionPlan:
+    """``plan`` preceded by ``previous`` from ``now`` to its first point (the lead-in).
+
+    joint_trajectory_controller draws one cubic from its state at the receipt of a trajectory
+    to the trajectory's first point, or, when the receipt comes after some points, follows the
+    segment in force. Starting at ``now`` (the state of ``previous`` then) and carrying the knots
+    of ``previous`` up to the hand-over point, every such curve is a piece of ``previous``
+    itself whenever the trajectory arrives before the hand-over point: the hand-over needs no
+    velocity, acceleration or jerk that ``previous`` does not. The plan also says what is
+    commanded from ``now`` on, before its hand-over. ``plan.handover_time`` stays the first
+    point of ``plan``.
+    """
+    start = plan.start_time
+    if previous.velocities is None or previous.end_time <= now or start - now < _LEAD_IN_GAP:
+        return plan  # at rest from now on (or no room): the controller's cubic is a rest too
+    # knots (nearly) coinciding with another are left out: the points must be clearly apart in
+    # the message (nanoseconds) and for the cubic between them
+    inside = (previous.times > now + _LEAD_IN_GAP) & (previous.times < start - _LEAD_IN_GAP)
+    times = np.concatenate([[now], previous.times[inside], plan.times])
+    rows = np.vstack([previous.position_at(now), previous.rows[inside], plan.rows])
+    velocities = np.vstack(
+        [previous.velocity_at(now), previous.velocities[inside], plan.velocities]
+    )
+    return ActionPlan(times, rows, velocities, handover_time=plan.handover_time)
 
 
 def braking_hold(
@@ -226,7 +256,10 @@ def braking_hold(
     """A plan that stops ``plan``'s motion at ``now`` with constant deceleration, then holds.
 
     The arm brakes at ``motion.stop_deceleration`` (at least ``motion.hold_time`` long) to a stop
-    point inside the limits; the other columns hold their value at ``now``.
+    point inside the limits; the other columns hold their value at ``now``. The controller
+    starts a hold on its receipt, from its state then (on ``plan``, a little after ``now``):
+    with ``motion.max_acceleration`` set, the braking is made longer (the stop point further)
+    until the curve from any receipt up to ``motion.lead`` after ``now`` stays within it.
     """
     arm = motion.arm_joints
     position, velocity = plan.position_at(now), plan.velocity_at(now)
@@ -234,16 +267,44 @@ def braking_hold(
         np.broadcast_to(np.asarray(v, dtype=np.float64), position.shape) for v in (lower, upper)
     )
     velocity[arm:] = 0.0
-    duration, stop = braking_stop(
-        position[:arm],
-        velocity[:arm],
-        lower[:arm],
-        upper[:arm],
-        motion.stop_deceleration,
-        motion.hold_time,
-    )
+    duration = motion.hold_time
+    for _ in range(_HOLD_ROUNDS):
+        duration, stop = braking_stop(
+            position[:arm],
+            velocity[:arm],
+            lower[:arm],
+            upper[:arm],
+            motion.stop_deceleration,
+            duration,
+        )
+        if _hold_fits(plan, now, duration, stop, motion):
+            break
+        duration *= 1.25
     end = position.copy()
     end[:arm] = stop
     return ActionPlan(
         np.array([now, now + duration]), np.stack([position, end]), np.stack([velocity, 0 * end])
     )
+
+
+#: Rounds of lengthening a hold before the last one is taken.
+_HOLD_ROUNDS = 30
+
+
+def _hold_fits(
+    plan: ActionPlan, now: float, duration: float, stop: np.ndarray, motion: MotionConfig
+) -> bool:
+    """True if the hold's curve, received up to ``motion.lead`` after ``now``, is in the limits."""
+    if motion.max_acceleration is None:
+        return True
+    arm = motion.arm_joints
+    for received in np.linspace(now, now + motion.lead, 6):
+        start = plan.position_at(received)[:arm], plan.velocity_at(received)[:arm]
+        speed, acceleration, _ = cubic_extremes(
+            np.array([0.0, duration]), np.stack([start[0], stop]), np.stack([start[1], 0 * stop])
+        )
+        if np.any(acceleration[0] > motion.max_acceleration * (1 + 1e-9)) or np.any(
+            speed[0] > motion.max_velocity * (1 + 1e-9)
+        ):
+            return False
+    return True

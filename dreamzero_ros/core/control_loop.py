@@ -9,9 +9,10 @@ observation should go to the policy (one in flight at a time, at most every
 ``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
-limits, gives the rows knot velocities (core/trajectory.py), cuts the plan before it would leave
-the Cartesian envelope (core/envelope.py, when the loop has one) and returns the new plan to
-command, or says why nothing is commanded. A hold brakes the motion in force to a stop.
+limits, gives the rows knot times and velocities within the joint limits (core/trajectory.py,
+core/time_scaling.py), cuts the plan before it would leave the Cartesian envelope
+(core/envelope.py, when the loop has one) and returns the new plan to command, or says why
+nothing is commanded. A hold brakes the motion in force to a stop.
 
 A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or
 seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the cached inputs,
@@ -38,6 +39,7 @@ from dreamzero_ros.core.chunk_scheduler import (
     braking_hold,
     merge_chunk,
     smooth_plan,
+    with_lead_in,
 )
 from dreamzero_ros.core.envelope import Envelope, Violation
 from dreamzero_ros.core.latency_stats import LatencyStats
@@ -288,8 +290,13 @@ class ControlLoop:
         # Without a plan in force the robot rests at the measured joints: start from there.
         base = self.plan if self.plan is not None else ActionPlan.hold(query.measured_command, now)
         motion = self.config.motion
+        lead = motion.lead
+        if self.holding and self.plan is not None:
+            # The controller starts a hold on receipt, a little later than the plan says: the
+            # motion resumes once the hold has settled (then both are at rest at its end).
+            lead = max(lead, self.plan.end_time + motion.lead - now)
         merged = merge_chunk(
-            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, motion.lead
+            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, lead
         )
         if merged is None:
             self.counters.chunks_late += 1
@@ -335,7 +342,7 @@ class ControlLoop:
             )
         self.counters.velocity_changes += smoothed.velocity_changes
         self.counters.chunks_slowed += smoothed.stretch > 1.0
-        self.plan = smoothed.plan
+        self.plan = with_lead_in(smoothed.plan, base, now)
         self.holding = ''
         violation = None
         if self.envelope is not None:

@@ -32,12 +32,16 @@ from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.imagination import ViewSettings
+from dreamzero_ros.core.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
 from dreamzero_ros.core.task_runner import prompt_too_long
 from dreamzero_ros.core.trajectory import (
+    PANDA_MAX_ACCELERATION,
+    PANDA_MAX_JERK,
     PANDA_MAX_VELOCITY,
     PANDA_STOP_DECELERATION,
     MotionConfig,
@@ -106,15 +110,55 @@ class SafetySettings:
     max_velocity: tuple[float, ...] = parameter(
         PANDA_MAX_VELOCITY,
         'Largest speed of each arm joint anywhere on the trajectory the controller '
-        'interpolates, rad/s, one value per arm joint (Panda datasheet). Rows too fast for it '
-        'are played slower (trajectory.max_stretch).',
+        'interpolates, rad/s, one value per arm joint (Panda datasheet). Segments too fast '
+        'for it are played slower (trajectory.max_stretch).',
         range=(0.001, 100.0),
     )
     stop_deceleration: tuple[float, ...] = parameter(
         PANDA_STOP_DECELERATION,
         'Deceleration of each arm joint when a hold brakes a motion, rad/s^2, one value per '
-        'arm joint (half the Panda limits).',
+        'arm joint (half the Panda limits; lowered onto max_acceleration where above it).',
         range=(0.001, 1000.0),
+    )
+    max_acceleration: tuple[float, ...] = parameter(
+        PANDA_MAX_ACCELERATION,
+        'Largest acceleration of each arm joint anywhere on the trajectory the controller '
+        'interpolates, rad/s^2, one value per arm joint (Panda datasheet). Segments that need '
+        'more are played slower (trajectory.max_stretch).',
+        range=(0.001, 10000.0),
+    )
+    max_jerk: tuple[float, ...] = parameter(
+        PANDA_MAX_JERK,
+        'Largest jerk of each arm joint on each segment of the trajectory, rad/s^3, one value '
+        'per arm joint (Panda datasheet); enforced like max_acceleration.',
+        range=(0.001, 1.0e7),
+    )
+
+
+@dataclass(frozen=True)
+class RobotDescriptionSettings:
+    """Where the robot description (URDF) and its limits come from (``robot_description.*``)."""
+
+    source: str = parameter(
+        'none',
+        'topic: the URDF on robot_description.topic (std_msgs/String, transient local, as '
+        'robot_state_publisher publishes it), waited for at configure; file: the URDF in '
+        'robot_description.file; none: no description, the safety.* limits as typed. With a '
+        'description, its joint limits apply; safety.* values other than their defaults may '
+        'only tighten them (configure refuses a wider one).',
+        choices=('none', 'topic', 'file'),
+    )
+    topic: str = parameter('robot_description', 'Topic of the URDF (source topic).')
+    file: str = parameter('', 'URDF file (source file).')
+    joint_limits_file: str = parameter(
+        '',
+        "MoveIt-style joint_limits.yaml over the description's limits (acceleration, jerk, "
+        'tighter positions and velocities); empty: none.',
+    )
+    timeout: float = parameter(
+        10.0,
+        'Longest wait at configure for the description on robot_description.topic, seconds.',
+        range=(0.0, 3600.0),
     )
 
 
@@ -124,14 +168,16 @@ class TrajectorySettings:
 
     handover_lead: float = parameter(
         0.05,
-        "Seconds from a chunk's arrival to its hand-over point (the trajectory's first point, "
-        'on the motion in force): time for the message to reach the controller.',
+        "Seconds from a chunk's arrival to its hand-over point (on the motion in force; the "
+        "trajectory's points before it repeat that motion): time for the message to reach the "
+        'controller.',
         range=(0.0, 10.0),
     )
     max_stretch: float = parameter(
         4.0,
-        "How much slower than the policy's timing rows may be played to respect "
-        'safety.max_velocity; a chunk that needs more is refused with a hold.',
+        "How much longer than the policy's timing a chunk's rows may take to respect "
+        'safety.max_velocity, max_acceleration and max_jerk (a segment alone may be slowed '
+        'more); a chunk that needs more is refused with a hold.',
         range=(1.0, 100.0),
     )
 
@@ -206,7 +252,7 @@ class EnvelopeSettings:
         False,
         'Cut every trajectory before a configured link point would leave the envelope (workspace '
         'box, above the table, out of keep_out boxes), ending in a braking hold. Needs the '
-        'robot description (robot_description_file, or the robot_description topic).',
+        'robot description (robot_description.source topic or file).',
     )
     links: tuple[str, ...] = parameter(
         _ENVELOPE_DEFAULT.links,
@@ -564,17 +610,6 @@ class NodeSettings:
         '(published only where the package messages are built).',
     )
     step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
-    # --- robot description (core/kinematics.py)
-    robot_description_file: str = parameter(
-        '',
-        'URDF file of the robot; empty: the robot_description topic (transient local, as '
-        'robot_state_publisher publishes it).',
-    )
-    robot_description_timeout: float = parameter(
-        5.0,
-        'Seconds configure waits for the robot_description topic where a description is needed.',
-        range=(0.0, 3600.0),
-    )
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
     action_groups: str = parameter(
         '',
@@ -588,6 +623,7 @@ class NodeSettings:
     # --- safety, scheduling, engine, bridge
     gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)
+    robot_description: RobotDescriptionSettings = field(default_factory=RobotDescriptionSettings)
     trajectory: TrajectorySettings = field(default_factory=TrajectorySettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     task: TaskSettings = field(default_factory=TaskSettings)
@@ -629,7 +665,9 @@ class NodeSettings:
                 raise ValueError(f'invalid parameters: {error}') from error
             return
         arm = len(self.arm_joint_names)
-        for name in ('max_velocity', 'stop_deceleration'):
+        if self.robot_description.source == 'file' and not self.robot_description.file:
+            raise ValueError('robot_description.source file needs robot_description.file')
+        for name in ('max_velocity', 'stop_deceleration', 'max_acceleration', 'max_jerk'):
             if len(getattr(self.safety, name)) != arm:
                 raise ValueError(
                     f'safety.{name} needs one value per arm joint ({arm}), got '
@@ -778,11 +816,49 @@ class NodeSettings:
             step_duration=scheduler.step_duration,
             motion=MotionConfig(
                 max_velocity=np.array(safety.max_velocity, dtype=np.float64),
-                stop_deceleration=np.array(safety.stop_deceleration, dtype=np.float64),
+                stop_deceleration=np.minimum(safety.stop_deceleration, safety.max_acceleration),
                 lead=self.trajectory.handover_lead,
                 hold_time=1.0 / self.control_rate_hz,
                 max_stretch=self.trajectory.max_stretch,
+                max_acceleration=np.array(safety.max_acceleration, dtype=np.float64),
+                max_jerk=np.array(safety.max_jerk, dtype=np.float64),
             ),
+        )
+
+    def loop_for(self, description: RobotDescription | None) -> tuple[LoopConfig, str]:
+        """The control loop's configuration with ``description``'s arm limits, and a log line.
+
+        Without a description: :attr:`loop` (the safety.* limits as typed).
+
+        Raises:
+            ValueError: the description lacks an arm joint or its limits, or a safety.* value
+                that differs from its default is wider than the description's bound.
+
+        """
+        if description is None:
+            return self.loop, 'no robot description: joint limits from the safety.* parameters'
+        arm = len(self.arm_joint_names)
+
+        def limits(safety: SafetySettings) -> ArmLimits:
+            def column(values: tuple[float, ...]) -> tuple[float, ...]:
+                return tuple(values[i] if i < len(values) else float('nan') for i in range(arm))
+
+            return ArmLimits(
+                column(safety.joint_lower),
+                column(safety.joint_upper),
+                column(safety.max_velocity),
+                column(safety.max_acceleration),
+                column(safety.max_jerk),
+            )
+
+        resolved = resolve_arm_limits(
+            description, self.arm_joint_names, limits(self.safety), limits(SafetySettings())
+        )
+        where = description.source or 'robot description'
+        return (
+            with_arm_limits(self.loop, resolved.limits),
+            f'joint limits of {arm} arm joints from {where} ({description.name!r}): '
+            + resolved.summary(),
         )
 
     @functools.cached_property

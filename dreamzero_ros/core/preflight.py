@@ -113,7 +113,7 @@ def joint_names(
                 False,
                 f'the robot description lacks {absent}',
                 "publish the robot's own description on robot_description (or set "
-                'robot_description_file), or fix arm_joint_names',
+                'robot_description.file), or fix arm_joint_names',
             )
         )
     return checks

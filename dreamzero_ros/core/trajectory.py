@@ -279,23 +279,32 @@ def braking_stop(
 PANDA_MAX_VELOCITY = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
 #: Braking deceleration of a hold, rad/s^2: half the Panda's joint acceleration limits.
 PANDA_STOP_DECELERATION = (7.5, 3.75, 5.0, 6.25, 7.5, 10.0, 10.0)
+#: Franka Panda joint acceleration limits, rad/s^2 (datasheet).
+PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)
+#: Franka Panda joint jerk limits, rad/s^3 (datasheet).
+PANDA_MAX_JERK = (7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0)
 
 
 @dataclass(frozen=True)
 class MotionConfig:
-    """How command rows become a trajectory: arm columns, speed limit, braking, hand-over lead.
+    """How command rows become a trajectory: arm columns, limits, braking, hand-over lead.
 
     The first ``len(max_velocity)`` columns of a row are arm joints (splined and bounded); the
     columns after them (the gripper) are not sent in the arm trajectory and get no velocity.
 
     Attributes:
         max_velocity: largest speed of each arm joint on the interpolated curve, rad/s.
-        stop_deceleration: deceleration of each arm joint when a hold brakes a motion, rad/s^2.
+        stop_deceleration: deceleration of each arm joint when a hold brakes a motion, rad/s^2
+            (at most ``max_acceleration``).
+        max_acceleration: largest acceleration of each arm joint on the curve, rad/s^2, or
+            None for no limit.
+        max_jerk: largest jerk of each arm joint on each cubic segment, rad/s^3, or None.
         lead: seconds between a chunk's arrival and its hand-over point (the trajectory must
             reach the controller before its first point).
         hold_time: shortest duration of a hold, seconds.
-        max_stretch: how much slower than the policy's timing a chunk may be played to respect
-            ``max_velocity``; a chunk that needs more is refused.
+        max_stretch: how much slower than the policy's timing a segment of a chunk may be
+            played to respect the limits (core/time_scaling.py); a chunk that needs more is
+            refused.
 
     """
 
@@ -304,25 +313,41 @@ class MotionConfig:
     lead: float = 0.05
     hold_time: float = 1.0 / 15.0
     max_stretch: float = 4.0
+    max_acceleration: np.ndarray | None = None
+    max_jerk: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         velocity = np.asarray(self.max_velocity, dtype=np.float64)
-        deceleration = np.asarray(self.stop_deceleration, dtype=np.float64)
-        if velocity.ndim != 1 or velocity.shape != deceleration.shape or len(velocity) == 0:
+        arrays = {'max_velocity': velocity, 'stop_deceleration': self.stop_deceleration}
+        for name in ('max_acceleration', 'max_jerk'):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
+        arrays = {name: np.asarray(values, dtype=np.float64) for name, values in arrays.items()}
+        if (
+            velocity.ndim != 1
+            or len(velocity) == 0
+            or any(values.shape != velocity.shape for values in arrays.values())
+        ):
             raise ValueError(
-                f'max_velocity and stop_deceleration need one value per arm joint, got shapes '
-                f'{velocity.shape} and {deceleration.shape}'
+                f'{", ".join(arrays)} need one value per arm joint, got shapes '
+                f'{[values.shape for values in arrays.values()]}'
             )
-        for name, values in (('max_velocity', velocity), ('stop_deceleration', deceleration)):
+        for name, values in arrays.items():
             if not np.all(np.isfinite(values)) or np.any(values <= 0):
                 raise ValueError(f'{name} must be finite and > 0, got {values}')
+        acceleration = arrays.get('max_acceleration')
+        if acceleration is not None and np.any(arrays['stop_deceleration'] > acceleration):
+            raise ValueError(
+                f'stop_deceleration {arrays["stop_deceleration"]} exceeds max_acceleration '
+                f'{acceleration}'
+            )
         if not self.lead >= 0 or not self.hold_time > 0 or not self.max_stretch >= 1:
             raise ValueError(
                 f'lead must be >= 0, hold_time > 0 and max_stretch >= 1: {self.lead}, '
                 f'{self.hold_time}, {self.max_stretch}'
             )
-        object.__setattr__(self, 'max_velocity', velocity)
-        object.__setattr__(self, 'stop_deceleration', deceleration)
+        for name, values in arrays.items():
+            object.__setattr__(self, name, values)
 
     @property
     def arm_joints(self) -> int:

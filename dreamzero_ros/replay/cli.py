@@ -16,8 +16,10 @@ import sys
 
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import add_engine_arguments
 from dreamzero_ros.errors import BagError
@@ -78,6 +80,19 @@ def add_allow_partial(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> NodeSettings:
     """Node settings from ``--params`` and ``--param``."""
     return node_settings(args.params, dict(args.param))
+
+
+def _replay_loop(settings: NodeSettings) -> LoopConfig:
+    """The node's loop configuration, with the robot description's limits where it is a file.
+
+    A description the node reads from a topic is not available offline: the typed limits apply.
+    """
+    description = None
+    if settings.robot_description.source == 'file':
+        description = RobotDescription.read(
+            settings.robot_description.file, settings.robot_description.joint_limits_file or None
+        )
+    return settings.loop_for(description)[0]
 
 
 def build_replay_parser() -> argparse.ArgumentParser:
@@ -203,7 +218,7 @@ def _replay(argv: list[str]) -> int:
             max_chunks=args.max_chunks,
             request_video=args.video,
             allow_partial=args.allow_partial,
-            loop=settings.loop,
+            loop=_replay_loop(settings),
             policy=policy_description(args),
         )
     except (ValueError, OSError) as error:

@@ -10,7 +10,9 @@ core/safety, core/trajectory), each chunk taking over at ``query_time + latency`
 acceleration across ``t`` on a grid of one control step ``dt``: ``|v(t, t+dt) - v(t-dt, t)|``
 and the same for second differences. :func:`handover_quality` reports these figures for the
 command and, at the same times, for the recorded robot motion (the reference): a smooth
-hand-over shows steps no larger than the robot's own motion does.
+hand-over shows steps no larger than the robot's own motion does; and the command's
+accelerations, on its segments and on the hand-over segments joint_trajectory_controller builds,
+against the acceleration limits (:func:`acceleration_figures`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, merge_chunk, smooth_plan
+from dreamzero_ros.core.chunk_scheduler import ActionPlan, merge_chunk, smooth_plan, with_lead_in
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.safety import apply_limits
+from dreamzero_ros.core.time_scaling import cubic_extremes, jtc_curve_extremes
+from dreamzero_ros.replay.metrics import distribution
 
 
 def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:
@@ -29,10 +33,15 @@ def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:
 
     Chunks the node would not use (late, refused by the limits) are left out.
     """
-    plans: list[ActionPlan] = []
+    return [plan for _, plan in timed_command_plans(records, loop)]
+
+
+def timed_command_plans(records: Sequence, loop: LoopConfig) -> list[tuple[float, ActionPlan]]:
+    """:func:`command_plans`, each with the time its chunk arrived."""
+    plans: list[tuple[float, ActionPlan]] = []
     for record in records:
         now = record.query_time + record.latency_s
-        base = plans[-1] if plans else ActionPlan.hold(record.state, now)
+        base = plans[-1][1] if plans else ActionPlan.hold(record.state, now)
         merged = merge_chunk(
             base,
             record.actions,
@@ -56,7 +65,7 @@ def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:
             loop.motion,
         )
         if smoothed.plan is not None:
-            plans.append(smoothed.plan)
+            plans.append((now, with_lead_in(smoothed.plan, base, now)))
     return plans
 
 
@@ -87,7 +96,8 @@ def handover_quality(
     records: Sequence, reference: Callable[[np.ndarray], np.ndarray], loop: LoopConfig
 ) -> dict[str, object]:
     """Velocity (rad/s) and acceleration (rad/s^2) steps at hand-overs: command vs recorded."""
-    plans = command_plans(records, loop)
+    timed = timed_command_plans(records, loop)
+    plans = [plan for _, plan in timed]
     arm = loop.motion.arm_joints
     dt = float(records[0].step_duration) if records else 1.0
     boundaries = np.array([plan.start_time for plan in plans[1:]])
@@ -105,4 +115,51 @@ def handover_quality(
         'step_s': dt,
         'command': boundary_steps(boundaries, command, dt),
         'recorded': boundary_steps(boundaries, lambda t: reference(t)[:, :arm], dt),
+        'accelerations': acceleration_figures(timed, loop),
+    }
+
+
+def acceleration_figures(
+    timed: Sequence[tuple[float, ActionPlan]], loop: LoopConfig
+) -> dict[str, object]:
+    """Accelerations (rad/s^2) of the commanded curve against the limits.
+
+    ``segment`` is the distribution over the plans' segments of their largest acceleration
+    (over the arm joints; exact on each cubic); ``max`` per joint, on the whole curve;
+    ``hand_over_max`` per joint on the segments joint_trajectory_controller builds from its
+    state at the receipt of each plan (received anywhere from its chunk's arrival to
+    ``motion.lead`` later; sampled) to the plan's points; ``limit`` per joint (None without
+    acceleration limits) and ``ratio_max``, the largest of ``max / limit`` and
+    ``hand_over_max / limit``.
+    """
+    motion = loop.motion
+    arm = motion.arm_joints
+    limit = motion.max_acceleration
+    segments: list[np.ndarray] = []
+    whole, hand_over = np.zeros(arm), np.zeros(arm)
+    for index, (now, plan) in enumerate(timed):
+        if len(plan.times) > 1:
+            _, acceleration, _ = cubic_extremes(
+                plan.times, plan.rows[:, :arm], plan.velocities[:, :arm]
+            )
+            segments.append(acceleration.max(axis=1))
+            whole = np.maximum(whole, acceleration.max(axis=0))
+        if index == 0:
+            continue
+        previous = timed[index - 1][1]
+        for received in np.linspace(now, now + motion.lead, 5):
+            state = previous.position_at(received)[:arm], previous.velocity_at(received)[:arm]
+            _, acceleration = jtc_curve_extremes(
+                state, received, plan.times, plan.rows[:, :arm], plan.velocities[:, :arm], 20
+            )
+            hand_over = np.maximum(hand_over, acceleration)
+    ratio = None
+    if limit is not None and timed:
+        ratio = float(np.max(np.maximum(whole, hand_over) / limit))
+    return {
+        'segment': distribution(np.concatenate(segments) if segments else np.array([])),
+        'max': whole.tolist(),
+        'hand_over_max': hand_over.tolist(),
+        'limit': None if limit is None else limit.tolist(),
+        'ratio_max': ratio,
     }

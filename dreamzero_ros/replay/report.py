@@ -101,6 +101,17 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
                     f'{_fmt(recorded["acceleration_step_max"])}',
                 ),
             ]
+            figures = hand_over.get('accelerations')
+            if figures and figures['segment'].get('count'):
+                segment = figures['segment']
+                rows.append(
+                    (
+                        'command acceleration per segment p50 / p95 / max (rad/s^2); '
+                        'largest |a| / limit, hand-over included',
+                        f'{_fmt(segment["p50"])} / {_fmt(segment["p95"])} / '
+                        f'{_fmt(segment["max"])}; {_fmt(figures["ratio_max"])}',
+                    )
+                )
     return rows
 
 

@@ -72,6 +72,7 @@ from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
@@ -83,7 +84,7 @@ from dreamzero_ros.ros.group_outputs import GroupOutputs
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
-from dreamzero_ros.ros.robot_description import read_robot_description
+from dreamzero_ros.ros.robot_description import load_description
 from dreamzero_ros.ros.ros_compat import add_parameter_callbacks
 from dreamzero_ros.ros.task_server import TaskServer
 
@@ -157,6 +158,8 @@ class PolicyNode(LifecycleNode):
         )
 
         self.settings: NodeSettings | None = None
+        #: The robot description read at configure (URDF text and joint limits), or None.
+        self.robot_description: RobotDescription | None = None
         self.loop: ControlLoop | None = None
         #: The loaded policy's cameras, state widths and action columns.
         self.layout: RobotLayout | None = None
@@ -207,9 +210,14 @@ class PolicyNode(LifecycleNode):
             self.settings = build_settings(
                 {spec.name: self.get_parameter(spec.name).value for spec in node_config.PARAMETERS}
             )
+            self.robot_description = load_description(
+                self, self.settings.robot_description, self._stop_requested.is_set
+            )
+            loop_config, limits_line = self.settings.loop_for(self.robot_description)
         except ValueError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(limits_line)
         settings = self.settings
         self.destroy_timer(self._diagnostics_timer)
         self._diagnostics_timer = self.create_timer(
@@ -237,7 +245,7 @@ class PolicyNode(LifecycleNode):
             self._group_outputs = GroupOutputs(self, self.groups)
             self.loop = ControlLoop(
                 ObservationCache(settings.cache_for(self.layout), decode=decode_image),
-                settings.loop,
+                loop_config,
                 prompt=settings.prompt,
                 session_id=settings.session_id,
                 envelope=envelope,
@@ -279,11 +287,13 @@ class PolicyNode(LifecycleNode):
         """The safety envelope on the robot description (None when envelope.enabled is false)."""
         if not settings.envelope.enabled:
             return None
-        urdf = read_robot_description(
-            self, settings.robot_description_file, settings.robot_description_timeout
-        )
+        if self.robot_description is None:
+            raise ValueError(
+                'envelope.enabled needs the robot description: set robot_description.source '
+                'to topic (robot_state_publisher) or file'
+            )
         envelope = Envelope.from_description(
-            urdf, settings.arm_joint_names, settings.envelope_config
+            self.robot_description.urdf, settings.arm_joint_names, settings.envelope_config
         )
         self.get_logger().info(
             f'safety envelope on {", ".join(settings.envelope.links)} in '

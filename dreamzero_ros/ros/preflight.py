@@ -6,8 +6,7 @@
 Reads the node's parameters (``--params-file``, ``-p name:=value``), listens for ``--duration``
 seconds, and prints one line per check (core/preflight.py) with what to fix: every camera topic
 publishing at ``control_rate_hz`` or faster and decodable, ``joint_states`` at that rate with
-the configured joints, the robot description (``robot_description_file`` or the
-``robot_description`` topic) naming them, the arm's pose inside the safety envelope (with
+the configured joints, the robot description (``robot_description.*``) naming them, the arm's pose inside the safety envelope (with
 ``envelope.enabled``), a subscriber on ``trajectory_topic``, the gripper action server (with
 ``gripper.interface: action``), and the engine's memory on its GPU. Exit code 0 when every check
 passed, 1 when one failed, 2 when the parameters are invalid.
@@ -99,22 +98,22 @@ def _image_checks(listener: _Listener, settings: NodeSettings, window: float) ->
 
 
 def _description(node: Any, settings: NodeSettings) -> tuple[str | None, Check]:
-    from dreamzero_ros.ros.robot_description import read_robot_description
+    from dreamzero_ros.ros.robot_description import load_description
 
-    source = settings.robot_description_file or node.resolve_topic_name('robot_description')
+    fix = (
+        'set robot_description.source to topic (start robot_state_publisher with the robot '
+        'URDF) or to file (robot_description.file)'
+    )
     try:
-        urdf = read_robot_description(
-            node, settings.robot_description_file, settings.robot_description_timeout
-        )
-        ElementTree.fromstring(urdf)
-    except (ValueError, ElementTree.ParseError) as error:
-        return None, Check(
-            'robot description',
-            False,
-            str(error),
-            'start robot_state_publisher with the robot URDF, or set robot_description_file',
-        )
-    return urdf, Check('robot description', True, f'{len(urdf)} characters from {source}')
+        description = load_description(node, settings.robot_description)
+    except ValueError as error:
+        return None, Check('robot description', False, str(error), fix)
+    if description is None:  # needed by the envelope only; the typed safety.* limits apply
+        needed = settings.envelope.enabled
+        text = 'none (robot_description.source none): the typed safety.* limits apply'
+        return None, Check('robot description', not needed, text, fix if needed else '')
+    text = f'{len(description.urdf)} characters from {description.source}'
+    return description.urdf, Check('robot description', True, text)
 
 
 def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:

@@ -1,47 +1,89 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The robot description (URDF text) a node needs: from a file, or the robot_description topic."""
+"""The robot description for the policy node: from robot_state_publisher's topic or a file.
+
+robot_state_publisher publishes the URDF on ``/robot_description`` (std_msgs/String, reliable,
+transient local: a late subscriber still gets it). :func:`load_description` reads it at
+configure, from the topic (waiting up to ``robot_description.timeout``) or from
+``robot_description.file``, and overlays ``robot_description.joint_limits_file``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+import time
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.wait_for_message import wait_for_message
 from std_msgs.msg import String
 
-#: How robot_state_publisher publishes the description: latched.
+from dreamzero_ros.core.node_config import RobotDescriptionSettings
+from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.ros.polled_inputs import PolledCallbackGroup
+
+#: robot_state_publisher's QoS for the description.
 DESCRIPTION_QOS = QoSProfile(
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
+#: Seconds between two looks for the description while waiting.
+_POLL = 0.05
 
 
-def read_robot_description(
-    node: Node, path: str, timeout: float, topic: str = 'robot_description'
-) -> str:
-    """The URDF in ``path``, or else the one latched on ``topic`` (waiting up to ``timeout`` s).
+def _not_called(msg: String) -> None:  # the executor never runs this subscription
+    raise AssertionError('robot description callback called')
 
-    Callable from a callback: the wait uses its own wait set, not the node's executor.
+
+def receive_description(
+    node: Node, topic: str, timeout: float, stop: Callable[[], bool] = lambda: False
+) -> str | None:
+    """The URDF published on ``topic``, waiting up to ``timeout`` s; None if none arrived.
+
+    Reads the subscription directly, so that it works inside a lifecycle transition (the
+    executor is busy running it).
+    """
+    subscription = node.create_subscription(
+        String, topic, _not_called, DESCRIPTION_QOS, callback_group=PolledCallbackGroup()
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            with subscription.handle:
+                taken = subscription.handle.take_message(String, False)
+            if taken is not None:
+                return taken[0].data
+            if time.monotonic() >= deadline or stop():
+                return None
+            time.sleep(_POLL)
+    finally:
+        node.destroy_subscription(subscription)
+
+
+def load_description(
+    node: Node, settings: RobotDescriptionSettings, stop: Callable[[], bool] = lambda: False
+) -> RobotDescription | None:
+    """The robot description ``settings`` name; None for source ``none``.
 
     Raises:
-        ValueError: the file cannot be read, or nothing arrived on the topic in time.
+        ValueError: nothing on the topic within the timeout, an unreadable file, or a
+            description or joint_limits.yaml that does not parse.
 
     """
-    if path:
-        try:
-            return Path(path).read_text()
-        except OSError as error:
-            raise ValueError(f'robot_description_file {path!r}: {error}') from None
-    received, message = wait_for_message(
-        String, node, topic, qos_profile=DESCRIPTION_QOS, time_to_wait=timeout
-    )
-    if not received or not message.data:
+    if settings.source == 'none':
+        return None
+    limits_file = settings.joint_limits_file or None
+    if settings.source == 'file':
+        return RobotDescription.read(settings.file, limits_file)
+    topic = node.resolve_topic_name(settings.topic)
+    urdf = receive_description(node, settings.topic, settings.timeout, stop)
+    if urdf is None:
         raise ValueError(
-            f'no robot description on {node.resolve_topic_name(topic)} within {timeout:g} s '
-            '(start robot_state_publisher, or set robot_description_file)'
+            f'no robot description on {topic} within {settings.timeout:.1f} s (is '
+            'robot_state_publisher running? or set robot_description.source)'
         )
-    return message.data
+    try:
+        limits = None if limits_file is None else Path(limits_file).read_text()
+    except OSError as error:
+        raise ValueError(f'robot_description.joint_limits_file: {error}') from None
+    return RobotDescription.parse(urdf, limits, source=topic)

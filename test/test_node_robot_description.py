@@ -1,0 +1,192 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The node takes its joint limits from robot_description, published by a peer process.
+
+The peer publishes a Panda URDF as robot_state_publisher does (transient local, once, before the
+node starts); a MoveIt-style joint_limits.yaml adds acceleration limits a quarter of the Panda's.
+Every trajectory the node sends, followed as joint_trajectory_controller follows it (the
+hand-over segment from the state at receipt included), stays within those limits. A typed limit
+wider than the description, and a description that never comes, fail configure with a clear
+message.
+"""
+
+import signal
+import subprocess
+import sys
+
+from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, ros_env
+import numpy as np
+import pytest
+from test_core_robot_description import MOVEIT_LIMITS, panda_urdf
+
+from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
+
+TIMEOUT = 120.0
+LIMITS = np.array(PANDA_MAX_ACCELERATION) / 4  # MOVEIT_LIMITS' accelerations
+PEER = REPO / 'test' / 'robot_description_peer.py'
+
+
+def start_peer(folder, urdf, topic):
+    """The peer process, once it has published ``urdf`` on ``topic``."""
+    path = folder / f'{topic.strip("/").replace("/", "_")}.urdf'
+    path.write_text(urdf)
+    peer = subprocess.Popen(
+        [sys.executable, str(PEER), str(path), topic],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
+    )
+    assert peer.stdout.readline().strip() == 'published'
+    return peer
+
+
+def stop(process):
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope='module')
+def system(tmp_path_factory):
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    folder = tmp_path_factory.mktemp('robot_description')
+    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
+    (folder / 'joint_limits.yaml').write_text(MOVEIT_LIMITS)
+    peer = start_peer(folder, panda_urdf(), '/robot_description')
+    harness = Harness('robot_description_harness')
+    # when the middleware received each trajectory (a loaded test process takes its messages
+    # late, so the harness's own arrival times are no controller's receipt)
+    received = []
+    harness.node.create_subscription(
+        JointTrajectory,
+        'joint_trajectory_controller/joint_trajectory',
+        lambda msg, info: received.append((info['received_timestamp'] * 1e-9, msg)),
+        10,
+    )
+    node = NodeProcess(
+        folder / 'node.log',
+        f'engine.checkpoint:={checkpoint}',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        'robot_description.source:=topic',
+        f'robot_description.joint_limits_file:={folder / "joint_limits.yaml"}',
+        # rows 0.25 s apart: the random policy's steps need more than a quarter of the Panda's
+        # accelerations at that pace, so that time scaling has work to do
+        'scheduler.step_duration:=0.25',
+        'scheduler.min_replan_period:=1.0',
+        # a loaded test machine delivers some messages 80 ms after they are made
+        'trajectory.handover_lead:=0.15',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    stream = RobotStream(harness, demo_clips(30)[0])
+    yield harness, node, received
+    stream.close()
+    node.stop()
+    stop(peer)
+    harness.close()
+
+
+def test_trajectories_follow_the_descriptions_acceleration_limits(system):
+    from dreamzero_ros.core.jtc import TrajectoryFollower
+    from dreamzero_ros.ros.conversions import trajectory_from_msg
+
+    harness, node, receipts = system
+
+    def motions():
+        found = [m for _, m in receipts if m.header.stamp.sec]
+        return found if len(found) >= 4 else None
+
+    harness.wait_for(motions, TIMEOUT, '4 trajectories', node.log)
+    assert 'joint limits of 7 arm joints from /robot_description' in node.log()
+    received = list(receipts)
+    first = trajectory_from_msg(received[0][1])
+    arm = TrajectoryFollower(first.joint_names, np.array(first.points[0].positions))
+    arm.accept(first, received[0][0])
+    speed, acceleration = np.zeros(7), np.zeros(7)
+    slowed, worst = 0, (0.0, 0, 0.0)
+    for index, (arrived, msg) in enumerate(received):
+        trajectory = trajectory_from_msg(msg)
+        if index:
+            arm.accept(trajectory, arrived)  # as JTC: replaces the one in force on receipt
+        if trajectory.stamp:  # a motion (holds have stamp 0): rows 0.25 s apart, or slowed
+            gaps = np.diff([p.time_from_start for p in trajectory.points])
+            slowed += bool(np.any(gaps > 0.25 + 1e-6))
+        end = received[index + 1][0] if index + 1 < len(received) else harness.now()
+        for t in np.arange(arrived, end, 0.002):
+            arm.update(t)
+            speed = np.maximum(speed, np.abs(arm.velocity))
+            acceleration = np.maximum(acceleration, np.abs(arm.acceleration))
+            worst = max(worst, (float(np.max(np.abs(arm.acceleration) / LIMITS)), index, t))
+    assert slowed, 'no trajectory needed time scaling: the test shows nothing'
+    assert np.all(speed <= np.array(PANDA_MAX_VELOCITY) * (1 + 1e-6)), speed
+    ratio, index, at = worst
+    where = [
+        (round(arrived - at, 3), msg.header.stamp.sec != 0, len(msg.points))
+        for arrived, msg in received[max(index - 2, 0) : index + 2]
+    ]
+    assert np.all(acceleration <= LIMITS * (1 + 1e-6)), (
+        f'{ratio:.2f}x the limit on message {index} of {len(received)}, around: {where}; '
+        f'{acceleration}\n{node.log()[-3000:]}'
+    )
+
+
+def _refused(folder, name, *args):
+    node = NodeProcess(
+        folder / f'{name}.log',
+        'engine.checkpoint:=/nonexistent',
+        'engine.warmup:=false',
+        *args,
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    try:
+        assert node.wait_exit(60) != 0
+    finally:
+        node.stop()
+    return node.log()
+
+
+def test_a_typed_limit_wider_than_the_description_fails_configure(tmp_path):
+    peer = start_peer(tmp_path, panda_urdf(), '/wide_description')
+    try:
+        log = _refused(
+            tmp_path,
+            'wide',
+            'robot_description.source:=topic',
+            'robot_description.topic:=/wide_description',
+            'safety.max_velocity:=[2.0, 2.0, 2.0, 2.5, 2.0, 2.0, 2.0]',
+        )
+    finally:
+        stop(peer)
+    assert (
+        "safety.max_velocity[3] = 2.5 for joint 'panda_joint4' is wider than the robot "
+        "description's max_velocity 2.175" in log
+    ), log
+
+
+def test_a_description_that_never_comes_fails_configure(tmp_path):
+    log = _refused(
+        tmp_path,
+        'absent',
+        'robot_description.source:=topic',
+        'robot_description.topic:=/nobody_publishes_this',
+        'robot_description.timeout:=1.0',
+    )
+    assert 'no robot description on /nobody_publishes_this within 1.0 s' in log, log
+
+
+def test_a_description_file_without_a_configured_joint_fails_configure(tmp_path):
+    urdf = tmp_path / 'fr3.urdf'
+    urdf.write_text(panda_urdf().replace('panda_joint7', 'fr3_joint7'))
+    log = _refused(
+        tmp_path, 'file', 'robot_description.source:=file', f'robot_description.file:={urdf}'
+    )
+    assert f"robot description 'panda' ({urdf}) has no joint 'panda_joint7'" in log, log
