@@ -169,10 +169,10 @@ def test_a_trajectory_towards_the_table_is_cut_into_a_hold_above_it(tmp_path):
     [
         (
             lambda urdf: urdf.replace('"panda_joint7"', '"wrist_roll"'),
-            "robot description has no joint 'panda_joint7'",
+            "has no joint 'panda_joint7'",
         ),
         (lambda urdf: urdf[: len(urdf) // 2], 'robot description does not parse'),
-        (None, 'no robot description on /robot_description within 2 s'),
+        (None, 'no robot description on /robot_description within 2.0 s'),
     ],
 )
 def test_a_bad_or_missing_description_fails_configure(tmp_path, description, message):

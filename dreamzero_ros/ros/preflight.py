@@ -7,9 +7,10 @@ Reads the node's parameters (``--params-file``, ``-p name:=value``), listens for
 seconds, and prints one line per check (core/preflight.py) with what to fix: every camera topic
 publishing at ``control_rate_hz`` or faster and decodable, ``joint_states`` at that rate with
 the configured joints, the robot description (``robot_description.*``) naming them, the arm's
-pose inside the safety envelope (with ``envelope.enabled``), a subscriber on ``trajectory_topic``, the gripper action server (with
-``gripper.interface: action``), and the engine's memory on its GPU. Exit code 0 when every check
-passed, 1 when one failed, 2 when the parameters are invalid.
+pose inside the safety envelope (with ``envelope.enabled``), a subscriber on
+``trajectory_topic``, the gripper action server (with ``gripper.interface: action``), and the
+engine's memory on its GPU. Exit code 0 when every check passed, 1 when one failed, 2 when the
+parameters are invalid.
 
     ros2 run dreamzero_ros dreamzero-preflight --params-file config/droid.yaml
 """
