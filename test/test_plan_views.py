@@ -72,7 +72,7 @@ def test_paths_and_envelope_reach_a_subscriber_over_dds():
     harness = Harness('plan_harness')
     try:
         envelope = box_edges(np.array([0.0, -0.5, 0.0]), np.array([0.8, 0.5, 1.0]))
-        views = PlanViews(node, planar_fk, 'panda_link0', envelope)
+        views = PlanViews(node, planar_fk, 'panda_link0', {'workspace': envelope})
         harness.record('plan', Path, '/dreamzero_policy/plan_path')
         harness.record('executed', Path, '/dreamzero_policy/executed_path')
         harness.record('envelope', MarkerArray, '/dreamzero_policy/envelope', LATCHED)

@@ -27,6 +27,7 @@ from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.imagination import ViewSettings
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
+from dreamzero_ros.core.plan_geometry import PlanSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
 from dreamzero_ros.core.trajectory import (
@@ -553,6 +554,7 @@ class NodeSettings:
         range=(0.0, 3600.0),
     )
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
+    plan: PlanSettings = field(default_factory=PlanSettings)
     # --- safety, scheduling, engine, bridge
     gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)

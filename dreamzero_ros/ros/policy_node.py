@@ -78,6 +78,7 @@ from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicySt
 from dreamzero_ros.ros.gripper_output import GripperOutput
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
+from dreamzero_ros.ros.plan_views import PlanViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.robot_description import read_robot_description
 from dreamzero_ros.ros.task_server import TaskServer
@@ -172,6 +173,7 @@ class PolicyNode(LifecycleNode):
         self._last_drop = ''
         self._jump_handle: Any = None
         self._views: ImaginationViews | None = None
+        self._plan_views: PlanViews | None = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -220,7 +222,7 @@ class PolicyNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._gripper_commander = GripperCommander(settings.gripper_config)
         try:
-            envelope = self._envelope(settings)
+            envelope = self._envelope(settings, self._robot_description(settings))
         except ValueError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
@@ -269,20 +271,37 @@ class PolicyNode(LifecycleNode):
         self.publish_diagnostics()
         return TransitionCallbackReturn.SUCCESS
 
-    def _envelope(self, settings: NodeSettings) -> Envelope | None:
-        """The safety envelope on the robot description (None when envelope.enabled is false)."""
-        if not settings.envelope.enabled:
+    def _robot_description(self, settings: NodeSettings) -> str | None:
+        """The URDF where one is needed or configured (envelope.enabled, robot_description_file)."""
+        if not settings.envelope.enabled and not settings.robot_description_file:
             return None
-        urdf = read_robot_description(
+        return read_robot_description(
             self, settings.robot_description_file, settings.robot_description_timeout
         )
-        envelope = Envelope.from_description(
-            urdf, settings.arm_joint_names, settings.envelope_config
-        )
-        self.get_logger().info(
-            f'safety envelope on {", ".join(settings.envelope.links)} in '
-            f'{settings.envelope.frame or "the description root"}'
-        )
+
+    def _envelope(self, settings: NodeSettings, urdf: str | None) -> Envelope | None:
+        """The safety envelope and the plan views on the robot description ``urdf``.
+
+        None when envelope.enabled is false; the plan views where ``urdf`` and plan.enabled.
+        """
+        envelope = None
+        if settings.envelope.enabled:
+            envelope = Envelope.from_description(
+                urdf, settings.arm_joint_names, settings.envelope_config
+            )
+            self.get_logger().info(
+                f'safety envelope on {", ".join(settings.envelope.links)} in '
+                f'{settings.envelope.frame or "the description root"}'
+            )
+        if urdf is not None and settings.plan.enabled:
+            self._plan_views = PlanViews.from_description(
+                self,
+                urdf,
+                settings.arm_joint_names,
+                settings.plan.link,
+                settings.envelope_config,
+                settings.envelope.enabled,
+            )
         return envelope
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -351,6 +370,9 @@ class PolicyNode(LifecycleNode):
         if self._views is not None:
             self._views.destroy()
             self._views = None
+        if self._plan_views is not None:
+            self._plan_views.destroy()
+            self._plan_views = None
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
@@ -435,6 +457,8 @@ class PolicyNode(LifecycleNode):
         if self._joint_states is not None:
             for msg in self._joint_states.take():
                 self._note_input(cache.add_joint_state_message(msg, now))
+                if self._plan_views is not None:
+                    self._plan_views.note_joint_state(msg)
 
     def _note_input(self, problem: Refusal | Drop | None) -> None:
         """Log a refused or dropped input; diagnostics at once when its reason changes."""
@@ -591,6 +615,8 @@ class PolicyNode(LifecycleNode):
             else:
                 step.publish(ROS_MESSAGES.joint_state(to_ns(now), names, arm))
         self._command_gripper(command)
+        if self._plan_views is not None:  # after the commands
+            self._plan_views.publish_executed()
 
     def _command_gripper(self, command: np.ndarray | None) -> None:
         """Send the gripper its command when due; only while commands reach the controller."""
@@ -713,6 +739,8 @@ class PolicyNode(LifecycleNode):
         self._outputs['preview'].publish(msg)
         if self.commanding:
             self._outputs['trajectory'].publish(msg)
+        if self._plan_views is not None:  # after the trajectory
+            self._plan_views.on_plan(stamp, plan.times, plan.rows[:, :arm])
         self.get_logger().debug(
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
@@ -735,6 +763,9 @@ class PolicyNode(LifecycleNode):
         self._outputs['preview'].publish(msg)
         if self.commanding:
             self._outputs['trajectory'].publish(msg)
+        if self._plan_views is not None:
+            now = self._now()
+            self._plan_views.on_plan(now, [now + settle], plan.rows[-1:, : len(arm_names)])
 
     # ------------------------------------------------------------------------ task host
 
