@@ -142,9 +142,7 @@ class PolicyNode(LifecycleNode):
             raise ValueError(f'{node_name}: {node_config.unknown_parameters_message(unknown)}')
         self._parameter_overrides = parameters.coerce_overrides(self._parameter_overrides, _SPECS)
         for spec in node_config.PARAMETERS:
-            self.declare_parameter(
-                spec.name, parameters.default_value(spec), parameters.descriptor(spec)
-            )
+            parameters.declare(self, spec)
         self.add_pre_set_parameters_callback(
             lambda changes: parameters.coerce_parameters(changes, _SPECS)
         )
