@@ -93,6 +93,11 @@ class ExecutedPath:
         return True
 
     @property
+    def last(self) -> tuple[float, np.ndarray]:
+        """The newest kept point: time, position ``(3,)`` (``IndexError`` while empty)."""
+        return self._points[-1]
+
+    @property
     def times(self) -> np.ndarray:
         """Times of the kept points, seconds."""
         return np.array([time for time, _ in self._points])
