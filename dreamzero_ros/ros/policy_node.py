@@ -20,7 +20,8 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
   ``gripper.command_name``, same conditions), ``preview_topic`` (every merged trajectory),
   ``chunk_topic`` (dreamzero_ros/msg/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
-  ``/diagnostics``.
+  ``~/plan_path``, ``~/executed_path`` and ``~/envelope`` (the plan in 3D, where the robot
+  description is read: :mod:`~dreamzero_ros.ros.plan_views`), ``/diagnostics``.
 
 The cameras (``camera_keys`` mapped to ``camera_topics``), the arm joints and the gripper follow
 the loaded policy: configure fails, saying what differs, when the parameters do not fit it.
