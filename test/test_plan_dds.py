@@ -165,3 +165,22 @@ def test_plan_executed_path_and_envelope_reach_subscribers(tmp_path):
         for handle in logs.values():
             handle.close()
         harness.close()
+
+
+def test_a_plan_link_the_description_lacks_fails_configure(tmp_path):
+    # envelope off: the configured description file alone makes the node build the plan views
+    urdf = resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf'
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'engine.checkpoint:=/nonexistent',
+        'engine.warmup:=false',
+        f'robot_description_file:={urdf}',
+        'plan.link:=tool0',
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    try:
+        assert node.wait_exit(60) != 0, node.log()
+        assert "robot description has no link 'tool0'" in node.log(), node.log()
+        assert 'loading DreamZero' not in node.log()  # refused before the engine is touched
+    finally:
+        node.stop()
