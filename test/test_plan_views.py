@@ -13,7 +13,14 @@ from node_support import Harness
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.plan_geometry import ExecutedPath, box_edges, end_effector_path
+from dreamzero_ros.core.envelope import EnvelopeConfig
+from dreamzero_ros.core.plan_geometry import (
+    ExecutedPath,
+    box_edges,
+    description_fk,
+    end_effector_path,
+    envelope_outline,
+)
 
 LINKS = (0.4, 0.3)
 
@@ -54,6 +61,39 @@ def test_box_edges_outline_the_envelope():
         box_edges(np.ones(3), np.zeros(3))
 
 
+def test_envelope_outline_draws_box_table_and_keep_out():
+    config = EnvelopeConfig(table_height=0.2, keep_out=(((0.5, 0.5, 0.0), (0.7, 0.8, 0.3)),))
+    parts = envelope_outline(config)
+    assert {name: part.shape for name, part in parts.items()} == {
+        'workspace': (12, 2, 3), 'table': (4, 2, 3), 'keep_out': (12, 2, 3),
+    }  # fmt: skip
+    table = parts['table'].reshape(-1, 3)
+    np.testing.assert_allclose(table[:, 2], 0.2)
+    np.testing.assert_allclose(
+        [table[:, :2].min(axis=0), table[:, :2].max(axis=0)], [[-1, -1], [1, 1]]
+    )
+    np.testing.assert_allclose(parts['keep_out'].reshape(-1, 3).max(axis=0), [0.7, 0.8, 0.3])
+    # a table below the workspace box and no keep-out box: the box alone
+    assert list(envelope_outline(EnvelopeConfig(table_height=-0.6))) == ['workspace']
+
+
+def test_description_fk_is_the_flange_of_the_panda_urdf():
+    from importlib import resources
+
+    urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
+    arm = tuple(f'panda_joint{i}' for i in range(1, 8))
+    fk, frame = description_fk(urdf, arm, 'panda_link8', 'panda_link0')
+    assert frame == 'panda_link0'
+    # all joints zero (the URDF's joint origins): up 0.333 + 0.316 + 0.384 m to link 7, out
+    # 0.0825 - 0.0825 + 0.088 m, then the flange 0.107 m below it (pointing down)
+    np.testing.assert_allclose(fk(np.zeros(7)), [0.088, 0.0, 0.926], atol=1e-9)
+    root_fk, root = description_fk(urdf, arm, 'panda_link8')
+    assert root == 'base'
+    np.testing.assert_allclose(root_fk(np.zeros(7)), fk(np.zeros(7)), atol=1e-9)
+    with pytest.raises(ValueError, match="no link 'tool0'"):
+        description_fk(urdf, arm, 'tool0', 'panda_link0')
+
+
 def test_paths_and_envelope_reach_a_subscriber_over_dds():
     from nav_msgs.msg import Path
     import rclpy
@@ -72,7 +112,7 @@ def test_paths_and_envelope_reach_a_subscriber_over_dds():
     harness = Harness('plan_harness')
     try:
         envelope = box_edges(np.array([0.0, -0.5, 0.0]), np.array([0.8, 0.5, 1.0]))
-        views = PlanViews(node, planar_fk, 'panda_link0', envelope)
+        views = PlanViews(node, planar_fk, 'panda_link0', {'workspace': envelope})
         harness.record('plan', Path, '/dreamzero_policy/plan_path')
         harness.record('executed', Path, '/dreamzero_policy/executed_path')
         harness.record('envelope', MarkerArray, '/dreamzero_policy/envelope', LATCHED)

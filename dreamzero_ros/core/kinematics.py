@@ -14,6 +14,7 @@ a point from a joint's axis is at most the length of the kinematic chain between
 from __future__ import annotations
 
 from collections.abc import Sequence
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -25,6 +26,20 @@ def _pinocchio():  # noqa: ANN202 - the module, imported where kinematics are us
     import pinocchio
 
     return pinocchio
+
+
+def root_link(urdf: str) -> str:
+    """The description's root link: the one no joint has as its child (``ValueError`` if none)."""
+    try:
+        robot = ET.fromstring(urdf)
+    except ET.ParseError as error:
+        raise ValueError(f'robot description does not parse: {error}') from None
+    children = {child.get('link') for child in robot.iterfind('joint/child')}
+    links = [link.get('name') for link in robot.iterfind('link')]
+    roots = [name for name in links if name not in children]
+    if len(roots) != 1:
+        raise ValueError(f'robot description needs one root link, has {roots}')
+    return roots[0]
 
 
 class LinkPoints:

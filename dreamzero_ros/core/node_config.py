@@ -35,6 +35,7 @@ from dreamzero_ros.core.imagination import ViewSettings
 from dreamzero_ros.core.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
 from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
+from dreamzero_ros.core.plan_geometry import PlanSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import DELTA_MODES, OUTSIDE_LIMITS_MODES, SafetyLimits
@@ -611,6 +612,7 @@ class NodeSettings:
     )
     step_command: StepCommandSettings = field(default_factory=StepCommandSettings)
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
+    plan: PlanSettings = field(default_factory=PlanSettings)
     action_groups: str = parameter(
         '',
         'Controllers of a robot with several groups (arms, grippers, head, base): a YAML file '

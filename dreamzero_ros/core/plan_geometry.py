@@ -7,18 +7,55 @@
 position in the robot's base frame (metres), e.g. a URDF through a kinematics library.
 :func:`end_effector_path` is the planned path of a chunk's rows; :class:`ExecutedPath` keeps the
 recent measured path, bounded; :func:`box_edges` is the outline of an axis-aligned workspace
-envelope, as line segments.
+envelope, as line segments, and :func:`envelope_outline` that of a whole
+:class:`~dreamzero_ros.core.envelope.EnvelopeConfig`. :class:`PlanSettings` are the node's
+``plan.*`` parameters.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from dreamzero_ros.core.envelope import EnvelopeConfig
+from dreamzero_ros.core.kinematics import LinkPoints, root_link
+from dreamzero_ros.core.parameter_schema import parameter
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """The plan in 3D (``plan.*``)."""
+
+    enabled: bool = parameter(
+        True,
+        'Where the robot description is read (robot_description.source topic or file): publish '
+        '~/plan_path and ~/executed_path (nav_msgs/Path of plan.link) while someone '
+        'subscribes, and the envelope as latched ~/envelope markers.',
+    )
+    link: str = parameter(
+        'panda_link8',
+        'Link of the description whose origin the paths follow (Panda: the flange).',
+    )
+
+
 #: Arm joint positions ``(n,)`` -> end-effector position ``(3,)`` in the base frame, metres.
 ForwardKinematics = Callable[[np.ndarray], np.ndarray]
+
+
+def description_fk(
+    urdf: str, arm_joints: tuple[str, ...], link: str, frame: str = ''
+) -> tuple[ForwardKinematics, str]:
+    """The position of ``link``'s origin in ``frame`` ('' : the root), and the frame's name.
+
+    Raises:
+        ValueError: as :class:`~dreamzero_ros.core.kinematics.LinkPoints` does.
+
+    """
+    points = LinkPoints(urdf, arm_joints, (link,), frame=frame)
+    return (lambda joints: points.positions(joints)[0, 0]), frame or root_link(urdf)
 
 
 def end_effector_path(fk: ForwardKinematics, rows: np.ndarray) -> np.ndarray:
@@ -56,6 +93,11 @@ class ExecutedPath:
         return True
 
     @property
+    def last(self) -> tuple[float, np.ndarray]:
+        """The newest kept point: time, position ``(3,)`` (``IndexError`` while empty)."""
+        return self._points[-1]
+
+    @property
     def times(self) -> np.ndarray:
         """Times of the kept points, seconds."""
         return np.array([time for time, _ in self._points])
@@ -75,3 +117,22 @@ def box_edges(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
                         for i in range(8)])  # fmt: skip
     edges = [(i, i | 1 << axis) for i in range(8) for axis in range(3) if not i >> axis & 1]
     return np.array([[corners[a], corners[b]] for a, b in edges])
+
+
+def envelope_outline(config: EnvelopeConfig) -> dict[str, np.ndarray]:
+    """Segments ``(K, 2, 3)`` of an envelope, by part, in its frame.
+
+    ``workspace``: the box's 12 edges; ``table``: the table plane as the rectangle where it
+    cuts the workspace box (absent when the table lies below the box); ``keep_out``: the 12
+    edges of each keep-out box (absent without one).
+    """
+    low, high = config.workspace_min, config.workspace_max
+    parts = {'workspace': box_edges(low, high)}
+    if config.table_height > low[2]:
+        z = config.table_height
+        corners = np.array([[low[0], low[1], z], [high[0], low[1], z],
+                            [high[0], high[1], z], [low[0], high[1], z]])  # fmt: skip
+        parts['table'] = np.stack([corners, np.roll(corners, -1, axis=0)], axis=1)
+    if config.keep_out:
+        parts['keep_out'] = np.concatenate([box_edges(a, b) for a, b in config.keep_out])
+    return parts

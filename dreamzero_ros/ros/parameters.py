@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from dreamzero_ros.core.parameter_schema import Kind, ParameterSpec
@@ -72,6 +73,21 @@ def descriptor(spec: ParameterSpec) -> ParameterDescriptor:
 def default_value(spec: ParameterSpec) -> object:
     """The default as rclpy declares it (lists for arrays)."""
     return list(spec.default) if spec.kind.is_array else spec.default
+
+
+def declare(node: Node, spec: ParameterSpec) -> None:
+    """Declare ``spec`` on ``node`` with its descriptor and default.
+
+    An empty array is declared by its type, then set: rclpy would infer a byte array from
+    ``[]``, and then refuse any value of the declared type.
+    """
+    default = default_value(spec)
+    if default != []:
+        node.declare_parameter(spec.name, default, descriptor(spec))
+        return
+    declared = node.declare_parameter(spec.name, ros_type(spec), descriptor(spec))
+    if declared.type_ is Parameter.Type.NOT_SET:  # no override given
+        node.set_parameters([Parameter(spec.name, ros_type(spec), [])])
 
 
 def widen(parameter: Parameter, spec: ParameterSpec) -> Parameter:

@@ -23,7 +23,8 @@ Topics (names relative to the node's namespace; ``~`` is the node's private name
   from its odometry) --, ``preview_topic`` (every merged trajectory),
   ``chunk_topic`` (dreamzero_ros/msg/ActionChunk, raw chunks, where built),
   ``step_command.topic`` (optional per-step commands), ``~/status`` (PolicyStatus, where built),
-  ``/diagnostics``.
+  ``~/plan_path``, ``~/executed_path`` and ``~/envelope`` (the plan in 3D, where the robot
+  description is read: :mod:`~dreamzero_ros.ros.plan_views`), ``/diagnostics``.
 
 The cameras (``camera_keys`` mapped to ``camera_topics``), the arm joints and the gripper follow
 the loaded policy: configure fails, saying what differs, when the parameters do not fit it.
@@ -83,6 +84,7 @@ from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicySt
 from dreamzero_ros.ros.group_outputs import GroupOutputs
 from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
+from dreamzero_ros.ros.plan_views import PlanViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.robot_description import load_description
 from dreamzero_ros.ros.ros_compat import add_parameter_callbacks
@@ -147,9 +149,7 @@ class PolicyNode(LifecycleNode):
             raise ValueError(f'{node_name}: {node_config.unknown_parameters_message(unknown)}')
         self._parameter_overrides = parameters.coerce_overrides(self._parameter_overrides, _SPECS)
         for spec in node_config.PARAMETERS:
-            self.declare_parameter(
-                spec.name, parameters.default_value(spec), parameters.descriptor(spec)
-            )
+            parameters.declare(self, spec)
         add_parameter_callbacks(
             self,
             lambda changes: parameters.coerce_parameters(changes, _SPECS),
@@ -184,6 +184,7 @@ class PolicyNode(LifecycleNode):
         self._refused_enable = ''
         self._jump_handle: Any = None
         self._views: ImaginationViews | None = None
+        self._plan_views: PlanViews | None = None
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -284,21 +285,35 @@ class PolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _envelope(self, settings: NodeSettings) -> Envelope | None:
-        """The safety envelope on the robot description (None when envelope.enabled is false)."""
-        if not settings.envelope.enabled:
-            return None
-        if self.robot_description is None:
-            raise ValueError(
-                'envelope.enabled needs the robot description: set robot_description.source '
-                'to topic (robot_state_publisher) or file'
+        """The safety envelope and the plan views on the robot description.
+
+        None when envelope.enabled is false; the plan views where a description was read and
+        plan.enabled.
+        """
+        urdf = self.robot_description.urdf if self.robot_description is not None else None
+        envelope = None
+        if settings.envelope.enabled:
+            if urdf is None:
+                raise ValueError(
+                    'envelope.enabled needs the robot description: set '
+                    'robot_description.source to topic (robot_state_publisher) or file'
+                )
+            envelope = Envelope.from_description(
+                urdf, settings.arm_joint_names, settings.envelope_config
             )
-        envelope = Envelope.from_description(
-            self.robot_description.urdf, settings.arm_joint_names, settings.envelope_config
-        )
-        self.get_logger().info(
-            f'safety envelope on {", ".join(settings.envelope.links)} in '
-            f'{settings.envelope.frame or "the description root"}'
-        )
+            self.get_logger().info(
+                f'safety envelope on {", ".join(settings.envelope.links)} in '
+                f'{settings.envelope.frame or "the description root"}'
+            )
+        if urdf is not None and settings.plan.enabled:
+            self._plan_views = PlanViews.from_description(
+                self,
+                urdf,
+                settings.arm_joint_names,
+                settings.plan.link,
+                settings.envelope_config,
+                settings.envelope.enabled,
+            )
         return envelope
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -367,6 +382,9 @@ class PolicyNode(LifecycleNode):
         if self._views is not None:
             self._views.destroy()
             self._views = None
+        if self._plan_views is not None:
+            self._plan_views.destroy()
+            self._plan_views = None
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
@@ -453,6 +471,8 @@ class PolicyNode(LifecycleNode):
         for subscription in self._joint_states:
             for msg in subscription.take():
                 self._note_input(cache.add_joint_state_message(msg, now))
+                if self._plan_views is not None:
+                    self._plan_views.note_joint_state(msg)
         first = len(self.groups.arm_joints) + len(self.groups.grippers)
         for subscription, group in self._odometry:
             for msg in subscription.take():
@@ -636,6 +656,8 @@ class PolicyNode(LifecycleNode):
             else:
                 step.publish(ROS_MESSAGES.joint_state(to_ns(now), names, arm))
         self._group_outputs.tick(command, self.commanding, bool(self.loop.holding))
+        if self._plan_views is not None:  # after the commands
+            self._plan_views.publish_executed()
 
     def _check_and_query(self, now: float, read_at: float) -> None:
         """Hold if the input went bad; otherwise hand the next observation to the worker.
@@ -752,6 +774,8 @@ class PolicyNode(LifecycleNode):
                     group.rows(plan.velocities),
                 )
             )
+        if self._plan_views is not None:  # after the trajectory
+            self._plan_views.on_plan(stamp, plan.times, plan.rows[:, :arm])
         self.get_logger().debug(
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
@@ -773,6 +797,9 @@ class PolicyNode(LifecycleNode):
         self._outputs['preview'].publish(msg)
         if self.commanding:
             self._group_outputs.send_hold(plan.rows[-1], to_ns(settle))
+        if self._plan_views is not None:
+            now = self._now()
+            self._plan_views.on_plan(now, [now + settle], plan.rows[-1:, : len(arm_names)])
 
     # ------------------------------------------------------------------------ task host
 
