@@ -230,10 +230,15 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
         'safety.joint_upper': [3.0] * 12 + [1.0] * 2,
         'safety.max_step_delta': [0.1] * 14,
     }
-    with pytest.raises(ValueError, match=r'max_velocity/stop_deceleration need one value per arm'):
+    with pytest.raises(ValueError, match=r'max_velocity/stop_deceleration/max_acceleration/'
+                       r'max_jerk need one value per arm'):  # fmt: skip
         build_settings(fitted).check_policy(layout)
+    per_joint = {'max_velocity': 2.0, 'stop_deceleration': 5.0, 'max_acceleration': 10.0,
+                 'max_jerk': 5000.0}  # fmt: skip
+    with pytest.raises(ValueError, match=r'need one value per arm joint each, got max_velocity 12'):
+        build_settings({**fitted, 'safety.max_velocity': [2.0] * 12})
     settings = build_settings(
-        {**fitted, 'safety.max_velocity': [2.0] * 12, 'safety.stop_deceleration': [5.0] * 12}
+        {**fitted, **{f'safety.{name}': [value] * 12 for name, value in per_joint.items()}}
     )
     settings.check_policy(layout)
     cache = settings.cache_for(layout)

@@ -53,6 +53,8 @@ def _parameters(checkpoint, tag, groups, safety):
         'safety.max_step_delta': [0.2] * arm + [1.0] * grippers + [0.05] * velocities,
         'safety.max_velocity': [3.0] * arm,
         'safety.stop_deceleration': [10.0] * arm,
+        'safety.max_acceleration': [10.0] * arm,
+        'safety.max_jerk': [5000.0] * arm,
         # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
         'scheduler.step_duration': 0.5,
         'scheduler.min_replan_period': 1.5,

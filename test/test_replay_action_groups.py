@@ -71,6 +71,8 @@ def test_replay_scores_every_group_of_a_bimanual_robot(tmp_path, capsys, tag, ve
         'safety.max_step_delta': [0.2] * width,
         'safety.max_velocity': [3.0] * len(arm),
         'safety.stop_deceleration': [10.0] * len(arm),
+        'safety.max_acceleration': [10.0] * len(arm),
+        'safety.max_jerk': [5000.0] * len(arm),
         'max_age': 1.0,
     }
     overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]

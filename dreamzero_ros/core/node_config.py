@@ -50,6 +50,9 @@ from dreamzero_ros.core.trajectory import (
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
+#: The safety.* limits with one value per arm joint.
+PER_ARM_JOINT_LIMITS = ('max_velocity', 'stop_deceleration', 'max_acceleration', 'max_jerk')
+
 #: Default node name (the launch file and the console script use it).
 NODE_NAME = 'dreamzero_policy'
 
@@ -659,6 +662,12 @@ class NodeSettings:
             self.group_specs  # noqa: B018 - reads (and so checks) the action groups
         except ValueError as error:
             raise ValueError(f'action_groups: {error}') from error
+        widths = {name: len(getattr(self.safety, name)) for name in PER_ARM_JOINT_LIMITS}
+        if len(set(widths.values())) > 1:
+            raise ValueError(
+                'safety.' + '/'.join(PER_ARM_JOINT_LIMITS) + ' need one value per arm joint '
+                f'each, got {", ".join(f"{n} {w}" for n, w in widths.items())}'
+            )
         if self.action_groups:  # the limits' widths are checked against the policy's groups
             try:
                 self.loop  # noqa: B018 - builds (and so checks) the limits
@@ -669,7 +678,7 @@ class NodeSettings:
         arm = len(self.arm_joint_names)
         if self.robot_description.source == 'file' and not self.robot_description.file:
             raise ValueError('robot_description.source file needs robot_description.file')
-        for name in ('max_velocity', 'stop_deceleration', 'max_acceleration', 'max_jerk'):
+        for name in PER_ARM_JOINT_LIMITS:
             if len(getattr(self.safety, name)) != arm:
                 raise ValueError(
                     f'safety.{name} needs one value per arm joint ({arm}), got '
@@ -789,7 +798,9 @@ class NodeSettings:
             )
         if len(motion.max_velocity) != arm:
             problems.append(
-                f'safety.max_velocity/stop_deceleration need one value per arm joint ({arm}), '
+                'safety.'
+                + '/'.join(PER_ARM_JOINT_LIMITS)
+                + f' need one value per arm joint ({arm}), '
                 f'got {len(motion.max_velocity)}'
             )
         if problems:
