@@ -10,11 +10,12 @@ follows accepted trajectories by time as JTC does (core/jtc.py) and publishes ``
 (arm joints and the gripper joint, positions and velocities) at ``rate_hz``, so that a policy
 node's loop closes; ``/diagnostics`` (status ``<node>: <controller>``) counts the trajectories
 accepted and rejected, every second and at each trajectory. The gripper is commanded through
-``gripper.interface``: a ``control_msgs/action/GripperCommand`` action server (as
-franka_gripper's ``gripper_action`` or ros2_control's GripperActionController; needs
-control_msgs), a std_msgs/Float64 topic, a trajectory_msgs/JointTrajectory topic (a gripper
-trajectory controller: the last point is the target), or none. The fingers move towards their
-target at ``gripper.speed``.
+``gripper.interface``: a trajectory_msgs/JointTrajectory topic (a gripper trajectory
+controller: the last point is the target; the default, which needs only the ROS 2 wheels), a
+``control_msgs/action/GripperCommand`` action server (as franka_gripper's ``gripper_action`` or
+ros2_control's GripperActionController; needs control_msgs), a std_msgs/Float64 topic, or none.
+The fingers move towards their target at ``gripper.speed``. Once up it logs a ``ready:`` line;
+its diagnostics carry ``hardware_id`` ``dreamzero_sim_arm``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_f
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
+#: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
+HARDWARE_ID = 'dreamzero_sim_arm'
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
     'joints': ([f'panda_joint{i}' for i in range(1, 8)], 'Joints of the arm controller.'),
@@ -54,9 +57,12 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     'joint_states_topic': ('joint_states', 'sensor_msgs/JointState output.'),
     'rate_hz': (100.0, 'Update and joint_states rate, Hz.'),
     'gripper.joint': ('panda_finger_joint1', 'Gripper joint in joint_states; empty: no gripper.'),
-    'gripper.interface': ('action', f'One of: {", ".join(GRIPPER_INTERFACES)}.'),
+    'gripper.interface': (
+        'joint_trajectory',
+        f'One of: {", ".join(GRIPPER_INTERFACES)} (action needs control_msgs).',
+    ),
     'gripper.name': (
-        'gripper_action',
+        'gripper_controller/joint_trajectory',
         'Action name (action) or topic (float64, joint_trajectory) of the gripper command.',
     ),
     'gripper.initial_position': (0.04, 'Start position of the gripper joint (Franka: open).'),
@@ -102,6 +108,20 @@ class SimArm(Node):
         self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=group)
         self.create_timer(1.0, self._publish_diagnostics)
         self._create_gripper_interface(value('gripper.interface'), value('gripper.name'), group)
+
+    def ready_line(self) -> str:
+        """What the arm serves, logged once it is up."""
+        gripper = self._value('gripper.interface') if self.gripper_joint else 'none'
+        gripper_text = (
+            f'gripper {self.gripper_joint} by {gripper} on {self._value("gripper.name")}'
+            if gripper != 'none'
+            else 'no gripper command'
+        )
+        controller = self._value('controller')
+        return (
+            f'ready: {len(self.rules.joints)} joints on {controller}/joint_trajectory, '
+            f'{gripper_text}, {self._value("joint_states_topic")} at {self._value("rate_hz"):g} Hz'
+        )
 
     def _value(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -201,7 +221,9 @@ class SimArm(Node):
         )
         message = f'{self.rejected} rejected' if self.rejected else 'every trajectory accepted'
         report = StatusReport(ERROR if self.rejected else OK, message, values)
-        self._diagnostics.publish(diagnostics_msg(self._now(), self._status_name, report))
+        self._diagnostics.publish(
+            diagnostics_msg(self._now(), self._status_name, report, HARDWARE_ID)
+        )
 
     def _tick(self) -> None:
         now = self._now()
@@ -247,6 +269,7 @@ def main(args: list[str] | None = None) -> int:
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
+    node.get_logger().info(node.ready_line())
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
