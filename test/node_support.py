@@ -210,6 +210,10 @@ class Harness:
         self._thread.join(5)
 
 
+#: Camera publishers' QoS: reliable, as image_transport's default (the node reads reliable).
+CAMERA_QOS = 5
+
+
 class RobotStream:
     """Publishes camera frames and joint states from the harness, in a background thread."""
 
@@ -247,7 +251,7 @@ class RobotStream:
             camera: node.create_publisher(
                 CompressedImage if compressed else Image,
                 f'{camera}/compressed' if compressed else camera,
-                qos_profile_sensor_data,
+                CAMERA_QOS,
             )
             for camera in clips
         }

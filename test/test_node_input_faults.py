@@ -12,6 +12,7 @@ the module; the tests run in file order and each leaves the inputs streaming nor
 from diagnostic_msgs.msg import DiagnosticArray
 from node_support import (
     ARM,
+    CAMERA_QOS,
     CONFIG,
     JOINTS,
     NODE,
@@ -156,7 +157,7 @@ def test_malformed_joint_states_are_dropped_at_once_each_with_its_reason(system)
 def test_one_message_from_the_future_does_not_block_the_node(system, clips):
     harness, _, _, node = system
     _trajectories(harness, node, 1, harness.now())
-    camera = harness.node.create_publisher(Image, 'wrist_image_left', qos_profile_sensor_data)
+    camera = harness.node.create_publisher(Image, 'wrist_image_left', CAMERA_QOS)
     joints = harness.node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
     start = harness.now()
     for _ in range(3):  # best effort: send it a few times

@@ -49,6 +49,11 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import ClockChange, JumpThreshold, TimeJump
 from rclpy.duration import Duration
+
+try:
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -59,6 +64,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.camera_rates import CameraRateMonitor
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.gripper import GripperCommander
@@ -66,6 +72,7 @@ from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.repeat_limiter import RepeatLimiter
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
@@ -78,8 +85,9 @@ from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.task_server import TaskServer
 
-#: Camera messages kept between two reads of the inputs: the newest only.
-CAMERA_QUEUE = 1
+#: Least seconds between two warnings of one kind (an input refusal reason, a slow camera);
+#: diagnostics report every change at once.
+WARNING_PERIOD = 10.0
 #: Joint state messages kept between two reads: one control period of a 1 kHz
 #: joint_state_broadcaster at control rates down to 4 Hz, so that joint states split over
 #: several publishers (arm, gripper) all reach the cache.
@@ -89,6 +97,12 @@ LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
+
+
+def _volatile_prompt_writer(event: Any) -> None:
+    """A volatile ~/prompt publisher: the volatile subscription reads it; nothing to say."""
+
+
 #: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
 DELIVERY_TIMEOUT = 0.25
 
@@ -163,6 +177,9 @@ class PolicyNode(LifecycleNode):
         self._outputs: dict[str, Any] = {}
         self._timers: list[Any] = []
         self._last_refusal = ''
+        self._refusal_logged = False
+        self._warnings = RepeatLimiter(WARNING_PERIOD)
+        self._camera_rates: CameraRateMonitor | None = None
         self._gripper: GripperOutput | None = None
         self._gripper_commander: GripperCommander | None = None
         self._last_drop = ''
@@ -174,9 +191,17 @@ class PolicyNode(LifecycleNode):
         )
         self._results_ready = self.create_guard_condition(self._drain_results)
         # ros2 topic pub publishes volatile, which a transient-local reader never matches; a
-        # latched prompt (transient local) is read by the second subscription.
+        # latched prompt (transient local) is read by the second subscription. A volatile
+        # publisher is "incompatible" with that one only: rclpy's warning that no messages will
+        # be received would be false (the first one receives them), so it is not logged.
         self.create_subscription(String, '~/prompt', self._on_prompt, 10)
-        self.create_subscription(String, '~/prompt', self._on_prompt, LATCHED)
+        self.create_subscription(
+            String,
+            '~/prompt',
+            self._on_prompt,
+            LATCHED,
+            event_callbacks=SubscriptionEventCallbacks(incompatible_qos=_volatile_prompt_writer),
+        )
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(SetBool, '~/enable', self._on_enable)
@@ -261,7 +286,7 @@ class PolicyNode(LifecycleNode):
         self._timers.append(
             self.create_timer(1.0 / self.settings.control_rate_hz, self._control_tick)
         )
-        tolerance = max(self.settings.max_skew, 1e-3)
+        tolerance = max(self.settings.skew_limit, 1e-3)
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(
                 min_forward=None,
@@ -270,6 +295,7 @@ class PolicyNode(LifecycleNode):
             ),
             post_callback=self._on_time_jump,
         )
+        self._camera_rates.start(self._now())
         self.lifecycle_state = 'active'
         self.publish_diagnostics()
         return super().on_activate(state)
@@ -280,6 +306,7 @@ class PolicyNode(LifecycleNode):
         self._publish_hold(self.loop.reset(self._now()))
         self._await_delivery()
         self._destroy_timers()
+        self._camera_rates.stop()
         self.lifecycle_state = 'inactive'
         self.publish_diagnostics()
         return super().on_deactivate(state)
@@ -310,6 +337,7 @@ class PolicyNode(LifecycleNode):
         for camera in self._cameras.values():
             camera.destroy()
         self._cameras = {}
+        self._camera_rates = None
         if self._joint_states is not None:
             self._joint_states.destroy()
             self._joint_states = None
@@ -345,8 +373,10 @@ class PolicyNode(LifecycleNode):
                 self,
                 CompressedImage if compressed else Image,
                 f'{topic}/compressed' if compressed else topic,
-                CAMERA_QUEUE,
+                settings.camera_qos.depth,
+                settings.camera_qos.reliability,
             )
+        self._camera_rates = CameraRateMonitor(settings.camera_rates)
         self._joint_states = PolledSubscription(
             self, JointState, settings.joint_states_topic, JOINT_STATE_QUEUE
         )
@@ -396,7 +426,9 @@ class PolicyNode(LifecycleNode):
         """Hand the messages received since the last read to the cache (``now``: receipt)."""
         cache = self.loop.cache
         for camera, subscription in self._cameras.items():
-            for msg in subscription.take():
+            messages = subscription.take()
+            self._camera_rates.record(camera, len(messages), now)
+            for msg in messages:
                 self._note_input(cache.add_image_message(camera, msg, now))
         if self._joint_states is not None:
             for msg in self._joint_states.take():
@@ -416,7 +448,10 @@ class PolicyNode(LifecycleNode):
         """Log a refusal and publish diagnostics at once when its reason changes."""
         if refusal.reason.value != self._last_refusal:
             self._last_refusal = refusal.reason.value
-            self.get_logger().warning(f'input refused: {refusal}')
+            suffix = self._warnings.admit(refusal.reason.value, time.monotonic())
+            self._refusal_logged = suffix is not None
+            if self._refusal_logged:
+                self.get_logger().warning(f'input refused: {refusal}{suffix}')
             self.publish_diagnostics()
 
     def _on_time_jump(self, jump: TimeJump) -> None:
@@ -582,7 +617,8 @@ class PolicyNode(LifecycleNode):
             self._note_refusal(result.refusal)
         elif self._last_refusal and not self.loop.paused:  # paused: inputs not checked
             self._last_refusal = ''
-            self.get_logger().info('input usable again')
+            if self._refusal_logged:  # its refusal was logged
+                self.get_logger().info('input usable again')
         self._publish_hold(result.hold)
         if result.query is not None:
             self.engine_state = 'inferring'
@@ -726,6 +762,14 @@ class PolicyNode(LifecycleNode):
         if self.loop is None:
             return
         now = self._now()
+        rates = self._camera_rates.rates(now) if self._camera_rates is not None else []
+        for rate in rates:
+            if not rate.slow:
+                continue
+            suffix = self._warnings.admit(f'camera {rate.camera}', time.monotonic())
+            if suffix is not None:
+                hint = self._cameras[rate.camera].publisher_problem()
+                self.get_logger().warning(f'{rate}{suffix}: {hint}')
         report = build_report(
             self.loop,
             now,
@@ -734,6 +778,7 @@ class PolicyNode(LifecycleNode):
             enabled=self.enabled,
             dry_run=self.dry_run,
             task=self._tasks.instruction,
+            camera_rates=rates,
         )
         self._diagnostics.publish(
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
