@@ -5,7 +5,8 @@
 
 A publisher process sends ``--frames`` rgb8 frames at ``--rate`` Hz; this process reads them
 as the policy node does (:class:`~dreamzero_ros.ros.polled_inputs.PolledSubscription`, taken
-at ``--read-rate`` Hz) and counts the distinct frames it got. Each size runs three ways: a
+at ``--read-rate`` Hz) and counts the distinct frames it got, and how old they were when read
+(stamp to read, which includes up to one read period of waiting). Each size runs three ways: a
 best-effort publisher (``qos_profile_sensor_data``, many drivers) and a reliable one (the
 image_transport default) to a best-effort reader, and a reliable publisher to a reliable
 reader. Whatever DDS the environment selects (default: Fast DDS with its default settings).
@@ -62,27 +63,33 @@ def publish(size: str, frames: int, rate: float, reliability: str, wait: float) 
 
 def measure(
     node, size: str, frames: int, rate: float, read_rate: float, depth: int, pair: tuple
-) -> tuple[int, float]:
-    """Frames received (distinct) and the run's seconds, for one publisher/reader pair."""
+) -> tuple[int, list[float]]:
+    """Frames received (distinct) and their ages when read, s, for one publisher/reader pair."""
     writer, reader = pair
     subscription = PolledSubscription(node, Image, TOPIC, depth, reader)
     publisher = subprocess.Popen(
         [sys.executable, __file__, '--publish', size, '--frames', str(frames),
          '--rate', str(rate), '--writer', writer],
     )  # fmt: skip
-    seen: set[str] = set()
-    start = time.monotonic()
+    ages: dict[str, float] = {}
+
+    def read() -> None:
+        now = node.get_clock().now().nanoseconds * 1e-9
+        for msg in subscription.take():
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            ages.setdefault(msg.header.frame_id, now - stamp)
+
     try:
         while publisher.poll() is None:
             rclpy.spin_once(node, timeout_sec=0.0)
-            seen.update(msg.header.frame_id for msg in subscription.take())
+            read()
             time.sleep(1.0 / read_rate)
-        seen.update(msg.header.frame_id for msg in subscription.take())
+        read()
     finally:
         if publisher.poll() is None:
             publisher.kill()
         subscription.destroy()
-    return len(seen), time.monotonic() - start
+    return len(ages), list(ages.values())
 
 
 def main() -> int:
@@ -104,19 +111,27 @@ def main() -> int:
         f'{options.frames} rgb8 frames at {options.rate:g} Hz per run, read at '
         f'{options.read_rate:g} Hz, reader depth {options.depth}'
     )
-    print(f'{"size":>10} {"publisher":>12} {"reader":>12} {"received":>10} {"fraction":>9}')
+    print(
+        f'{"size":>10} {"publisher":>12} {"reader":>12} {"received":>10} {"fraction":>9} '
+        f'{"age p50/p95 ms":>15}'
+    )
     for size in options.sizes:
         baseline = None
         for pair in PAIRS:
-            received, _ = measure(
+            received, ages = measure(
                 node, size, options.frames, options.rate, options.read_rate, options.depth, pair
             )
             fraction = received / options.frames
             baseline = fraction if baseline is None else baseline
             ratio = f'  x{fraction / baseline:.2f} of best_effort' if baseline else ''
+            age = (
+                f'{np.percentile(ages, 50) * 1e3:.0f}/{np.percentile(ages, 95) * 1e3:.0f}'
+                if ages
+                else '-'
+            )
             print(
                 f'{size:>10} {pair[0]:>12} {pair[1]:>12} {received:>5}/{options.frames:<4} '
-                f'{fraction:>8.0%}{ratio}',
+                f'{fraction:>8.0%} {age:>15}{ratio}',
                 flush=True,
             )
     node.destroy_node()

@@ -36,7 +36,7 @@ from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 TIMEOUT = 60.0  # generous: the CPU is shared with other test processes
 MAX_DELTA = 0.1  # safety.max_step_delta of the arm joints (default)
 #: A Franka pose with joint 4 at +0.40 rad, above its upper limit -0.0698 rad.
-POSE = [0.0, -0.3, 0.0, 0.40, 0.0, 1.9, 0.8, 0.5]
+POSE = [0.0, -0.3, 0.0, 0.40, 0.0, 1.9, 0.8, 0.02]  # finger half open
 
 
 @pytest.fixture(scope='module')

@@ -49,11 +49,6 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import ClockChange, JumpThreshold, TimeJump
 from rclpy.duration import Duration
-
-try:
-    from rclpy.event_handler import SubscriptionEventCallbacks
-except ImportError:  # Humble
-    from rclpy.qos_event import SubscriptionEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -85,6 +80,11 @@ from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.task_server import TaskServer
 
+try:
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import SubscriptionEventCallbacks
+
 #: Least seconds between two warnings of one kind (an input refusal reason, a slow camera);
 #: diagnostics report every change at once.
 WARNING_PERIOD = 10.0
@@ -97,14 +97,12 @@ LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
+#: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
+DELIVERY_TIMEOUT = 0.25
 
 
 def _volatile_prompt_writer(event: Any) -> None:
     """A volatile ~/prompt publisher: the volatile subscription reads it; nothing to say."""
-
-
-#: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
-DELIVERY_TIMEOUT = 0.25
 
 
 @dataclass(frozen=True)
