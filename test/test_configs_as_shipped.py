@@ -6,15 +6,16 @@
 Three processes over DDS, the ones ``launch/sim.launch.py`` starts: the policy node on the
 config file, ``dreamzero-sim-arm`` with the parameters made from that file, and
 ``dreamzero-demo-stream`` publishing the cameras. Only what needs a real checkpoint or a GPU is
-overridden (a tiny random-weight checkpoint on the CPU), plus droid.yaml's gripper action where
-control_msgs is not installed; every other parameter is read back from the node and must be
-the file's.
+overridden (a tiny random-weight checkpoint on the CPU); droid.yaml's gripper action runs on
+control_msgs built from source (interface_support). Every other parameter is read back from the
+node and must be the file's.
 """
 
 import json
 import subprocess
 import sys
 
+from interface_support import control_msgs_env
 from node_support import CONFIG, NODE, Harness, NodeProcess, ros_env
 import pytest
 
@@ -36,14 +37,6 @@ CPU_ENGINE = {
 }
 
 
-def _has_control_msgs() -> bool:
-    try:
-        import control_msgs.action  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _ros_arg(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -55,7 +48,7 @@ def _ros_arg(value) -> str:
 
 
 @pytest.mark.parametrize('name', ['cpu_small.yaml', 'droid.yaml'])
-def test_shipped_config_drives_the_simulated_arm(tmp_path, name):
+def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, name):
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import String
     from std_srvs.srv import SetBool
@@ -69,9 +62,8 @@ def test_shipped_config_drives_the_simulated_arm(tmp_path, name):
         overrides.update(CPU_ENGINE)
         assert shipped['gripper.interface'] == 'action'
         assert shipped['gripper.command_name'] == 'panda_gripper/gripper_action'
-        if not _has_control_msgs():  # no wheel here: the gripper on its trajectory topic
-            overrides['gripper.interface'] = 'joint_trajectory'
-            overrides['gripper.command_name'] = 'gripper_controller/joint_trajectory'
+        for key, value in control_msgs_env().items():  # no wheel: built from source
+            monkeypatch.setenv(key, value)
     config = {**shipped, **overrides}
     arm_parameters = sim_arm_parameters(config)
     assert arm_parameters['gripper.joint'] == shipped['gripper_joint_name']
@@ -133,6 +125,10 @@ def test_shipped_config_drives_the_simulated_arm(tmp_path, name):
             lambda: accepted() >= CHUNKS, TIMEOUT, f'{CHUNKS} trajectories accepted', log
         )
         assert harness.messages('rejected') == [], log()
+        if shipped.get('gripper.interface') == 'action':  # the goal reached the action server
+            arm_log = tmp_path / 'arm.log'
+            harness.wait_for(lambda: 'gripper goal: position' in arm_log.read_text(), 30,
+                             'a GripperCommand goal', log)  # fmt: skip
         assert 'missing' not in node.log(), log()
     finally:
         node.stop()

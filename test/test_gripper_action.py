@@ -75,6 +75,7 @@ def test_gripper_goals_close_when_the_policy_says_one(tmp_path, monkeypatch):
             'gripper_joint_name:=panda_finger_joint1',
             'gripper_range:=[0.04, 0.0]',
             'gripper.interface:=action',
+            'gripper.command_name:=gripper_action',
             params_file=CONFIG / 'cpu_small.yaml',
         )
         harness.wait_for(lambda: abs(gripper()) < 1e-4, TIMEOUT, 'the gripper to close', log)
