@@ -9,6 +9,7 @@ trajectory at 15 Hz and records what the node publishes.
 """
 
 import socket
+import time
 
 from node_support import ARM, CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
 import numpy as np
@@ -279,6 +280,9 @@ def test_prompt_topic_is_latched_and_sets_the_parameter(system):
         'prompt parameter to follow the topic',
         node.log,
     )
+    # both subscriptions read a latched publisher: the prompt is applied once
+    time.sleep(1.0)  # the second delivery arrives within milliseconds of the first
+    assert node.log().count("prompt: 'put the marker in the cup'") == 1, node.log()
     harness.node.destroy_publisher(publisher)
 
 

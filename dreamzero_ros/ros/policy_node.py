@@ -99,6 +99,9 @@ LATCHED = QoSProfile(
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
 #: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
 DELIVERY_TIMEOUT = 0.25
+#: A prompt equal to the last one, read by the other ~/prompt subscription within this many
+#: seconds, is the same latched sample (delivered to both), not a new prompt.
+DUPLICATE_PROMPT_WINDOW = 1.0
 
 
 def _volatile_prompt_writer(event: Any) -> None:
@@ -191,12 +194,14 @@ class PolicyNode(LifecycleNode):
         # ros2 topic pub publishes volatile, which a transient-local reader never matches; a
         # latched prompt (transient local) is read by the second subscription. A volatile
         # publisher is "incompatible" with that one only: rclpy's warning that no messages will
-        # be received would be false (the first one receives them), so it is not logged.
-        self.create_subscription(String, '~/prompt', self._on_prompt, 10)
+        # be received would be false (the first one receives them), so it is not logged. A
+        # latched publisher reaches both: its message is used once.
+        self._last_prompt: tuple[str, str, float] | None = None
+        self.create_subscription(String, '~/prompt', lambda msg: self._on_prompt(msg, 'v'), 10)
         self.create_subscription(
             String,
             '~/prompt',
-            self._on_prompt,
+            lambda msg: self._on_prompt(msg, 'l'),
             LATCHED,
             event_callbacks=SubscriptionEventCallbacks(incompatible_qos=_volatile_prompt_writer),
         )
@@ -471,7 +476,14 @@ class PolicyNode(LifecycleNode):
         self._reset_policy_session(self.loop.holding)
         self.publish_diagnostics()
 
-    def _on_prompt(self, msg: String) -> None:
+    def _on_prompt(self, msg: String, reader: str) -> None:
+        """A prompt from reader ``v`` (volatile) or ``l`` (latched); one sample reaches both."""
+        now = time.monotonic()
+        last = self._last_prompt
+        self._last_prompt = (msg.data, reader, now)
+        if last is not None and last[0] == msg.data and last[1] != reader:
+            if now - last[2] < DUPLICATE_PROMPT_WINDOW:
+                return  # the same sample through the other subscription
         self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
 
     def _on_estop(self, msg: Bool) -> None:
