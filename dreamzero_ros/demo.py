@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import cached_random_checkpoint
 
@@ -119,6 +119,20 @@ class DemoArm:
             rejected_topic=f'/{self.node_name}/rejected',
             diagnostics_name=f'{self.node_name}: {self.controller}',
         )
+
+
+def _stream_gripper_parameters() -> list[str]:
+    """Node overrides for the demo stream's gripper, where no simulated arm runs.
+
+    The stream's joint states are then the robot: its gripper joint is the node's default,
+    normalised one (config/cpu_small.yaml names the simulated arm's finger).
+    """
+    settings = NodeSettings()
+    return [
+        f'gripper_joint_name:={settings.gripper_joint_name}',
+        f'gripper_range:={_list(settings.gripper_range)}',
+        'gripper.interface:=none',
+    ]
 
 
 def _list(values: tuple) -> str:
@@ -307,7 +321,7 @@ def demo_system(
         else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
     )
     overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false']
-    overrides += arm.node_parameters() if arm is not None else []
+    overrides += arm.node_parameters() if arm is not None else _stream_gripper_parameters()
     node_args = ['dreamzero_ros.ros.policy_node_main', '--ros-args', '--params-file', str(config)]
     for override in [*overrides, *node_parameters]:
         node_args += ['-p', override]

@@ -8,6 +8,13 @@ Examples (two GPUs: the unconditional CFG branch on the second; the DiT split ov
     ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 cfg_parallel:=2
     ros2 launch dreamzero_ros dreamzero.launch.py checkpoint:=/data/dz gpus:=0,1 tensor_parallel:=2
 
+The node is a managed (lifecycle) node, started as launch_ros ``LifecycleNode``, so that
+``ros2 lifecycle`` and lifecycle managers see it as any other. Its ``autostart`` parameter (the
+config's, or the ``autostart`` argument) is the one mechanism that configures and activates it
+at start-up; launch_ros's own lifecycle autostart (Kilted and later) stays off. With
+``autostart:=false`` it waits, unconfigured, for ``ros2 lifecycle set <node> configure`` or a
+lifecycle manager.
+
 The config file is checked before anything starts: an unknown parameter or a bad value stops
 the launch. SIGTERM to ``ros2 launch`` stops the node as Ctrl-C does (it holds, then exits);
 if launch is killed outright, the node notices its parent's end and does the same.
@@ -18,7 +25,7 @@ from pathlib import Path
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch_ros.actions import LifecycleNode
 
 from dreamzero_ros.core.launch_plan import plan_launch
 from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
@@ -81,6 +88,12 @@ ARGUMENTS = {
         '',
         'true publishes trajectories on the preview topic only; empty keeps the config value.',
     ),
+    'autostart': (
+        '',
+        'true: the node configures and activates itself at start-up; false: it waits for '
+        'lifecycle transitions (ros2 lifecycle, a lifecycle manager); empty keeps the config '
+        'value.',
+    ),
     'namespace': ('', 'Namespace of the node and its topics.'),
 }
 
@@ -91,7 +104,7 @@ def _launch_setup(context: LaunchContext) -> list:
     namespace = args.pop('namespace')
     plan = plan_launch(read_params_file(config), **args)
     return [
-        Node(
+        LifecycleNode(
             package='dreamzero_ros',
             executable='dreamzero-policy-node',
             name=NODE_NAME,

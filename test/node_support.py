@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
 NODE = '/dreamzero_policy'
 ARM = [f'panda_joint{i}' for i in range(1, 8)]
-JOINTS = [*ARM, 'panda_gripper']
+#: The arm and the Franka hand's finger (config/cpu_small.yaml; 0.04 m open .. 0.0 closed).
+JOINTS = [*ARM, 'panda_finger_joint1']
+FINGER_OPEN = 0.04
 
 
 def ros_env() -> dict[str, str]:
@@ -212,6 +214,10 @@ class Harness:
         self._thread.join(5)
 
 
+#: Camera publishers' QoS: reliable, as image_transport's default (the node reads reliable).
+CAMERA_QOS = 5
+
+
 class RobotStream:
     """Publishes camera frames and joint states from the harness, in a background thread."""
 
@@ -249,7 +255,7 @@ class RobotStream:
             camera: node.create_publisher(
                 CompressedImage if compressed else Image,
                 f'{camera}/compressed' if compressed else camera,
-                qos_profile_sensor_data,
+                CAMERA_QOS,
             )
             for camera in clips
         }
@@ -289,7 +295,8 @@ class RobotStream:
                     positions = list(self.joint_positions(now))
                 else:
                     joints, gripper = demo_joint_trajectory(np.array([now - start]))
-                    positions = [*joints[0], *gripper[0]]
+                    # the demo's gripper signal (0 open .. 1 closed) as the finger's opening
+                    positions = [*joints[0], FINGER_OPEN * (1.0 - gripper[0][0])]
                 state = JointState(name=self.joint_names, position=positions)
                 state.header.stamp = to_time(now)
                 self._joints.publish(state)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dreamzero_ros.core.launch_plan import parse_gpus, plan_launch
+from dreamzero_ros.core.launch_plan import parse_gpus, plan_launch, sim_arm_parameters
 from dreamzero_ros.core.node_config import read_params_file
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
@@ -109,3 +109,28 @@ def test_bad_config_values_stop_the_launch():
     config = {**read_params_file(CONFIG / 'cpu_small.yaml'), 'max_age': 'soon'}
     with pytest.raises(ValueError, match="max_age: expected a double, got 'soon'"):
         plan_launch(config)
+
+
+def test_autostart_argument_sets_the_node_parameter():
+    assert plan_launch({}, autostart='false').node_parameters['autostart'] is False
+    assert plan_launch({}, autostart='true').node_parameters['autostart'] is True
+    with pytest.raises(ValueError, match='expected true or false'):
+        plan_launch({}, autostart='maybe')
+
+
+@pytest.mark.parametrize('name', ['cpu_small.yaml', 'droid.yaml'])
+def test_the_simulated_arm_is_made_to_match_the_config(name):
+    config = read_params_file(CONFIG / name)
+    arm = sim_arm_parameters(config)
+    assert arm['joints'] == [f'panda_joint{i}' for i in range(1, 8)]
+    assert arm['controller'] == 'joint_trajectory_controller'
+    assert arm['joint_states_topic'] == 'joint_states'
+    assert arm['gripper.joint'] == config['gripper_joint_name'] == 'panda_finger_joint1'
+    assert arm['gripper.initial_position'] == 0.04  # the Franka hand starts open
+    assert arm['gripper.interface'] == config['gripper.interface']
+    assert arm['gripper.name'] == config['gripper.command_name']
+
+
+def test_the_simulated_arm_needs_a_joint_trajectory_topic():
+    with pytest.raises(ValueError, match='<controller>/joint_trajectory'):
+        sim_arm_parameters({'trajectory_topic': 'arm/commands'})

@@ -42,7 +42,8 @@ def test_gripper_goals_close_when_the_policy_says_one(tmp_path, monkeypatch):
     )  # fmt: skip
     arm = subprocess.Popen(
         [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-         '-p', 'gripper.interface:=action', '-p', 'gripper.speed:=0.2'],
+         '-p', 'gripper.interface:=action', '-p', 'gripper.name:=gripper_action',
+         '-p', 'gripper.speed:=0.2'],
         env=env, stdout=logs['arm'], stderr=subprocess.STDOUT,
     )  # fmt: skip
     harness = Harness('gripper_action_harness')
@@ -74,6 +75,7 @@ def test_gripper_goals_close_when_the_policy_says_one(tmp_path, monkeypatch):
             'gripper_joint_name:=panda_finger_joint1',
             'gripper_range:=[0.04, 0.0]',
             'gripper.interface:=action',
+            'gripper.command_name:=gripper_action',
             params_file=CONFIG / 'cpu_small.yaml',
         )
         harness.wait_for(lambda: abs(gripper()) < 1e-4, TIMEOUT, 'the gripper to close', log)

@@ -34,6 +34,7 @@ REQUIRED_ARGUMENTS = {
     'openpi_port',
     'use_sim_time',
     'dry_run',
+    'autostart',
 }
 
 
@@ -71,6 +72,24 @@ def test_launch_arguments_are_declared_and_described():
                 assert isinstance(text, str) and len(text) > 10
 
 
+def test_the_node_is_launched_as_a_lifecycle_node_brought_up_by_its_own_autostart():
+    """One mechanism in charge: the node's autostart parameter, never launch_ros's."""
+    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):
+        tree = ast.parse(path.read_text())
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'LifecycleNode'
+        ]
+        assert calls, path
+        for call in calls:
+            keywords = {keyword.arg for keyword in call.keywords}
+            assert {'name', 'namespace'} <= keywords, path  # both required by launch_ros
+            assert 'autostart' not in keywords, path
+    assert plan_launch({}, autostart='false').node_parameters['autostart'] is False
+    assert 'autostart' not in plan_launch({}).node_parameters
+
+
 def _require_launch_ros():
     pytest.importorskip(
         'launch_ros', reason='launch_ros has no PyPI wheel; runs with a ROS 2 install'
@@ -80,7 +99,7 @@ def _require_launch_ros():
 def test_launch_description_plans_the_node_and_its_gpus(tmp_path):
     _require_launch_ros()
     from launch.actions import OpaqueFunction
-    from launch_ros.actions import Node
+    from launch_ros.actions import LifecycleNode
 
     from launch import LaunchContext
 
@@ -98,7 +117,7 @@ def test_launch_description_plans_the_node_and_its_gpus(tmp_path):
     )  # fmt: skip
     setup = [e for e in description.entities if isinstance(e, OpaqueFunction)][-1]
     (node,) = setup.execute(context)
-    assert isinstance(node, Node)
+    assert isinstance(node, LifecycleNode)  # a managed node to ros2 lifecycle and managers
     env = {
         ''.join(part.perform(context) for part in key): ''.join(
             part.perform(context) for part in value
@@ -268,3 +287,48 @@ def test_out_of_range_override_stops_the_node_naming_the_range(tmp_path):
     assert node.wait_exit(30) == 2
     assert 'control_rate_hz: 5000.0 is outside the range [0.1, 1000.0]' in node.log()
     node.stop()
+
+
+def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harness, tmp_path):
+    """``autostart:=false namespace:=robot1``: unconfigured until a manager brings it up."""
+    _require_launch_ros()
+    from lifecycle_msgs.msg import TransitionEvent
+
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    node = '/robot1/dreamzero_policy'
+    harness.record('transitions', TransitionEvent, f'{node}/transition_event')
+    log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, '-c', _RUN_LAUNCH, str(LAUNCH_FILE),
+         f'config:={CONFIG / "cpu_small.yaml"}', f'checkpoint:={checkpoint}', 'dry_run:=true',
+         'autostart:=false', 'namespace:=robot1'],
+        stdout=log, stderr=subprocess.STDOUT, env=ros_env(),
+    )  # fmt: skip
+    try:
+        names = lambda: {name for name, _ in harness.node.get_service_names_and_types()}  # noqa: E731
+        harness.wait_for(
+            lambda: f'{node}/change_state' in names(),
+            60,
+            'the lifecycle services',
+            lambda: (tmp_path / 'launch.log').read_text(),
+        )
+        assert harness.lifecycle_state(node) == 'unconfigured'
+        assert harness.change_state(node, 'configure') and harness.change_state(node, 'activate')
+        assert harness.lifecycle_state(node) == 'active'
+        harness.wait_for(
+            lambda: (
+                [m.goal_state.label for m in harness.messages('transitions')][-1:] == ['active']
+            ),
+            10,
+            'the transition events launch_ros listens to',
+            lambda: (tmp_path / 'launch.log').read_text(),
+        )
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()

@@ -74,3 +74,22 @@ def test_sigterm_to_launch_interrupts_and_waits_for_the_children(tmp_path):
     assert record.read_text().splitlines() == ['started', 'SIGINT'], output
     assert 'orphaned' not in output, output
     assert Path(record).exists()
+
+
+def test_the_signal_manager_is_where_the_handling_looks_for_it():
+    """The guarded private name still exists in the installed launch; a manager is found there."""
+    pytest.importorskip('launch.actions', reason='launch has no PyPI wheel; needs ROS 2')
+    import asyncio
+
+    from launch.utilities.signal_management import AsyncSafeSignalManager
+
+    from dreamzero_ros.ros.launch_signals import CURRENT_MANAGER
+
+    assert getattr(AsyncSafeSignalManager, CURRENT_MANAGER) is None  # none running
+    loop = asyncio.new_event_loop()
+    try:
+        with AsyncSafeSignalManager(loop) as manager:
+            assert getattr(AsyncSafeSignalManager, CURRENT_MANAGER) is manager
+            assert manager.handle(signal.SIGTERM, None) is None  # the public removal
+    finally:
+        loop.close()

@@ -12,6 +12,7 @@ the module; the tests run in file order and each leaves the inputs streaming nor
 from diagnostic_msgs.msg import DiagnosticArray
 from node_support import (
     ARM,
+    CAMERA_QOS,
     CONFIG,
     JOINTS,
     NODE,
@@ -35,7 +36,7 @@ from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 TIMEOUT = 60.0  # generous: the CPU is shared with other test processes
 MAX_DELTA = 0.1  # safety.max_step_delta of the arm joints (default)
 #: A Franka pose with joint 4 at +0.40 rad, above its upper limit -0.0698 rad.
-POSE = [0.0, -0.3, 0.0, 0.40, 0.0, 1.9, 0.8, 0.5]
+POSE = [0.0, -0.3, 0.0, 0.40, 0.0, 1.9, 0.8, 0.02]  # finger half open
 
 
 @pytest.fixture(scope='module')
@@ -156,7 +157,7 @@ def test_malformed_joint_states_are_dropped_at_once_each_with_its_reason(system)
 def test_one_message_from_the_future_does_not_block_the_node(system, clips):
     harness, _, _, node = system
     _trajectories(harness, node, 1, harness.now())
-    camera = harness.node.create_publisher(Image, 'wrist_image_left', qos_profile_sensor_data)
+    camera = harness.node.create_publisher(Image, 'wrist_image_left', CAMERA_QOS)
     joints = harness.node.create_publisher(JointState, 'joint_states', qos_profile_sensor_data)
     start = harness.now()
     for _ in range(3):  # best effort: send it a few times

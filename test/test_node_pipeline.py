@@ -9,6 +9,7 @@ trajectory at 15 Hz and records what the node publishes.
 """
 
 import socket
+import time
 
 from node_support import ARM, CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
 import numpy as np
@@ -271,6 +272,8 @@ def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):
         'prompt parameter to follow a volatile publisher',
         node.log,
     )
+    # the latched subscription does not match it, the volatile one reads it: no false warning
+    assert 'incompatible QoS' not in node.log() and 'No messages will' not in node.log()
     harness.node.destroy_publisher(publisher)
 
 
@@ -286,6 +289,9 @@ def test_prompt_topic_is_latched_and_sets_the_parameter(system):
         'prompt parameter to follow the topic',
         node.log,
     )
+    # both subscriptions read a latched publisher: the prompt is applied once
+    time.sleep(1.0)  # the second delivery arrives within milliseconds of the first
+    assert node.log().count("prompt: 'put the marker in the cup'") == 1, node.log()
     harness.node.destroy_publisher(publisher)
 
 

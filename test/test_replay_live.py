@@ -136,6 +136,10 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
         tmp_path / 'node.log',
         'use_sim_time:=true',
         f'engine.checkpoint:={checkpoint}',
+        # the demo bag's gripper is the normalised panda_gripper, not the sim arm's finger
+        'gripper_joint_name:=panda_gripper',
+        'gripper_range:=[0.0, 1.0]',
+        'gripper.interface:=none',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     out = tmp_path / 'recorded'

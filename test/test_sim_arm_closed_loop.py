@@ -108,6 +108,15 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
     )
     harness.wait_for(lambda: len(harness.messages('states')) > 50, 10, 'joint states', log)
     assert harness.messages('rejected') == [], log()
+    # the arm's diagnostics are its own hardware, not the policy node's
+    hardware = {
+        status.name.split(':')[0]: status.hardware_id
+        for array in harness.messages('diagnostics')
+        for status in array.status
+    }
+    assert hardware['sim_arm'] == 'dreamzero_sim_arm', hardware
+    assert hardware['dreamzero_policy'] == 'dreamzero', hardware
+    assert 'ready: 7 joints on joint_trajectory_controller/joint_trajectory' in log()
     states = harness.messages('states')
     stamps = np.array([_seconds(s.header.stamp) for s in states])
     positions = np.array([s.position[:7] for s in states])

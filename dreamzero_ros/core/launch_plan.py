@@ -1,12 +1,16 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""What ``dreamzero.launch.py`` starts, computed from its arguments without ROS.
+"""What the launch files start, computed from their arguments without ROS.
 
-One process: the policy node. With CFG or tensor parallel it starts its worker ranks itself at
-each configure (:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first
-GPU (``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``), one
-per rank.
+``dreamzero.launch.py`` starts one process: the policy node, as a lifecycle node. With CFG or
+tensor parallel it starts its worker ranks itself at each configure
+(:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first GPU
+(``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``), one per
+rank. The node's ``autostart`` parameter (configure and activate at start-up) is the one
+mechanism that brings it up; launch_ros's own lifecycle autostart is left off, and
+``autostart:=false`` leaves the transitions to ``ros2 lifecycle`` or a lifecycle manager.
+``sim.launch.py`` adds the simulated arm (:func:`sim_arm_parameters`) and the camera stream.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ def plan_launch(
     cfg_parallel: str = '',
     tensor_parallel: str = '',
     dry_run: str = '',
+    autostart: str = '',
     use_sim_time: str = 'false',
     openpi_bridge: str = '',
     openpi_port: str = '',
@@ -94,6 +99,8 @@ def plan_launch(
             parameters[f'engine.{name}'] = _integer(name, value)
     if dry_run:
         parameters['dry_run'] = _truthy(dry_run)
+    if autostart:
+        parameters['autostart'] = _truthy(autostart)
     if openpi_bridge:
         parameters['openpi_bridge.enabled'] = _truthy(openpi_bridge)
     if openpi_port:
@@ -119,3 +126,34 @@ def plan_launch(
         parameters['engine.worker_gpus'] = ','.join(gpu_list[1:world_size])
         node_env['CUDA_VISIBLE_DEVICES'] = gpu_list[0]
     return LaunchPlan(parameters, node_env)
+
+
+def sim_arm_parameters(config: dict[str, Any]) -> dict[str, Any]:
+    """``dreamzero-sim-arm`` parameters that make the simulated arm the robot of ``config``.
+
+    Its joints, controller, joint-state topic and gripper (joint, open position, command
+    interface and name) follow the node's parameters, so that the two agree by construction.
+
+    Raises:
+        ValueError: a config the simulated arm cannot serve (a trajectory topic not ending in
+            ``/joint_trajectory``).
+
+    """
+    settings = build_settings(config)
+    controller, _, leaf = settings.trajectory_topic.rpartition('/')
+    if leaf != 'joint_trajectory' or not controller:
+        raise ValueError(
+            f'the simulated arm serves <controller>/joint_trajectory, not '
+            f'{settings.trajectory_topic!r}'
+        )
+    parameters: dict[str, Any] = {
+        'joints': list(settings.arm_joint_names),
+        'controller': controller,
+        'joint_states_topic': settings.joint_states_topic,
+        'gripper.joint': settings.gripper_joint_name,
+    }
+    if settings.gripper_joint_name:
+        parameters['gripper.initial_position'] = float(settings.gripper_range[0])
+        parameters['gripper.interface'] = settings.gripper.interface
+        parameters['gripper.name'] = settings.gripper.command_name
+    return parameters

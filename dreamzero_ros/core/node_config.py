@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 import functools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,10 @@ from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: The safety.* limits with one value per arm joint.
 PER_ARM_JOINT_LIMITS = ('max_velocity', 'stop_deceleration', 'max_acceleration', 'max_jerk')
+#: ``max_skew`` 0 means the larger of this, seconds, and SKEW_PERIODS periods of the slowest
+#: camera: 0.2 s for cameras of 7.5 Hz and faster, 0.3 s at 5 Hz.
+DEFAULT_MAX_SKEW = 0.2
+SKEW_PERIODS = 1.5
 
 #: Default node name (the launch file and the console script use it).
 NODE_NAME = 'dreamzero_policy'
@@ -79,6 +84,25 @@ class StepCommandSettings:
     )
     topic: str = parameter(
         'forward_position_controller/commands', 'Topic of the per-step commands.'
+    )
+
+
+@dataclass(frozen=True)
+class CameraQoSSettings:
+    """QoS of the camera subscriptions (``camera_qos.*``); docs/policy_node.md, Cameras."""
+
+    reliability: str = parameter(
+        'reliable',
+        'reliable: lost fragments of a frame are resent (raw 720p/1080p frames arrive; matches '
+        'reliable publishers only, the image_transport default); best_effort: matches every '
+        'publisher, but default Fast DDS drops most large frames (benchmarks/camera_qos.py).',
+        choices=('reliable', 'best_effort'),
+    )
+    depth: int = parameter(
+        3,
+        'Frames per camera the middleware keeps between two reads of the inputs (KEEP_LAST); '
+        'at least the frames a camera publishes per control period, plus one.',
+        range=(1, 100),
     )
 
 
@@ -537,6 +561,14 @@ class NodeSettings:
         "The policy's camera (checkpoint video key) of each of camera_topics; they must be the "
         "cameras the policy reads (DROID's by default).",
     )
+    camera_rates_hz: tuple[float, ...] = parameter(
+        (15.0,),
+        'Expected frame rate of each of camera_topics, Hz (one value: every camera). A camera '
+        'received below 0.7 of it is reported (diagnostics, warning); the slowest sets the '
+        'max_skew default and the least max_age.',
+        range=(0.1, 1000.0),
+    )
+    camera_qos: CameraQoSSettings = field(default_factory=CameraQoSSettings)
     image_transport: str = parameter(
         'raw',
         'raw: sensor_msgs/Image on each camera topic; compressed: '
@@ -570,9 +602,11 @@ class NodeSettings:
         0.5, 'Seconds after which a camera frame or joint state is stale.', range=(0.001, 3600.0)
     )
     max_skew: float = parameter(
-        0.2,
+        0.0,
         'Largest allowed spread, seconds, between the stamps of all inputs; a message stamped '
-        'further ahead of the clock at its receipt is dropped.',
+        'further ahead of the clock at its receipt is dropped. 0: from camera_rates_hz, the '
+        'larger of 0.2 s and 1.5 periods of the slowest camera; a value not above one period '
+        'of the slowest camera is refused at configure.',
         range=_SECONDS,
     )
     image_height: int = parameter(
@@ -656,6 +690,7 @@ class NodeSettings:
             )
         if len(self.prompt) > self.max_prompt_length:
             raise ValueError(prompt_too_long('prompt', self.prompt, self.max_prompt_length))
+        self._check_camera_timing()
         if len(self.gripper_range) != 2:
             raise ValueError(f'gripper_range needs 2 values, got {list(self.gripper_range)}')
         try:
@@ -698,6 +733,51 @@ class NodeSettings:
                 f'{" and the gripper" if self.gripper_joint_name else ""}), got '
                 f'{limits.lower.shape[0]}'
             )
+
+    def _check_camera_timing(self) -> None:
+        rates = self.camera_rates_hz
+        if len(rates) not in (1, len(self.camera_topics)):
+            raise ValueError(
+                f'camera_rates_hz needs one value, or one per camera_topics entry '
+                f'({len(self.camera_topics)}), got {list(rates)}'
+            )
+        period = 1.0 / min(rates)
+        if self.max_skew and self.max_skew <= period:
+            raise ValueError(
+                f'max_skew {self.max_skew} s is not longer than one period of the slowest camera '
+                f'({min(rates):g} Hz: {period:.3g} s): its frames would be refused as skewed; '
+                f'set max_skew > {period:.3g}, or 0 for {self._derived_skew:.3g} s'
+            )
+        if self.max_age <= period:
+            raise ValueError(
+                f'max_age {self.max_age} s is not longer than one period of the slowest camera '
+                f'({min(rates):g} Hz: {period:.3g} s): its frames would be refused as stale'
+            )
+        fastest = max(rates)
+        needed = math.ceil(fastest / self.control_rate_hz) + 1
+        if self.camera_qos.depth < needed:
+            raise ValueError(
+                f'camera_qos.depth {self.camera_qos.depth} holds fewer frames than a '
+                f'{fastest:g} Hz camera sends between two reads at control_rate_hz '
+                f'{self.control_rate_hz:g}, plus one: set it >= {needed}'
+            )
+
+    @property
+    def skew_limit(self) -> float:
+        """``max_skew``, or where it is 0 the default derived from ``camera_rates_hz``."""
+        return self.max_skew or self._derived_skew
+
+    @property
+    def _derived_skew(self) -> float:
+        return max(DEFAULT_MAX_SKEW, SKEW_PERIODS / min(self.camera_rates_hz))
+
+    @property
+    def camera_rates(self) -> dict[str, float]:
+        """Policy camera name -> expected frame rate, Hz."""
+        rates = self.camera_rates_hz
+        if len(rates) == 1:
+            rates = rates * len(self.camera_keys)
+        return dict(zip(self.camera_keys, rates, strict=True))
 
     @functools.cached_property
     def cache(self) -> CacheConfig:
@@ -769,7 +849,7 @@ class NodeSettings:
             more_grippers=tuple(grippers[1:]),
             cameras=cameras,
             max_age=self.max_age,
-            max_skew=self.max_skew,
+            max_skew=self.skew_limit,
             image_size=(self.image_height, self.image_width) if self.image_height else None,
             camera_sizes=sizes,
             image_fit=self.image_fit,

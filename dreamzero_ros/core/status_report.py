@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
+from dreamzero_ros.core.camera_rates import CameraRate
 from dreamzero_ros.core.control_loop import ControlLoop
 from dreamzero_ros.core.task_runner import abbreviate
 
@@ -43,8 +45,12 @@ def build_report(
     enabled: bool,
     dry_run: bool,
     task: str = '',
+    camera_rates: Sequence[CameraRate] = (),
 ) -> StatusReport:
-    """Summarise the loop's counters and state at ``now``; ``task``: the running task's goal."""
+    """Summarise the loop's counters and state at ``now``; ``task``: the running task's goal.
+
+    ``camera_rates``: each camera's received rate; a slow one makes the level WARN.
+    """
     counters = loop.counters
     cache = loop.cache.stats
     refusal = str(loop.last_refusal) if loop.last_refusal is not None else ''
@@ -96,11 +102,21 @@ def build_report(
         ('task', task),
         ('last_refusal', refusal),
         ('last_error', loop.last_error),
+        *(
+            (
+                f'camera_rate_hz.{rate.camera}',
+                '' if rate.measured is None else f'{rate.measured:.2f}',
+            )
+            for rate in camera_rates
+        ),
     ]
+    slow = '; '.join(str(rate) for rate in camera_rates if rate.slow)
     if engine_state.startswith('error') or lifecycle_state == 'errorprocessing':
         level, message = ERROR, f'engine {engine_state}'
     elif refusal:
-        level, message = WARN, f'input refused: {refusal}'
+        level, message = WARN, f'input refused: {refusal}' + (f'; {slow}' if slow else '')
+    elif slow:
+        level, message = WARN, slow
     elif loop.paused and lifecycle_state == 'active':
         level, message = OK, f'idle, holding: {loop.paused}'
     elif loop.holding and loop.plan is not None and lifecycle_state == 'active':

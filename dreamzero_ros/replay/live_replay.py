@@ -37,14 +37,12 @@ from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.topics import (
     COMPRESSED_IMAGE_TYPE,
     IMAGE_TYPE,
-    IMAGE_TYPES,
     JOINT_STATE_TYPE,
     TRAJECTORY_TYPE,
 )
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 CLOCK_TOPIC = '/clock'
-SENSOR_TYPES = (*IMAGE_TYPES, JOINT_STATE_TYPE)
 
 
 def message_class(msgtype: str) -> type:
@@ -203,7 +201,9 @@ class BagPlayerNode(Node):
                 self.skipped_topics[topic] = str(error)
                 self.get_logger().warning(f'not playing {topic}: {error}')
                 continue
-            qos = qos_profile_sensor_data if msgtype in SENSOR_TYPES else 10
+            # joint states best effort as a broadcaster's; everything else (images included)
+            # reliable, which a reliable or a best-effort reader matches (the node's camera_qos)
+            qos = qos_profile_sensor_data if msgtype == JOINT_STATE_TYPE else 10
             target = config.remap.get(topic, topic)
             self.publishers_by_topic[topic] = self.create_publisher(kind, target, qos)
         self.clock = self.create_publisher(Clock, CLOCK_TOPIC, 10)

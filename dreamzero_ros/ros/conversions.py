@@ -56,13 +56,15 @@ def float_array_msg(values: np.ndarray) -> Float64MultiArray:
     return Float64MultiArray(data=[float(v) for v in values])
 
 
-def diagnostics_msg(stamp: float, name: str, report: StatusReport) -> DiagnosticArray:
-    """One ``DiagnosticStatus`` named ``name`` from a :class:`StatusReport`."""
+def diagnostics_msg(
+    stamp: float, name: str, report: StatusReport, hardware_id: str = 'dreamzero'
+) -> DiagnosticArray:
+    """One ``DiagnosticStatus`` named ``name`` (of ``hardware_id``) from a :class:`StatusReport`."""
     status = DiagnosticStatus(
         level=bytes([report.level]),
         name=name,
         message=report.message,
-        hardware_id='dreamzero',
+        hardware_id=hardware_id,
         values=[KeyValue(key=key, value=value) for key, value in report.values],
     )
     msg = DiagnosticArray(status=[status])

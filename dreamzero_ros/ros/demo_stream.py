@@ -64,9 +64,9 @@ class DemoStream(Node):
         for camera, topic in zip(DROID_CAMERAS, camera_topics, strict=True):
             msg_type = CompressedImage if self._compressed else Image
             name = f'{topic}/compressed' if self._compressed else topic
-            self._cameras.append(
-                (camera, self.create_publisher(msg_type, name, qos_profile_sensor_data))
-            )
+            # reliable, as image_transport publishes: a reliable or a best-effort reader
+            # matches it (the node's camera_qos.reliability)
+            self._cameras.append((camera, self.create_publisher(msg_type, name, 5)))
         self._joints = (
             self.create_publisher(JointState, joint_states_topic, qos_profile_sensor_data)
             if joint_states

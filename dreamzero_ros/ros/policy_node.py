@@ -65,6 +65,7 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.action_groups import GroupLayout
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.camera_rates import CameraRateMonitor
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.envelope import Envelope
@@ -73,6 +74,7 @@ from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.repeat_limiter import RepeatLimiter
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
@@ -87,11 +89,12 @@ from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.plan_views import PlanViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
 from dreamzero_ros.ros.robot_description import load_description
-from dreamzero_ros.ros.ros_compat import add_parameter_callbacks
+from dreamzero_ros.ros.ros_compat import SubscriptionEventCallbacks, add_parameter_callbacks
 from dreamzero_ros.ros.task_server import TaskServer
 
-#: Camera messages kept between two reads of the inputs: the newest only.
-CAMERA_QUEUE = 1
+#: Least seconds between two warnings of one kind (an input refusal reason, a slow camera);
+#: diagnostics report every change at once.
+WARNING_PERIOD = 10.0
 #: Joint state messages kept between two reads: one control period of a 1 kHz
 #: joint_state_broadcaster at control rates down to 4 Hz, so that joint states split over
 #: several publishers (arm, gripper) all reach the cache.
@@ -103,6 +106,13 @@ LATCHED = QoSProfile(
 _SPECS = {spec.name: spec for spec in node_config.PARAMETERS}
 #: Longest wait, seconds, for the controller to acknowledge a last hold before going inactive.
 DELIVERY_TIMEOUT = 0.25
+#: A prompt equal to the last one, read by the other ~/prompt subscription within this many
+#: seconds, is the same latched sample (delivered to both), not a new prompt.
+DUPLICATE_PROMPT_WINDOW = 1.0
+
+
+def _volatile_prompt_writer(event: Any) -> None:
+    """A volatile ~/prompt publisher: the volatile subscription reads it; nothing to say."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,9 @@ class PolicyNode(LifecycleNode):
         self._group_outputs: GroupOutputs | None = None
         self._timers: list[Any] = []
         self._last_refusal = ''
+        self._refusal_logged = False
+        self._warnings = RepeatLimiter(WARNING_PERIOD)
+        self._camera_rates: CameraRateMonitor | None = None
         self._last_drop = ''
         self._refused_enable = ''
         self._jump_handle: Any = None
@@ -192,9 +205,19 @@ class PolicyNode(LifecycleNode):
         )
         self._results_ready = self.create_guard_condition(self._drain_results)
         # ros2 topic pub publishes volatile, which a transient-local reader never matches; a
-        # latched prompt (transient local) is read by the second subscription.
-        self.create_subscription(String, '~/prompt', self._on_prompt, 10)
-        self.create_subscription(String, '~/prompt', self._on_prompt, LATCHED)
+        # latched prompt (transient local) is read by the second subscription. A volatile
+        # publisher is "incompatible" with that one only: rclpy's warning that no messages will
+        # be received would be false (the first one receives them), so it is not logged. A
+        # latched publisher reaches both: its message is used once.
+        self._last_prompt: tuple[str, str, float] | None = None
+        self.create_subscription(String, '~/prompt', lambda msg: self._on_prompt(msg, 'v'), 10)
+        self.create_subscription(
+            String,
+            '~/prompt',
+            lambda msg: self._on_prompt(msg, 'l'),
+            LATCHED,
+            event_callbacks=SubscriptionEventCallbacks(incompatible_qos=_volatile_prompt_writer),
+        )
         self.create_subscription(Bool, '~/estop', self._on_estop, 10)
         self.create_service(Trigger, '~/reset', self._on_reset)
         self.create_service(SetBool, '~/enable', self._on_enable)
@@ -323,7 +346,7 @@ class PolicyNode(LifecycleNode):
         self._timers.append(
             self.create_timer(1.0 / self.settings.control_rate_hz, self._control_tick)
         )
-        tolerance = max(self.settings.max_skew, 1e-3)
+        tolerance = max(self.settings.skew_limit, 1e-3)
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(
                 min_forward=None,
@@ -332,6 +355,7 @@ class PolicyNode(LifecycleNode):
             ),
             post_callback=self._on_time_jump,
         )
+        self._camera_rates.start(self._now())
         self.lifecycle_state = 'active'
         self.publish_diagnostics()
         return super().on_activate(state)
@@ -342,6 +366,7 @@ class PolicyNode(LifecycleNode):
         self._publish_hold(self.loop.reset(self._now()))
         self._await_delivery()
         self._destroy_timers()
+        self._camera_rates.stop()
         self.lifecycle_state = 'inactive'
         self.publish_diagnostics()
         return super().on_deactivate(state)
@@ -372,6 +397,7 @@ class PolicyNode(LifecycleNode):
         for camera in self._cameras.values():
             camera.destroy()
         self._cameras = {}
+        self._camera_rates = None
         for subscription in (*self._joint_states, *(sub for sub, _ in self._odometry)):
             subscription.destroy()
         self._joint_states, self._odometry = [], []
@@ -413,8 +439,10 @@ class PolicyNode(LifecycleNode):
                 self,
                 CompressedImage if compressed else Image,
                 f'{topic}/compressed' if compressed else topic,
-                CAMERA_QUEUE,
+                settings.camera_qos.depth,
+                settings.camera_qos.reliability,
             )
+        self._camera_rates = CameraRateMonitor(settings.camera_rates)
         self._joint_states = [
             PolledSubscription(self, JointState, topic, JOINT_STATE_QUEUE)
             for topic in self.groups.state_topics
@@ -466,7 +494,9 @@ class PolicyNode(LifecycleNode):
         """Hand the messages received since the last read to the cache (``now``: receipt)."""
         cache = self.loop.cache
         for camera, subscription in self._cameras.items():
-            for msg in subscription.take():
+            messages = subscription.take()
+            self._camera_rates.record(camera, len(messages), now)
+            for msg in messages:
                 self._note_input(cache.add_image_message(camera, msg, now))
         for subscription in self._joint_states:
             for msg in subscription.take():
@@ -496,7 +526,10 @@ class PolicyNode(LifecycleNode):
         """Log a refusal and publish diagnostics at once when its reason changes."""
         if refusal.reason.value != self._last_refusal:
             self._last_refusal = refusal.reason.value
-            self.get_logger().warning(f'input refused: {refusal}')
+            suffix = self._warnings.admit(refusal.reason.value, time.monotonic())
+            self._refusal_logged = suffix is not None
+            if self._refusal_logged:
+                self.get_logger().warning(f'input refused: {refusal}{suffix}')
             self.publish_diagnostics()
 
     def _on_time_jump(self, jump: TimeJump) -> None:
@@ -518,7 +551,14 @@ class PolicyNode(LifecycleNode):
         self._reset_policy_session(self.loop.holding)
         self.publish_diagnostics()
 
-    def _on_prompt(self, msg: String) -> None:
+    def _on_prompt(self, msg: String, reader: str) -> None:
+        """A prompt from reader ``v`` (volatile) or ``l`` (latched); one sample reaches both."""
+        now = time.monotonic()
+        last = self._last_prompt
+        self._last_prompt = (msg.data, reader, now)
+        if last is not None and last[0] == msg.data and last[1] != reader:
+            if now - last[2] < DUPLICATE_PROMPT_WINDOW:
+                return  # the same sample through the other subscription
         (result,) = self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
         if not result.successful:
             self.get_logger().warning(f'~/prompt refused: {result.reason}')
@@ -672,7 +712,8 @@ class PolicyNode(LifecycleNode):
             self._note_refusal(result.refusal)
         elif self._last_refusal and not self.loop.paused:  # paused: inputs not checked
             self._last_refusal = ''
-            self.get_logger().info('input usable again')
+            if self._refusal_logged:  # its refusal was logged
+                self.get_logger().info('input usable again')
         self._publish_hold(result.hold)
         if result.query is not None:
             self.engine_state = 'inferring'
@@ -830,6 +871,14 @@ class PolicyNode(LifecycleNode):
         if self.loop is None:
             return
         now = self._now()
+        rates = self._camera_rates.rates(now) if self._camera_rates is not None else []
+        for rate in rates:
+            if not rate.slow:
+                continue
+            suffix = self._warnings.admit(f'camera {rate.camera}', time.monotonic())
+            if suffix is not None:
+                hint = self._cameras[rate.camera].publisher_problem()
+                self.get_logger().warning(f'{rate}{suffix}: {hint}')
         report = build_report(
             self.loop,
             now,
@@ -838,6 +887,7 @@ class PolicyNode(LifecycleNode):
             enabled=self.enabled,
             dry_run=self.dry_run,
             task=abbreviate(self._tasks.instruction),
+            camera_rates=rates,
         )
         if self._views is not None:
             report = dataclasses.replace(

@@ -41,16 +41,37 @@ def _not_called(msg: Any) -> None:  # the executor never runs a polled subscript
     raise AssertionError('polled subscription callback called')
 
 
-class PolledSubscription:
-    """A best-effort subscription keeping the newest ``depth`` messages until :meth:`take`."""
+#: ``reliability`` choices of :class:`PolledSubscription` -> the DDS policy.
+RELIABILITY = {
+    'best_effort': ReliabilityPolicy.BEST_EFFORT,
+    'reliable': ReliabilityPolicy.RELIABLE,
+}
 
-    def __init__(self, node: Node, msg_type: Any, topic: str, depth: int) -> None:
+
+class PolledSubscription:
+    """A subscription keeping the newest ``depth`` messages until :meth:`take`.
+
+    ``reliability``: ``best_effort`` (matches every publisher; large samples that lose a
+    fragment are dropped whole) or ``reliable`` (lost fragments are resent; matches reliable
+    publishers only).
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        msg_type: Any,
+        topic: str,
+        depth: int,
+        reliability: str = 'best_effort',
+    ) -> None:
         qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST,
             depth=depth,
-            reliability=ReliabilityPolicy.BEST_EFFORT,
+            reliability=RELIABILITY[reliability],
             durability=DurabilityPolicy.VOLATILE,
         )
+        self.topic = topic
+        self.reliability = reliability
         self.node = node
         self.subscription = node.create_subscription(
             msg_type, topic, _not_called, qos, callback_group=PolledCallbackGroup()
@@ -66,6 +87,34 @@ class PolledSubscription:
                 if result is None:
                     return taken
                 taken.append(result[0])
+
+    def publisher_problem(self) -> str:
+        """Why frames may not arrive, from the publishers' QoS (for a slow-input warning)."""
+        publishers = self.node.get_publishers_info_by_topic(self.topic)
+        if not publishers:
+            return f'no publisher on {self.topic}'
+        offers = {
+            'best_effort'
+            if info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+            else 'reliable'
+            for info in publishers
+        }
+        if self.reliability == 'reliable' and offers == {'best_effort'}:
+            return (
+                f'the publishers of {self.topic} offer best_effort, which a reliable reader never '
+                'matches: set camera_qos.reliability best_effort, or make the camera publish '
+                'reliable'
+            )
+        if self.reliability == 'best_effort':
+            return (
+                f'a best_effort reader of {self.topic} loses large frames: set '
+                'camera_qos.reliability reliable, or use compressed transport or DDS tuning '
+                '(docs/policy_node.md, Cameras)'
+            )
+        return (
+            f'{len(publishers)} publisher(s) on {self.topic} ({", ".join(sorted(offers))}): '
+            'the camera may publish slower than camera_rates_hz, or the network drops frames'
+        )
 
     def destroy(self) -> None:
         """Remove the subscription from the node."""

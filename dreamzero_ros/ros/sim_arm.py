@@ -10,11 +10,12 @@ follows accepted trajectories by time as JTC does (core/jtc.py) and publishes ``
 (arm joints and the gripper joint, positions and velocities) at ``rate_hz``, so that a policy
 node's loop closes; ``/diagnostics`` (status ``<node>: <controller>``) counts the trajectories
 accepted and rejected, every second and at each trajectory. The gripper is commanded through
-``gripper.interface``: a ``control_msgs/action/GripperCommand`` action server (as
-franka_gripper's ``gripper_action`` or ros2_control's GripperActionController; needs
-control_msgs), a std_msgs/Float64 topic, a trajectory_msgs/JointTrajectory topic (a gripper
-trajectory controller: the last point is the target), or none. The fingers move towards their
-target at ``gripper.speed``.
+``gripper.interface``: a trajectory_msgs/JointTrajectory topic (a gripper trajectory
+controller: the last point is the target; the default, which needs only the ROS 2 wheels), a
+``control_msgs/action/GripperCommand`` action server (as franka_gripper's ``gripper_action`` or
+ros2_control's GripperActionController; needs control_msgs), a std_msgs/Float64 topic, or none.
+The fingers move towards their target at ``gripper.speed``. Once up it logs a ``ready:`` line;
+its diagnostics carry ``hardware_id`` ``dreamzero_sim_arm``.
 
 The arm has a robot description (the packaged Franka Panda URDF unless
 ``robot_description_file`` names another), published on ``robot_description`` (transient local)
@@ -70,6 +71,8 @@ GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
 PANDA_TABLE_LINKS = [*(f'panda_link{i}' for i in range(2, 9)), 'panda_hand', 'panda_leftfinger',
                      'panda_rightfinger']  # fmt: skip
 PANDA_TABLE_OFFSETS = [0.0] * 24 + [0.0, 0.0, PANDA_FINGERTIP] * 2
+#: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
+HARDWARE_ID = 'dreamzero_sim_arm'
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
     'joints': ([f'panda_joint{i}' for i in range(1, 8)], 'Joints of the arm controller.'),
@@ -83,9 +86,12 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     'joint_states_topic': ('joint_states', 'sensor_msgs/JointState output.'),
     'rate_hz': (100.0, 'Update and joint_states rate, Hz.'),
     'gripper.joint': ('panda_finger_joint1', 'Gripper joint in joint_states; empty: no gripper.'),
-    'gripper.interface': ('action', f'One of: {", ".join(GRIPPER_INTERFACES)}.'),
+    'gripper.interface': (
+        'joint_trajectory',
+        f'One of: {", ".join(GRIPPER_INTERFACES)} (action needs control_msgs).',
+    ),
     'gripper.name': (
-        'gripper_action',
+        'gripper_controller/joint_trajectory',
         'Action name (action) or topic (float64, joint_trajectory) of the gripper command.',
     ),
     'gripper.initial_position': (0.04, 'Start position of the gripper joint (Franka: open).'),
@@ -263,6 +269,17 @@ class SimArm(Node):
                 10,
             )
 
+    def ready_line(self) -> str:
+        """What the simulated robot serves, logged once it is up."""
+        parts = [f'{len(g.rules.joints)} joints on {g.spec.target}' for g in self.joint_groups]
+        parts += [
+            f'gripper {g.spec.gripper_joint} by {g.spec.gripper_interface} on {g.spec.target}'
+            for g in self.grippers
+        ]
+        parts += [f'a base on {b.spec.target}' for b in self.bases]
+        rate = self._value('rate_hz')
+        return f'ready: {", ".join(parts) or "nothing"}; joint states at {rate:g} Hz'
+
     def _add_gripper(self, spec: GroupSpec, from_groups: bool) -> None:
         value = self._value
         position = spec.gripper.open_position if from_groups else value('gripper.initial_position')
@@ -405,7 +422,9 @@ class SimArm(Node):
         if below:
             message += f'; {below} updates below the table (lowest: {lowest_link})'
         report = StatusReport(ERROR if self.rejected or below else OK, message, tuple(values))
-        self._diagnostics.publish(diagnostics_msg(self._now(), self._status_name, report))
+        self._diagnostics.publish(
+            diagnostics_msg(self._now(), self._status_name, report, HARDWARE_ID)
+        )
 
     def _tick(self) -> None:
         now = self._now()
@@ -510,6 +529,7 @@ def main(args: list[str] | None = None) -> int:
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
+    node.get_logger().info(node.ready_line())
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

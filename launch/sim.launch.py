@@ -1,0 +1,103 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Launch the simulated system: the policy node, the simulated arm and the cameras.
+
+    ros2 launch dreamzero_ros sim.launch.py
+    ros2 launch dreamzero_ros sim.launch.py preset:=tiny
+    ros2 launch dreamzero_ros sim.launch.py checkpoint:=/data/dz config:=/path/to/my.yaml
+
+Three processes close the loop: the policy node (a lifecycle node, brought up by its own
+``autostart``), ``dreamzero-sim-arm`` (joint_trajectory_controller's rules and splines and a
+gripper controller, publishing ``joint_states``), and ``dreamzero-demo-stream`` publishing the
+three DROID camera clips (synthetic frames where the clips are absent) without joint states.
+The arm's joints, controller and gripper are read from the node's config file
+(``sim_arm_parameters``), so that the two agree. Without ``checkpoint`` (here or in the config)
+the node runs a random-weight DreamZero of ``preset``, written once to
+``$XDG_CACHE_HOME/dreamzero_ros`` by the real checkpoint writer. SIGTERM stops everything as
+Ctrl-C does.
+"""
+
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode, Node
+
+from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters
+from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
+from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
+from launch import LaunchContext, LaunchDescription
+
+ARGUMENTS = {
+    'config': (
+        str(Path(get_package_share_directory('dreamzero_ros')) / 'config' / 'cpu_small.yaml'),
+        'Parameter file of the policy node; the simulated arm is made to match it.',
+    ),
+    'checkpoint': (
+        '',
+        "DreamZero checkpoint folder; empty: the config's, else a random-weight checkpoint of "
+        'preset.',
+    ),
+    'preset': ('small', 'Random-weight engine preset (tiny or small) without a checkpoint.'),
+    'namespace': ('', 'Namespace of the three processes and their topics.'),
+}
+
+
+def _launch_setup(context: LaunchContext) -> list:
+    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    config = args['config']
+    values = read_params_file(config)
+    checkpoint = args['checkpoint'] or values.get('engine.checkpoint', '')
+    if not checkpoint:
+        from dreamzero_ros.demo import DEFAULT_CACHE
+        from dreamzero_ros.engine.loader import cached_random_checkpoint
+
+        DEFAULT_CACHE.mkdir(parents=True, exist_ok=True)
+        checkpoint, _ = cached_random_checkpoint(DEFAULT_CACHE, args['preset'])
+    plan = plan_launch(values, checkpoint=str(checkpoint))
+    camera_rate = min(build_settings(values).camera_rates_hz)
+    namespace = args['namespace']
+    return [
+        LifecycleNode(
+            package='dreamzero_ros',
+            executable='dreamzero-policy-node',
+            name=NODE_NAME,
+            namespace=namespace,
+            parameters=[config, plan.node_parameters],
+            additional_env=plan.node_env,
+            output='screen',
+            emulate_tty=True,
+        ),
+        Node(
+            package='dreamzero_ros',
+            executable='dreamzero-sim-arm',
+            name='sim_arm',
+            namespace=namespace,
+            parameters=[sim_arm_parameters(values)],
+            output='screen',
+        ),
+        Node(
+            package='dreamzero_ros',
+            executable='dreamzero-demo-stream',
+            name='dreamzero_demo_stream',
+            namespace=namespace,
+            arguments=['--no-joint-states', '--rate', f'{camera_rate:g}'],
+            output='screen',
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    """The launch description: SIGTERM handling, declared arguments, then the three processes."""
+    return LaunchDescription(
+        [
+            OpaqueFunction(function=stop_cleanly_on_sigterm),
+            *(
+                DeclareLaunchArgument(name, default_value=default, description=description)
+                for name, (default, description) in ARGUMENTS.items()
+            ),
+            OpaqueFunction(function=_launch_setup),
+        ]
+    )

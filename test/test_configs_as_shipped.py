@@ -1,0 +1,140 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Each shipped config drives the simulated arm for a few chunks, as sim.launch.py runs it.
+
+Three processes over DDS, the ones ``launch/sim.launch.py`` starts: the policy node on the
+config file, ``dreamzero-sim-arm`` with the parameters made from that file, and
+``dreamzero-demo-stream`` publishing the cameras. Only what needs a real checkpoint or a GPU is
+overridden (a tiny random-weight checkpoint on the CPU); droid.yaml's gripper action runs on
+control_msgs built from source (interface_support). Every other parameter is read back from the
+node and must be the file's.
+"""
+
+import json
+import subprocess
+import sys
+
+from interface_support import control_msgs_env
+from node_support import CONFIG, NODE, Harness, NodeProcess, ros_env
+import pytest
+
+from dreamzero_ros.core.launch_plan import sim_arm_parameters
+from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
+
+TIMEOUT = 180.0  # generous: the CPU is shared with other test processes
+CHUNKS = 3
+
+#: What droid.yaml names that needs the 14B checkpoint and GPUs: the CPU equivalents.
+CPU_ENGINE = {
+    'engine.device': 'cpu',
+    'engine.dtype': 'float32',
+    'engine.num_threads': 1,
+    'engine.compile': False,
+    'engine.fp8_linear': 'off',
+    'engine.attention_backend': 'auto',
+    'engine.cfg_parallel': 1,
+}
+
+
+def _ros_arg(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list | tuple):
+        return '[' + ', '.join(_ros_arg(v) for v in value) + ']'
+    if isinstance(value, str):
+        return json.dumps(value)  # quoted: 'off' must stay a string, not YAML's false
+    return str(value)
+
+
+@pytest.mark.parametrize('name', ['cpu_small.yaml', 'droid.yaml'])
+def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, name):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import String
+    from std_srvs.srv import SetBool
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+
+    shipped = read_params_file(CONFIG / name)
+    overrides = {'engine.checkpoint': str(write_random_checkpoint(tmp_path / 'ckpt', 'tiny'))}
+    if name == 'droid.yaml':
+        overrides.update(CPU_ENGINE)
+        assert shipped['gripper.interface'] == 'action'
+        assert shipped['gripper.command_name'] == 'panda_gripper/gripper_action'
+        for key, value in control_msgs_env().items():  # no wheel: built from source
+            monkeypatch.setenv(key, value)
+    config = {**shipped, **overrides}
+    arm_parameters = sim_arm_parameters(config)
+    assert arm_parameters['gripper.joint'] == shipped['gripper_joint_name']
+
+    env = {**ros_env(), 'PYTHONUNBUFFERED': '1'}
+    harness = Harness('configs_harness')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    harness.record('rejected', String, '/sim_arm/rejected')
+    harness.record('trajectory', JointTrajectory, {**defaults(), **shipped}['trajectory_topic'])
+    logs = {key: open(tmp_path / f'{key}.log', 'w') for key in ('arm', 'stream')}  # noqa: SIM115
+    arm_args = [
+        arg for key, value in arm_parameters.items() for arg in ('-p', f'{key}:={_ros_arg(value)}')
+    ]
+    arm = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
+         '-r', '__node:=sim_arm', *arm_args],
+        env=env, stdout=logs['arm'], stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    stream = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.ros.demo_stream', '--no-joint-states',
+         '--frames', '30'],
+        env=env, stdout=logs['stream'], stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        *(f'{key}:={_ros_arg(value)}' for key, value in overrides.items()),
+        params_file=CONFIG / name,
+    )
+
+    def log() -> str:
+        return node.log()[-6000:] + '\n--- sim arm:\n' + (tmp_path / 'arm.log').read_text()
+
+    def accepted() -> int:
+        counts = [
+            int(value.value)
+            for array in harness.messages('diagnostics')
+            for status in array.status
+            if status.name.startswith('sim_arm')
+            for value in status.values
+            if value.key == 'trajectories_accepted'
+        ]
+        return max(counts, default=0)
+
+    try:
+        names = [spec.name for spec in PARAMETERS]
+        values = harness.get_parameters(NODE, names)
+        expected = {**defaults(), **shipped, **overrides}
+        for key in names:
+            want = expected[key]
+            want = list(want) if isinstance(want, tuple) else want
+            got = list(values[key]) if isinstance(values[key], list | tuple) else values[key]
+            assert got == pytest.approx(want) if isinstance(want, float) else got == want, key
+        if not shipped['start_enabled']:  # a real robot's config: enable as an operator does
+            harness.wait_for(lambda: harness.lifecycle_state(NODE) == 'active', TIMEOUT,
+                             'the node to activate', log)  # fmt: skip
+            request = SetBool.Request(data=True)
+            assert harness.call(SetBool, f'{NODE}/enable', request).success
+        harness.wait_for(
+            lambda: accepted() >= CHUNKS, TIMEOUT, f'{CHUNKS} trajectories accepted', log
+        )
+        assert harness.messages('rejected') == [], log()
+        if shipped.get('gripper.interface') == 'action':  # the goal reached the action server
+            arm_log = tmp_path / 'arm.log'
+            harness.wait_for(lambda: 'gripper goal: position' in arm_log.read_text(), 30,
+                             'a GripperCommand goal', log)  # fmt: skip
+        assert 'missing' not in node.log(), log()
+    finally:
+        node.stop()
+        for process in (arm, stream):
+            process.terminate()
+            process.wait(10)
+        for file in logs.values():
+            file.close()
+        harness.close()
