@@ -79,9 +79,6 @@ def system(tmp_path_factory):
         'engine.num_threads:=1',
         'robot_description.source:=topic',
         f'robot_description.joint_limits_file:={folder / "joint_limits.yaml"}',
-        # the plan views (on by default) need the Panda's link names (plan.link panda_link8,
-        # envelope.frame panda_link0), which the stand-in URDF (links l0..l7) lacks
-        'plan.enabled:=false',
         # rows 0.25 s apart: the random policy's steps need more than a quarter of the Panda's
         # accelerations at that pace, so that time scaling has work to do
         'scheduler.step_duration:=0.25',

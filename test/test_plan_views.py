@@ -147,3 +147,19 @@ def test_paths_and_envelope_reach_a_subscriber_over_dds():
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
+
+
+def test_plan_frames_fall_back_from_the_panda_defaults_on_another_robot():
+    from dreamzero_ros.core.plan_geometry import plan_frames
+
+    urdf = (
+        '<robot name="r"><link name="base"/><link name="a"/><link name="b"/>'
+        '<joint name="j1" type="revolute"><parent link="base"/><child link="a"/>'
+        '<limit lower="-1" upper="1" velocity="1" effort="1"/></joint>'
+        '<joint name="j2" type="revolute"><parent link="a"/><child link="b"/>'
+        '<limit lower="-1" upper="1" velocity="1" effort="1"/></joint></robot>'
+    )
+    assert plan_frames(urdf, ('j1', 'j2'), 'panda_link8', 'panda_link0') == ('b', '')
+    assert plan_frames(urdf, ('j1', 'j2'), 'a', 'base') == ('a', 'base')
+    # a name set on purpose is kept, and refused later by the kinematics
+    assert plan_frames(urdf, ('j1', 'j2'), 'tool0', 'world') == ('tool0', 'world')

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -37,8 +38,31 @@ class PlanSettings:
     )
     link: str = parameter(
         'panda_link8',
-        'Link of the description whose origin the paths follow (Panda: the flange).',
+        'Link of the description whose origin the paths follow (Panda: the flange). Left at '
+        'this default on a description without it: the child link of the last arm joint.',
     )
+
+
+def plan_frames(urdf: str, arm_joints: tuple[str, ...], link: str, frame: str) -> tuple[str, str]:
+    """The link the paths follow and their frame, for descriptions of any robot.
+
+    The defaults name the Panda's links (``plan.link`` panda_link8, ``envelope.frame``
+    panda_link0); on another robot's description, where they are absent, the link becomes the
+    child of the last arm joint and the frame the root. A link or frame set to a name the
+    description lacks is left as given (:func:`description_fk` refuses it).
+    """
+    robot = ET.fromstring(urdf)
+    links = {element.get('name') for element in robot.iterfind('link')}
+    if link not in links and link == PlanSettings.link:
+        children = {
+            joint.get('name'): joint.find('child').get('link')
+            for joint in robot.iterfind('joint')
+            if joint.find('child') is not None
+        }
+        link = children.get(arm_joints[-1], link) if arm_joints else link
+    if frame not in links and frame == EnvelopeConfig.frame:
+        frame = ''
+    return link, frame
 
 
 #: Arm joint positions ``(n,)`` -> end-effector position ``(3,)`` in the base frame, metres.

@@ -73,6 +73,7 @@ from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
+from dreamzero_ros.core.plan_geometry import plan_frames
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.repeat_limiter import RepeatLimiter
 from dreamzero_ros.core.robot_description import RobotDescription
@@ -329,12 +330,14 @@ class PolicyNode(LifecycleNode):
                 f'{settings.envelope.frame or "the description root"}'
             )
         if urdf is not None and settings.plan.enabled:
+            arm = tuple(settings.arm_joint_names)
+            link, frame = plan_frames(urdf, arm, settings.plan.link, settings.envelope.frame)
             self._plan_views = PlanViews.from_description(
                 self,
                 urdf,
-                settings.arm_joint_names,
-                settings.plan.link,
-                settings.envelope_config,
+                arm,
+                link,
+                dataclasses.replace(settings.envelope_config, frame=frame),
                 settings.envelope.enabled,
             )
         return envelope
