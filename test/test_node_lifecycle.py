@@ -101,6 +101,8 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(
     )
     harness = Harness('lifecycle_harness')
     harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
+    harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
     stream = RobotStream(harness, demo_clips(15)[0])
     workers_seen = []
     try:

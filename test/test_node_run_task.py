@@ -34,6 +34,8 @@ def system(tmp_path_factory):
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
     harness = Harness('run_task_harness')
     harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
+    harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     node = NodeProcess(
         folder / 'node.log',
