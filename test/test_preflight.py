@@ -99,6 +99,7 @@ SYSTEM = (
     'envelope.enabled:=true',
     'robot_description.source:=topic',
     'control_rate_hz:=2.0',
+    'camera_qos.depth:=9',  # the frames a 15 Hz camera sends between two 2 Hz reads, plus one
 )
 
 
@@ -128,6 +129,7 @@ def test_preflight_names_what_to_fix(live_system):
         'camera_topics:=[wrist_image_left, exterior_image_1_left, no_such_camera]',
         'trajectory_topic:=arm_controller/joint_trajectory',
         'gripper.interface:=action',
+        'gripper.command_name:=gripper_action',
     )
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
