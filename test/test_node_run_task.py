@@ -306,7 +306,9 @@ def test_a_goal_whose_client_is_killed_ends_in_a_hold(system, tmp_path):
         env={
             **ros_env(),
             'PYTHONPATH': os.pathsep.join(sys.path),
+            # Fast DDS 3 (Kilted) reads the first, Fast DDS 2 (Humble, Jazzy) the second
             'FASTDDS_DEFAULT_PROFILES_FILE': str(profile),
+            'FASTRTPS_DEFAULT_PROFILES_FILE': str(profile),
         },
         stdout=subprocess.PIPE,
         text=True,
