@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 import engine_flops  # noqa: E402
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 
 def _run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
     result = subprocess.run(

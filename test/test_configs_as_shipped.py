@@ -22,6 +22,8 @@ import pytest
 from dreamzero_ros.core.launch_plan import sim_arm_parameters
 from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 180.0  # generous: the CPU is shared with other test processes
 CHUNKS = 3
 

@@ -23,6 +23,8 @@ from dreamzero_ros.console import (
 )
 from dreamzero_ros.replay.staged_folder import remove_stale_partials
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 
 def _run(name, *args, env=None, timeout=120):
     command = [installed_script(name), *map(str, args)]

@@ -8,7 +8,10 @@ import re
 import subprocess
 
 from node_support import ros_env
+import pytest
 from script_paths import installed_script
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 
 def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):

@@ -7,7 +7,10 @@ import re
 import subprocess
 
 from node_support import ros_env
+import pytest
 from script_paths import installed_script
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 
 def test_demo_toward_the_table_holds_above_it(tmp_path):

@@ -18,6 +18,8 @@ from dreamzero_ros.engine.acceleration import AccelerationConfig
 from dreamzero_ros.engine.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 
 @pytest.fixture(scope='module')
 def reference(checkpoint):

@@ -20,6 +20,8 @@ from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.step_cache import StepCacheConfig, StepSchedule
 from dreamzero_ros.engine.synthetic_droid import random_observation
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 
 @pytest.fixture(scope='module')
 def dit():

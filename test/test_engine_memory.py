@@ -36,6 +36,8 @@ from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.errors import DeviceMemoryError
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 ROOT = Path(__file__).resolve().parents[1]
 FP8 = AccelerationConfig(fp8_linear='rowwise')
 

@@ -40,6 +40,8 @@ from dreamzero_ros.engine.tensor_parallel import (
     split_problem,
 )
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 #: name -> (model dtype, acceleration options; None: the fast processor, eager)
 VARIANTS = {
     'reference': (torch.float32, AccelerationConfig()),

@@ -29,6 +29,8 @@ from node_support import (
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0
 TABLE = 0.3
 ARM = [f'panda_joint{i}' for i in range(1, 8)]

@@ -25,6 +25,8 @@ from dreamzero_ros.core.action_groups import load_groups
 from dreamzero_ros.core.node_config import read_params_file
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0  # the CPU is shared with other test processes
 
 

@@ -11,11 +11,14 @@ sensor-data QoS does, which a reliable reader never matches.
 import threading
 
 from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream
+import pytest
 from rclpy.qos import qos_profile_sensor_data
 
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.droid_clips import demo_clips
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 60.0
 

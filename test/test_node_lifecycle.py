@@ -25,6 +25,8 @@ from node_support import (
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0
 #: Rank 0's wait for the worker and for each collective; the node idles longer than this.
 WORKER_TIMEOUT = 20.0

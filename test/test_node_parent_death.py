@@ -19,6 +19,8 @@ import time
 from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, alive, child_pids, ros_env
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0
 #: The promise: a held robot and no process left, this long after the parent's death.
 EXIT_WITHIN = 1.0

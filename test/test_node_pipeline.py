@@ -17,6 +17,8 @@ import pytest
 
 from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
 STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
 LIMITS = {**defaults(), **read_params_file(CONFIG / 'cpu_small.yaml')}

@@ -22,6 +22,8 @@ from test_core_robot_description import MOVEIT_LIMITS, panda_urdf
 
 from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0
 LIMITS = np.array(PANDA_MAX_ACCELERATION) / 4  # MOVEIT_LIMITS' accelerations
 PEER = REPO / 'test' / 'robot_description_peer.py'

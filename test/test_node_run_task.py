@@ -14,6 +14,8 @@ from types import SimpleNamespace
 from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
 QUIET = 2.0  # seconds without any trajectory that show the node stopped (chunks take ~0.2 s)
 

@@ -18,6 +18,8 @@ import pytest
 
 from dreamzero_ros.openpi import msgpack_numpy
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 MIB = 2**20
 #: The default payload cap, less room for the frame header.
 BOMB_BYTES = 16 * MIB - 64

@@ -31,6 +31,8 @@ from websockets.sync.client import ClientConnection
 
 from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 CHECK = str(SCRIPTS / 'openpi_client_check.py')
 CLIENTS = 6

@@ -39,6 +39,8 @@ from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig,
 from dreamzero_ros.openpi.cli import API_KEY_ENV, build_parser, read_api_key
 from dreamzero_ros.policy_types import Observation, ObservationError, PolicyError
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 CHECK = str(SCRIPTS / 'openpi_client_check.py')
 LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 #: A checkout (or git directory) of upstream dreamzero0/dreamzero whose RoboArena client and

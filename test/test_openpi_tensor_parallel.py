@@ -24,6 +24,8 @@ import torch
 from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.openpi import RemoteOpenPIPolicy
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 
 

@@ -17,6 +17,8 @@ import sys
 from package_support import console_scripts
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parent.parent
 

@@ -19,6 +19,8 @@ from rclpy.serialization import deserialize_message, serialize_message
 from dreamzero_ros.action import RunTask
 from dreamzero_ros.msg import ActionChunk, PolicyStatus
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 PEER = Path(__file__).resolve().with_name('run_task_peer.py')
 TIMEOUT = 60.0
 RESEND_AFTER = 5.0

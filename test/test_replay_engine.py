@@ -20,6 +20,8 @@ from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.video import VideoComparison
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 START = 1_700_000_000.0
 
 

@@ -20,6 +20,8 @@ from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 from dreamzero_ros.replay.video import recorded_predictions
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 HERE = Path(__file__).resolve().parent
 START = 1_700_000_000.0
 

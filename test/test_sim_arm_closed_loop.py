@@ -15,6 +15,8 @@ from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, ros_env
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 120.0
 
 
