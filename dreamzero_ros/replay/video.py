@@ -134,6 +134,18 @@ def _recorded_frames(
 
     Times after a camera's last frame, or before its first, get no entry.
     """
+    picked = _newest_messages(bag, topics, times, allow_partial)
+    result = {}
+    for time in times:
+        if all(time in picked[camera] for camera in topics.cameras):
+            result[time] = {camera: picked[camera][time] for camera in topics.cameras}
+    return result
+
+
+def _newest_messages(
+    bag: str | Path, topics: ReplayTopics, times: list[float], allow_partial: bool
+) -> dict[str, dict[float, object]]:
+    """Camera -> time -> the newest image message stamped at or before it (none after the last)."""
     picked: dict[str, dict[float, object]] = {camera: {} for camera in topics.cameras}
     cursor = dict.fromkeys(topics.cameras, 0)
     previous: dict[str, object] = {}
@@ -147,11 +159,7 @@ def _recorded_frames(
                     picked[camera][times[cursor[camera]]] = previous[camera]
                 cursor[camera] += 1
             previous[camera] = message
-    result = {}
-    for time in times:
-        if all(time in picked[camera] for camera in topics.cameras):
-            result[time] = {camera: picked[camera][time] for camera in topics.cameras}
-    return result
+    return picked
 
 
 @dataclass(frozen=True)
@@ -294,20 +302,11 @@ def _recorded_by_camera(
     bag: str | Path, topics: ReplayTopics, times: list[float], allow_partial: bool
 ) -> dict[str, dict[float, np.ndarray]]:
     """Camera -> time -> the newest frame stamped at or before it (none after the last frame)."""
-    out: dict[str, dict[float, np.ndarray]] = {camera: {} for camera in topics.cameras}
-    cursor = dict.fromkeys(topics.cameras, 0)
-    previous: dict[str, object] = {}
-    with BagReader(bag, allow_partial) as reader:
-        camera_of = {topic: camera for camera, topic in camera_topics(reader, topics).items()}
-        for topic, _, message in reader.messages(list(camera_of)):
-            camera = camera_of[topic]
-            stamp = stamp_seconds(message.header.stamp)
-            while cursor[camera] < len(times) and stamp > times[cursor[camera]]:
-                if camera in previous:
-                    out[camera][times[cursor[camera]]] = msg_to_rgb(previous[camera])
-                cursor[camera] += 1
-            previous[camera] = message
-    return out
+    picked = _newest_messages(bag, topics, times, allow_partial)
+    return {
+        camera: {time: msg_to_rgb(message) for time, message in messages.items()}
+        for camera, messages in picked.items()
+    }
 
 
 def _strip_png(chunk: PredictedChunk, recorded: dict[str, dict[float, np.ndarray]]) -> bytes:
