@@ -65,12 +65,12 @@ from micro_view_preparation import inputs_benchmark
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine import cfg_parallel
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.fp8_attention_kernel import kernel_config
-from dreamzero_ros.engine.memory_estimate import GIB, estimate_memory
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.step_cache import StepCacheConfig
+from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config
+from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -15,8 +15,8 @@ from engine_flops import chunk_flops
 import numpy as np
 import torch
 
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 
 
 def run_schedule(

@@ -16,7 +16,7 @@ Named variants add up the speed options:
   weights never pass upstream's 0.93 similarity test, so they run all 16 steps.
 
 A ``label:key=value,...`` variant also takes the memory options (``text_encoder``,
-``image_encoder``, ``kv_cache``; :mod:`dreamzero_ros.engine.memory_config`).
+``image_encoder``, ``kv_cache``; :mod:`dreamzero_ros.engine.memory.options`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.memory_config import MemoryConfig
-from dreamzero_ros.engine.step_cache import StepCacheConfig
+from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 __all__ = ['NAMED_VARIANTS', 'VARIANT_KEYS', 'parse_variants', 'variant_config']
 

@@ -21,7 +21,7 @@ import statistics
 from bench_timing import timed_ms
 import torch
 
-from dreamzero_ros.engine.weights import all_finite
+from dreamzero_ros.engine.checkpoint.weights import all_finite
 
 
 def main() -> None:

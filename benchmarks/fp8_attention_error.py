@@ -23,13 +23,13 @@ import statistics
 import numpy as np
 import torch
 
-from dreamzero_ros.engine import attention
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.kv_cache import Fp8KVCache
-from dreamzero_ros.engine.memory_config import MemoryConfig
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model import attention
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 
 def _probe(calls: list[dict]) -> None:

@@ -11,7 +11,7 @@ no cap) that emulates a smaller GPU, and runs ``--warmup`` + ``--repeats`` chunk
 session on the same observations.  Printed per run: whether it ran or ran out of memory (and
 where), the build time, the weights resident after the build, the peak allocated and reserved
 memory from the build to the last chunk, the engine's own estimate
-(:func:`~dreamzero_ros.engine.memory_estimate.estimate_memory`), the time of a prompt encode
+(:func:`~dreamzero_ros.engine.memory.estimate.estimate_memory`), the time of a prompt encode
 (the text encoder where the variant keeps it), the first chunk, the mean chunk over the timed
 ones (whole context windows with ``--repeats`` a multiple of 4), its ratio to the reference
 variant (``--reference``, default the first) and the action difference from it.
@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.memory_config import MemoryConfig
-from dreamzero_ros.engine.memory_estimate import GIB, estimate_memory
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
+from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 _SPEED = ('compile', 'fp8_linear', 'attention_backend', 'compile_cache')
 _MEMORY = ('text_encoder', 'image_encoder', 'kv_cache')

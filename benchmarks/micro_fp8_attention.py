@@ -9,8 +9,8 @@ values with one scale per token and head, plus the call's 1785 new bf16 keys/val
 * ``dequant+cudnn``: what ``kv_cache: fp8`` does without FP8 attention -- the cached tokens
   dequantized into a bf16 working buffer, then cuDNN over ``[cache | new]`` (the reference);
 * ``cudnn``: cuDNN alone over bf16 keys/values (``kv_cache: model``);
-* ``fp8 <tiles>``: :func:`~dreamzero_ros.engine.fp8_attention_kernel.fp8_kv_attention` per tile
-  configuration and ``P V`` precision.
+* ``fp8 <tiles>``: :func:`~dreamzero_ros.engine.speed.fp8_attention_kernel.fp8_kv_attention`
+  per tile configuration and ``P V`` precision.
 
 Median ms per call (CUDA-graph replay of 10 calls), TFLOP/s, and the error of each against the
 reference: max |d| and rms of the difference over the rms of the reference output.  The
@@ -24,10 +24,14 @@ from __future__ import annotations
 from bench_timing import graph_ms
 import torch
 
-from dreamzero_ros.engine.attention import attention_kernel, sdpa
-from dreamzero_ros.engine.fp8_attention_kernel import KernelConfig, fp8_kv_attention, kernel_config
-from dreamzero_ros.engine.kv_cache import _quantize_rows
-from dreamzero_ros.engine.kv_fp8_kernel import dequantize_into
+from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.model.kv_cache import _quantize_rows
+from dreamzero_ros.engine.speed.fp8_attention_kernel import (
+    KernelConfig,
+    fp8_kv_attention,
+    kernel_config,
+)
+from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
 
 #: Configurations tried: (block_m, block_n, warps, stages, P V in FP8, new tokens in FP8).
 CONFIGS = [

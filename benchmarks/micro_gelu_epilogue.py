@@ -11,7 +11,7 @@ from bench_timing import timed_ms
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.fast_blocks import _linear_gelu
+from dreamzero_ros.engine.speed.fast_blocks import _linear_gelu
 
 
 def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:

@@ -10,8 +10,8 @@ from typing import Any
 from bench_timing import graph_ms
 import torch
 
-from dreamzero_ros.engine import qk_rope_kernel
-from dreamzero_ros.engine.fast_blocks import qk_norm_rope
+from dreamzero_ros.engine.speed import qk_rope_kernel
+from dreamzero_ros.engine.speed.fast_blocks import qk_norm_rope
 
 
 def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:

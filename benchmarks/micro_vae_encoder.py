@@ -11,7 +11,7 @@ import time
 from bench_timing import timed_ms
 import torch
 
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 
 #: VAE encoder options timed by ``--vae``: (frames per pass, channels_last_3d, compiled norms).
 VAE_OPTIONS = (

@@ -12,9 +12,9 @@ from bench_timing import timed_ms
 import numpy as np
 import torch
 
-from dreamzero_ros.engine.model_inputs import prepare_views, to_model_video
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.model_inputs import prepare_views, to_model_video
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 

@@ -32,10 +32,10 @@ import torch
 
 from dreamzero_ros.core.imagination import encode_frame
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.predicted_video import decode_to_uint8
-from dreamzero_ros.engine.synthetic_droid import random_observation
-from dreamzero_ros.engine.vae import WanVAE
-from dreamzero_ros.engine.vae_network import VAEConfig
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.predicted_video import decode_to_uint8
+from dreamzero_ros.engine.model.vae import WanVAE
+from dreamzero_ros.engine.model.vae_network import VAEConfig
 
 
 def _ms(values: list[float]) -> str:

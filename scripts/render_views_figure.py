@@ -175,8 +175,8 @@ def main() -> int:
     parser.add_argument('--preset', default='tiny', choices=('tiny', 'small'))
     parser.add_argument('--timeout', type=float, default=300.0)
     args = parser.parse_args()
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-    from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 
     cameras = list(droid_embodiment().camera_keys)
     env = {**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}

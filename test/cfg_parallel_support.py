@@ -17,9 +17,9 @@ import numpy as np
 from script_paths import installed_script
 import torch
 
-from dreamzero_ros.engine import cfg_parallel
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.parallel import cfg_parallel
 
 TIMEOUT_S = 240
 

@@ -6,8 +6,8 @@
 from dit_support import H, W
 import torch
 
-from dreamzero_ros.engine.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
-from dreamzero_ros.engine.step_cache import StepCacheConfig
+from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
+from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 #: Every similarity test passes: DiT on steps 0, 1, 6 and 11 only.
 DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))

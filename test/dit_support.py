@@ -7,10 +7,10 @@ import dataclasses
 
 import torch
 
-from dreamzero_ros.engine.acceleration import quantize_dit_
-from dreamzero_ros.engine.checkpoint import randomize_
-from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.fast_blocks import FastBlockProcessor, FastStages, stage_shard
+from dreamzero_ros.engine.checkpoint.layout import randomize_
+from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.speed.acceleration import quantize_dit_
+from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor, FastStages, stage_shard
 
 H, W = 4, 6
 #: Tokens per latent frame of the tiny DiT's (H, W) latents.

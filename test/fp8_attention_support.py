@@ -11,9 +11,9 @@ import json
 
 import torch
 
-from dreamzero_ros.engine.attention import attention_kernel
-from dreamzero_ros.engine.fp8_attention_kernel import KernelConfig, kernel_config
-from dreamzero_ros.engine.kv_cache import Fp8KVCache
+from dreamzero_ros.engine.model.attention import attention_kernel
+from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
+from dreamzero_ros.engine.speed.fp8_attention_kernel import KernelConfig, kernel_config
 
 HEADS, HEAD_DIM = 3, 32
 

@@ -77,7 +77,7 @@ def droid_frames(num_frames: int) -> dict:
 def tiny_engine(folder: Path, **settings):
     """The tiny DreamZero engine with random weights, on the CPU (``settings``: EngineConfig)."""
     from dreamzero_ros.engine import DreamZeroEngine
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     write_random_checkpoint(folder, preset='tiny')
     return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32', **settings)

@@ -16,8 +16,8 @@ sys.path.insert(0, __file__.rsplit('/', 1)[0])
 
 from dit_support import call_inputs, fast_processors, make_dit, rel, run_call  # noqa: E402
 
-from dreamzero_ros.engine.fast_blocks import qk_norm_rope  # noqa: E402
-from dreamzero_ros.engine.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
+from dreamzero_ros.engine.speed.fast_blocks import qk_norm_rope  # noqa: E402
+from dreamzero_ros.engine.speed.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
 
 EPS = 1e-6
 

@@ -56,7 +56,7 @@ def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, name):
     from std_srvs.srv import SetBool
     from trajectory_msgs.msg import JointTrajectory
 
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     shipped = read_params_file(CONFIG / name)
     overrides = {'engine.checkpoint': str(write_random_checkpoint(tmp_path / 'ckpt', 'tiny'))}

@@ -18,8 +18,8 @@ from dreamzero_ros.core.action_groups import (
 )
 from dreamzero_ros.core.node_config import build_settings, defaults
 from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment, read_yaml
-from dreamzero_ros.engine.experiment_cfg import KNOWN_PROMPT_TEMPLATES
+from dreamzero_ros.engine.checkpoint.experiment_cfg import KNOWN_PROMPT_TEMPLATES
+from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, Embodiment, read_yaml
 from dreamzero_ros.errors import EmbodimentError
 
 
@@ -247,7 +247,10 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
 
 
 def test_a_checkpoints_training_config_gives_agibots_effectors_and_velocity(tmp_path):
-    from dreamzero_ros.engine.experiment_cfg import embodiment_from_checkpoint, write_experiment_cfg
+    from dreamzero_ros.engine.checkpoint.experiment_cfg import (
+        embodiment_from_checkpoint,
+        write_experiment_cfg,
+    )
 
     write_experiment_cfg(tmp_path, shipped('agibot'))  # conf.yaml names keys, no flags
     agibot = embodiment_from_checkpoint(tmp_path, 'agibot')

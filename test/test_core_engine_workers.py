@@ -116,7 +116,7 @@ def test_a_worker_that_cannot_load_fails_the_start_at_once(tmp_path):
 
 
 def test_a_stop_request_ends_the_wait_and_the_workers(tmp_path):
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     stop = threading.Event()

@@ -163,7 +163,7 @@ def test_step_duration_override_replays_chunks_in_slow_motion():
 
 def test_engine_speed_parameters_reach_the_engine(tmp_path):
     from dreamzero_ros.core.policy_factory import create_policy
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     settings = build_settings(
@@ -189,7 +189,7 @@ def test_engine_speed_parameters_reach_the_engine(tmp_path):
 def test_fa3_attention_without_flash_attn_3_is_refused_before_any_inference(tmp_path):
     from dreamzero_ros.core.policy_factory import create_policy
     from dreamzero_ros.engine import ConfigError
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     settings = build_settings({'engine.checkpoint': str(folder), 'engine.attention_backend': 'fa3'})

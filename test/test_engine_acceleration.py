@@ -10,17 +10,17 @@ import pytest
 import torch
 
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.acceleration import (
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
+from dreamzero_ros.engine.speed.acceleration import (
     AccelerationConfig,
     VAEEncoding,
     block_processors,
     held_fp8_mode,
 )
-from dreamzero_ros.engine.attention import attention_kernel, sdpa
-from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
-from dreamzero_ros.engine.fast_blocks import FastBlockProcessor
-from dreamzero_ros.engine.fp8 import Fp8Linear
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor
+from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 
 def test_attention_kernel_choice():

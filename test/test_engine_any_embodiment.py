@@ -20,9 +20,9 @@ import torch
 import yaml
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.loader import load_engine
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.synthetic_droid import random_observation
 from dreamzero_ros.errors import CheckpointError, EmbodimentError, ObservationError
 from dreamzero_ros.policy_types import Observation
 

@@ -13,10 +13,10 @@ parallel 2 with batched CFG (2 ranks), CFG 2 x TP 2 (4 ranks).
 from cfg_parallel_support import assert_same_actions, run_group, scenario
 import pytest
 
-from dreamzero_ros.engine import cfg_parallel
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -19,11 +19,11 @@ from dreamzero_ros.engine import (
     EngineConfig,
     MetadataError,
 )
-from dreamzero_ros.engine.checkpoint import INDEX_FILE, checkpoint_state, read_weight_map
-from dreamzero_ros.engine.modules import build_modules
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.synthetic_droid import random_observation
-from dreamzero_ros.engine.weights import load_checkpoint as load_weights
+from dreamzero_ros.engine.checkpoint.layout import INDEX_FILE, checkpoint_state, read_weight_map
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.weights import load_checkpoint as load_weights
+from dreamzero_ros.engine.model.modules import build_modules
 
 
 @pytest.fixture(scope='module')
@@ -320,7 +320,7 @@ def test_non_finite_tensor_is_refused_naming_it(checkpoint, tmp_path, value, dty
 
 
 def test_float8_e4m3fn_nan_is_recognised():
-    from dreamzero_ros.engine.weights import all_finite
+    from dreamzero_ros.engine.checkpoint.weights import all_finite
 
     tensor = torch.tensor([1.0, -448.0, 0.0]).to(torch.float8_e4m3fn)
     assert all_finite(tensor)

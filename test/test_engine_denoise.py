@@ -8,11 +8,15 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint import randomize_
-from dreamzero_ros.engine.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
-from dreamzero_ros.engine.dit import CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.scheduler import FlowUniPCScheduler
-from dreamzero_ros.engine.step_cache import STATIC_DIT_STEP_MASKS, StepCacheConfig, StepSchedule
+from dreamzero_ros.engine.checkpoint.layout import randomize_
+from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
+from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler
+from dreamzero_ros.engine.speed.step_cache import (
+    STATIC_DIT_STEP_MASKS,
+    StepCacheConfig,
+    StepSchedule,
+)
 
 H, W = 4, 6
 T = (H // 2) * (W // 2)

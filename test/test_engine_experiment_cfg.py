@@ -10,12 +10,12 @@ from embodiment_support import DROID_FILE, droid_embodiment, ur_embodiment, yam_
 import pytest
 import yaml
 
-from dreamzero_ros.engine.experiment_cfg import (
+from dreamzero_ros.engine.checkpoint.experiment_cfg import (
     KNOWN_PROMPT_TEMPLATES,
     embodiment_from_checkpoint,
     write_experiment_cfg,
 )
-from dreamzero_ros.engine.synthetic_droid import droid_metadata
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_metadata
 from dreamzero_ros.errors import EmbodimentError
 
 # The oxe_droid parts of a DROID training run's conf.yaml as OmegaConf.save(resolve=True) writes

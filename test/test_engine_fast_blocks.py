@@ -11,11 +11,11 @@ from torch._dynamo.utils import counters
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dreamzero_ros.engine import fast_blocks
-from dreamzero_ros.engine.acceleration import AccelerationConfig, block_processors
-from dreamzero_ros.engine.denoise import DenoiseConfig
-from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
-from dreamzero_ros.engine.fast_blocks import FastStages, _linear_gelu, fuse_qkv_
+from dreamzero_ros.engine.model.denoise import DenoiseConfig
+from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
+from dreamzero_ros.engine.speed import fast_blocks
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, block_processors
+from dreamzero_ros.engine.speed.fast_blocks import FastStages, _linear_gelu, fuse_qkv_
 
 
 @pytest.fixture(scope='module')

@@ -18,12 +18,12 @@ import sys
 import pytest
 import torch
 
-from dreamzero_ros.engine import fp8_attention_kernel
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.fp8_attention_kernel import fp8_kv_attention
-from dreamzero_ros.engine.memory_config import MemoryConfig
-from dreamzero_ros.engine.memory_estimate import estimate_memory
+from dreamzero_ros.engine.memory.estimate import estimate_memory
+from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.speed import fp8_attention_kernel
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
 from dreamzero_ros.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkey
 
 
 def test_a_nested_attention_context_replaces_the_fp8_choice():
-    from dreamzero_ros.engine.attention import attention_kernel, fp8_kv_attention_active
+    from dreamzero_ros.engine.model.attention import attention_kernel, fp8_kv_attention_active
 
     assert not fp8_kv_attention_active()
     with attention_kernel('fp8'):

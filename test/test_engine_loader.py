@@ -5,10 +5,10 @@
 
 import pytest
 
-from dreamzero_ros.engine.acceleration import AccelerationConfig
-from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
-from dreamzero_ros.engine.fast_blocks import FastBlockProcessor
 from dreamzero_ros.engine.loader import cached_random_checkpoint, engine_arguments, load_engine
+from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor
 from dreamzero_ros.openpi.cli import build_parser
 from dreamzero_ros.replay.cli import build_replay_parser
 

@@ -17,15 +17,15 @@ from lora_support import (
 import pytest
 import torch
 
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.lora import (
+from dreamzero_ros.engine.checkpoint.lora import (
     CheckpointTensors,
     LoraSettings,
     MergedWeights,
     canonical_name,
 )
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.weights import open_checkpoint
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.weights import open_checkpoint
+from dreamzero_ros.engine.model.config import EngineConfig
 from dreamzero_ros.errors import CheckpointError
 
 SETTINGS = LoraSettings(rank=2, alpha=4.0)

@@ -21,19 +21,19 @@ import torch
 
 from dreamzero_ros.core.engine_workers import WORKER_MODULE
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.acceleration import AccelerationConfig, held_fp8_mode
-from dreamzero_ros.engine.cfg_parallel import load_worker_dit
-from dreamzero_ros.engine.compile_cache import compile_cache_folder, use_compile_cache
-from dreamzero_ros.engine.dit import REFERENCE_PROCESSOR
-from dreamzero_ros.engine.fp8 import Fp8Linear, quantize_weight
-from dreamzero_ros.engine.kv_cache import Fp8KVCache, KVCache
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
-from dreamzero_ros.engine.memory_config import MemoryConfig
-from dreamzero_ros.engine.memory_estimate import GIB, estimate_memory
-from dreamzero_ros.engine.modules import build_dit
-from dreamzero_ros.engine.offload import stream_parts_, streamed_device
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
+from dreamzero_ros.engine.memory.offload import stream_parts_, streamed_device
+from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
+from dreamzero_ros.engine.model.kv_cache import Fp8KVCache, KVCache
+from dreamzero_ros.engine.model.modules import build_dit
+from dreamzero_ros.engine.parallel.cfg_parallel import load_worker_dit
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, held_fp8_mode
+from dreamzero_ros.engine.speed.compile_cache import compile_cache_folder, use_compile_cache
+from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_weight
 from dreamzero_ros.errors import DeviceMemoryError
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -214,8 +214,8 @@ def test_fp8_kv_dequantization_kernel_matches_torch():
     pytest.importorskip('triton')
     code = (
         'import torch\n'
-        'from dreamzero_ros.engine import kv_fp8_kernel as k\n'
-        'from dreamzero_ros.engine.kv_cache import _quantize_rows\n'
+        'from dreamzero_ros.engine.speed import kv_fp8_kernel as k\n'
+        'from dreamzero_ros.engine.model.kv_cache import _quantize_rows\n'
         'g = torch.Generator().manual_seed(0)\n'
         'store = torch.zeros(2, 60, 3, 16, dtype=torch.float8_e4m3fn)\n'
         'scale = torch.zeros(2, 60, 3, 1, dtype=torch.bfloat16)\n'

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from dreamzero_ros.engine.model_inputs import (
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.model.model_inputs import (
     NEGATIVE_PROMPT,
     FrameHistory,
     ViewGeometry,
@@ -15,8 +16,7 @@ from dreamzero_ros.engine.model_inputs import (
     to_model_video,
     validate_observation,
 )
-from dreamzero_ros.engine.stitching import stitch
-from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.model.stitching import stitch
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
 
 DROID = droid_embodiment()

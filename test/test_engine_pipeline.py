@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.step_cache import StepCacheConfig
-from dreamzero_ros.engine.synthetic_droid import droid_embodiment, random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment, random_observation
+from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 from dreamzero_ros.errors import EmbodimentError
 from dreamzero_ros.policy_types import Policy, PolicyError
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.model_inputs import prepare_views
-from dreamzero_ros.engine.predicted_video import unstitch
-from dreamzero_ros.engine.stitching import stitch
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.model_inputs import prepare_views
+from dreamzero_ros.engine.model.predicted_video import unstitch
+from dreamzero_ros.engine.model.stitching import stitch
 
 CONFIG = EngineConfig.tiny(dtype='float32')
 

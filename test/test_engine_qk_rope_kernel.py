@@ -17,7 +17,7 @@ import sys
 import pytest
 import torch
 
-from dreamzero_ros.engine import qk_rope_kernel
+from dreamzero_ros.engine.speed import qk_rope_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.session import SessionStore
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.session import SessionStore
 from dreamzero_ros.policy_types import ObservationError
 
 CONFIG = EngineConfig.tiny(dtype='float32', max_sessions=3)

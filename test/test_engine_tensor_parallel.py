@@ -22,23 +22,23 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine.acceleration import (
-    AccelerationConfig,
-    block_processors,
-    held_fp8_mode,
-    quantize_dit_,
-)
-from dreamzero_ros.engine.cfg_parallel import free_port, load_worker_dit
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.fp8 import Fp8Linear
-from dreamzero_ros.engine.modules import build_dit
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.tensor_parallel import (
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.modules import build_dit
+from dreamzero_ros.engine.parallel.cfg_parallel import free_port, load_worker_dit
+from dreamzero_ros.engine.parallel.tensor_parallel import (
     join_group_,
     shard_dit_,
     shard_problem,
     split_problem,
 )
+from dreamzero_ros.engine.speed.acceleration import (
+    AccelerationConfig,
+    block_processors,
+    held_fp8_mode,
+    quantize_dit_,
+)
+from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

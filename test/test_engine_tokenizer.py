@@ -7,14 +7,14 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from dreamzero_ros.engine.text_encoder import T5Config
-from dreamzero_ros.engine.tokenizer import (
+from dreamzero_ros.engine.checkpoint.tokenizer import (
     MAX_LENGTH,
     TOKENIZER_FILE,
     UMT5Tokenizer,
     clean_prompt,
     train_tiny_tokenizer,
 )
+from dreamzero_ros.engine.model.text_encoder import T5Config
 
 
 @pytest.fixture(scope='module')

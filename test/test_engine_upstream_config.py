@@ -8,11 +8,15 @@ import json
 
 import pytest
 
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.dit import DiTConfig
-from dreamzero_ros.engine.lora import LoraSettings
-from dreamzero_ros.engine.synthetic_droid import droid_embodiment
-from dreamzero_ros.engine.upstream_config import config_to_json, parse_config, read_config
+from dreamzero_ros.engine.checkpoint.lora import LoraSettings
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.checkpoint.upstream_config import (
+    config_to_json,
+    parse_config,
+    read_config,
+)
+from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.dit import DiTConfig
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
 

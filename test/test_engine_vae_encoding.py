@@ -13,12 +13,12 @@ import torch
 from torch._dynamo.utils import counters
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.acceleration import VAEEncoding
-from dreamzero_ros.engine.checkpoint import randomize_
-from dreamzero_ros.engine.synthetic_droid import random_observation
-from dreamzero_ros.engine.vae import WanVAE
-from dreamzero_ros.engine.vae_fused import FusedNormConv
-from dreamzero_ros.engine.vae_network import VAEConfig
+from dreamzero_ros.engine.checkpoint.layout import randomize_
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.model.vae import WanVAE
+from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.speed.acceleration import VAEEncoding
+from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 
 
 @pytest.mark.parametrize(('frames', 'per_pass'), [(9, 0), (9, 8), (33, 0), (33, 16)])

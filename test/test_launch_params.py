@@ -143,7 +143,7 @@ sys.exit(service.run())
 def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path):
     """The real launch file, run as ``ros2 launch`` runs it; parameters read back from the node."""
     _require_launch_ros()
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below
@@ -294,7 +294,7 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
     _require_launch_ros()
     from lifecycle_msgs.msg import TransitionEvent
 
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     node = '/robot1/dreamzero_policy'

@@ -27,7 +27,7 @@ def test_a_best_effort_camera_is_reported_slow_with_its_cause(tmp_path):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
 
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     clips = demo_clips(15)[0]

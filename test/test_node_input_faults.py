@@ -48,7 +48,7 @@ def clips():
 
 @pytest.fixture(scope='module')
 def system(tmp_path_factory, clips):
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
     harness = Harness('input_faults_harness', use_sim_time=True)

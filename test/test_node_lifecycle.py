@@ -38,13 +38,13 @@ ROUNDS = ((2, 1), (1, 2))
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 
 
 def _observations():
-    from dreamzero_ros.engine.synthetic_droid import random_observation
+    from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 
     return [random_observation(seed=seed, session_id='bridge', stamp=seed) for seed in (7, 8)]
 

@@ -28,7 +28,7 @@ EXIT_WITHIN = 1.0
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 

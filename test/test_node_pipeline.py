@@ -48,7 +48,7 @@ def clips():
 
 @pytest.fixture(scope='module')
 def tiny_checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
 
@@ -227,7 +227,7 @@ def test_status_and_diagnostics_report_the_running_node(system):
 
 
 def test_openpi_bridge_serves_the_same_engine_to_clients_with_the_key(system, bridge_port):
-    from dreamzero_ros.engine.synthetic_droid import random_observation
+    from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
     from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 
     url = f'ws://127.0.0.1:{bridge_port}'

@@ -28,7 +28,7 @@ def system(tmp_path_factory):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.ros.task_server import RunTask
 
     assert RunTask is not None, 'the RunTask action is not built (scripts/build_interfaces.sh)'

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dreamzero_ros.core.image_codec import decode_compressed
-from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 
 TIMEOUT = 90.0
 STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
@@ -37,7 +37,7 @@ def system(tmp_path_factory):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.ros.conversions import ActionChunkMsg
 
     if ActionChunkMsg is None:

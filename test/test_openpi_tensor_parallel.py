@@ -21,7 +21,7 @@ from openpi_support import (
 import pytest
 import torch
 
-from dreamzero_ros.engine.synthetic_droid import random_observation
+from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.openpi import RemoteOpenPIPolicy
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -72,7 +72,7 @@ def _preflight(*params: str, duration: float = 3.0) -> subprocess.CompletedProce
 @pytest.fixture(scope='module')
 def live_system(tmp_path_factory):
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = tmp_path_factory.mktemp('preflight')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')

@@ -12,7 +12,7 @@ from replay_support import STEP, demo_bag, demo_state
 import torch
 
 from dreamzero_ros.engine import DreamZeroEngine
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.replay.cli import replay_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.report import write_outputs

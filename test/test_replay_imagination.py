@@ -9,7 +9,7 @@ from replay_support import demo_bag
 
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.engine import DreamZeroEngine
-from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.live_replay import recorded_outputs

@@ -130,7 +130,7 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     """The real node (tiny engine, use_sim_time) driven by a played bag; its outputs recorded."""
     from node_support import CONFIG, NodeProcess
 
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', 'tiny')
     bag = demo_bag(tmp_path, num_frames=15, image_format='rgb8')

@@ -28,7 +28,7 @@ def loop(tmp_path_factory):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = tmp_path_factory.mktemp('closed_loop')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from dreamzero_ros.core.imagination import view_topics
-from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 from dreamzero_ros.replay.live_replay import node_topic
 
 REPO = Path(__file__).resolve().parents[1]

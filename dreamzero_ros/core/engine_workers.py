@@ -39,7 +39,7 @@ from dreamzero_ros.core.process_lifetime import die_with_parent
 T = TypeVar('T')
 
 #: The module behind the ``dreamzero-engine-worker`` console script.
-WORKER_MODULE = 'dreamzero_ros.engine.cfg_parallel'
+WORKER_MODULE = 'dreamzero_ros.engine.parallel.cfg_parallel'
 #: Seconds a worker gets to leave after the shutdown command before it is killed.
 WORKER_EXIT_TIMEOUT = 10.0
 #: A worker's collective timeout, seconds: it waits for rank 0's next command for as long as the
@@ -214,8 +214,8 @@ class EngineWorkers:
         """Start the workers, wait for them to load, join as rank 0; the engine's layout.
 
         Returns:
-            the :class:`~dreamzero_ros.engine.cfg_parallel.ParallelDriver` to build the engine
-            with.
+            the :class:`~dreamzero_ros.engine.parallel.cfg_parallel.ParallelDriver` to build the
+            engine with.
 
         Raises:
             ValueError: the devices of the ranks are not there (nothing is started).
@@ -225,7 +225,7 @@ class EngineWorkers:
         """
         import torch
 
-        from dreamzero_ros.engine import cfg_parallel
+        from dreamzero_ros.engine.parallel import cfg_parallel
 
         ranks = self.ranks
         workers = plan_workers(ranks, torch.cuda.device_count())
@@ -271,7 +271,7 @@ class EngineWorkers:
         """Rank 0's rendezvous store; the group's join reuses it (same host and port)."""
         import torch.distributed as dist
 
-        from dreamzero_ros.engine.cfg_parallel import free_port
+        from dreamzero_ros.engine.parallel.cfg_parallel import free_port
 
         timeout = datetime.timedelta(seconds=self.ranks.worker_timeout)
         address, fixed = self.ranks.master_addr, self.ranks.master_port
@@ -373,13 +373,13 @@ def load_from_arguments(
     process is rank 0 and starts the others; a ``preset``'s random weights are then written to a
     temporary checkpoint folder that every rank loads (and that is removed once they have).
     """
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.engine.loader import (
         RANDOM_PRESETS,
         engine_arguments,
         load_engine,
         resolve_device_dtype,
     )
-    from dreamzero_ros.engine.random_checkpoint import write_random_checkpoint
 
     options = {**engine_arguments(args), **settings}
     if args.cfg_parallel * args.tensor_parallel == 1:

@@ -48,7 +48,7 @@ from dreamzero_ros.core.trajectory import (
     PANDA_STOP_DECELERATION,
     MotionConfig,
 )
-from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: The safety.* limits with one value per arm joint.

@@ -27,8 +27,8 @@ from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.policy_types import Observation, Policy
 
 if TYPE_CHECKING:  # torch, loaded with the engine
-    from dreamzero_ros.engine.denoise import BranchLayout
-    from dreamzero_ros.engine.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.model.denoise import BranchLayout
+    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 
 WARMUP_SESSION = '__warmup__'
 
@@ -57,9 +57,9 @@ def create_policy(
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')
 
-    from dreamzero_ros.engine.acceleration import AccelerationConfig
     from dreamzero_ros.engine.loader import load_engine
-    from dreamzero_ros.engine.memory_config import MemoryConfig
+    from dreamzero_ros.engine.memory.options import MemoryConfig
+    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
     folder = options.checkpoint
     device = options.device

@@ -185,7 +185,7 @@ def device_memory(need: int, free: int | None, device: str, parts: str) -> Check
 def engine_memory(options: Any) -> Check:
     """The local engine of ``options`` (``settings.engine``) fits its device's free memory.
 
-    The estimate is the one configure refuses with (engine/memory_estimate.py), for the rank
+    The estimate is the one configure refuses with (engine/memory/estimate.py), for the rank
     this process would run: one CFG row under ``cfg_parallel: 2``, a ``1 / tensor_parallel``
     shard of the DiT.
     """
@@ -193,10 +193,10 @@ def engine_memory(options: Any) -> Check:
         return Check('GPU memory', True, f'{options.backend} engine: its server holds the model')
     if not options.checkpoint:
         return Check('GPU memory', False, 'engine.checkpoint is empty', 'set engine.checkpoint')
-    from dreamzero_ros.engine.acceleration import AccelerationConfig
-    from dreamzero_ros.engine.memory_config import MemoryConfig
-    from dreamzero_ros.engine.memory_estimate import device_budget, estimate_memory
-    from dreamzero_ros.engine.upstream_config import read_config
+    from dreamzero_ros.engine.checkpoint.upstream_config import read_config
+    from dreamzero_ros.engine.memory.estimate import device_budget, estimate_memory
+    from dreamzero_ros.engine.memory.options import MemoryConfig
+    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
     from dreamzero_ros.errors import DreamZeroError
 
     try:

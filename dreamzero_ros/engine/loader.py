@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from .option_names import (
+from dreamzero_ros.engine.option_names import (
     ATTENTION_BACKENDS,
     DTYPE_NAMES,
     FP8_MODES,
@@ -33,10 +33,10 @@ from .option_names import (
 )
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
-    from .acceleration import AccelerationConfig
-    from .denoise import BranchLayout
-    from .memory_config import MemoryConfig
-    from .pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.memory.options import MemoryConfig
+    from dreamzero_ros.engine.model.denoise import BranchLayout
+    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 __all__ = [
     'RANDOM_PRESETS',
@@ -111,8 +111,8 @@ def load_engine(
     """
     import torch
 
-    from .pipeline import DreamZeroEngine
-    from .random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 
     if (checkpoint is None) == (preset is None):
         raise ValueError('give either a checkpoint folder or a preset')
@@ -154,7 +154,7 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     Returns the folder and whether this call wrote it.  Concurrent first uses are safe: each
     writes a private folder and renames it into place; a loser of the race discards its copy.
     """
-    from .random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = cache_dir / f'random-{preset}'
     if (folder / 'experiment_cfg' / 'conf.yaml').is_file():
@@ -306,8 +306,8 @@ def _add_parallel_arguments(group: argparse._ArgumentGroup) -> None:
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
-    from .acceleration import AccelerationConfig
-    from .memory_config import MemoryConfig
+    from dreamzero_ros.engine.memory.options import MemoryConfig
+    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
     budget = args.memory_budget_gib
     return {

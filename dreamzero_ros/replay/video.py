@@ -43,9 +43,9 @@ def _stitch(messages: dict[str, object]) -> np.ndarray:
     """Decode one image message per view and stitch them as the engine stitches DROID views."""
     import torch
 
-    from dreamzero_ros.engine.model_inputs import ViewGeometry, prepare_view
-    from dreamzero_ros.engine.stitching import stitch
-    from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+    from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
+    from dreamzero_ros.engine.model.model_inputs import ViewGeometry, prepare_view
+    from dreamzero_ros.engine.model.stitching import stitch
 
     droid = droid_embodiment()
     views = [
@@ -178,8 +178,8 @@ def predicted_chunk(stamp: float, horizon_s: float, chunk: ActionChunk) -> Predi
     decodes the conditioning latent (``1 + 4k`` frames), is left out.
     """
     from dreamzero_ros.core.imagination import predicted_frame_times
-    from dreamzero_ros.engine.predicted_video import unstitch
-    from dreamzero_ros.engine.synthetic_droid import droid_embodiment
+    from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
+    from dreamzero_ros.engine.model.predicted_video import unstitch
 
     if chunk.views is not None and chunk.views.has_predicted_video:
         frames = chunk.views.decode_predicted()

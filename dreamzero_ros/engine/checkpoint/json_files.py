@@ -1,0 +1,112 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Reading the JSON files of a checkpoint folder, every failure as the caller's error type.
+
+Files read from a checkpoint or an embodiment file are bounded (:class:`FileLimits`): their
+size is checked before they are read, their nesting depth and number of values while they are
+parsed, so that a hostile or broken file fails at once with an error naming it instead of
+taking the process's memory and minutes (:func:`read_json` here; YAML files through
+:func:`~.embodiment.read_yaml`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ['DEFAULT_LIMITS', 'FileLimits', 'check_shape', 'read_json']
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """Bounds of a configuration file: bytes on disk, nesting depth, values (nodes) in all."""
+
+    max_bytes: int = 16 << 20
+    max_depth: int = 64
+    max_nodes: int = 200_000
+
+    def check_size(self, path: Path, error: type[Exception]) -> None:
+        """Raise ``error`` naming ``path`` if the file is larger than :attr:`max_bytes`."""
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise error(f'missing file {path}') from None
+        except OSError as cause:
+            raise error(f'{path} is unreadable: {cause}') from cause
+        if size > self.max_bytes:
+            raise error(
+                f'{path} is {size} bytes, more than the {self.max_bytes} bytes a configuration '
+                'file may have'
+            )
+
+
+#: The limits of every checkpoint and embodiment file (the largest real one, a checkpoint's
+#: metadata.json with the statistics of many embodiments, is well below a megabyte).
+DEFAULT_LIMITS = FileLimits()
+
+
+class _TooManyValuesError(Exception):
+    pass
+
+
+def read_json(path: str | Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
+    """Parse the JSON file at ``path``; raise ``error`` naming the file if that fails.
+
+    Invalid UTF-8 or JSON, a file beyond ``limits`` (its size before reading; the number of
+    numbers and objects while parsing; depth and values in all once parsed) and an unreadable
+    file all become ``error``.
+    """
+    path = Path(path)
+    limits.check_size(path, error)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except UnicodeDecodeError as cause:
+        raise error(f'{path} is not valid JSON: {cause}') from cause
+    except OSError as cause:
+        raise error(f'{path} is unreadable: {cause}') from cause
+    count = 0
+
+    def counted(make: Any) -> Any:
+        def parse(value: Any) -> Any:
+            nonlocal count
+            count += 1
+            if count > limits.max_nodes:
+                raise _TooManyValuesError
+            return make(value)
+
+        return parse
+
+    try:
+        value = json.loads(
+            text,
+            parse_int=counted(int),
+            parse_float=counted(float),
+            object_pairs_hook=counted(dict),
+        )
+    except _TooManyValuesError:
+        raise error(f'{path} holds more than {limits.max_nodes} values') from None
+    except json.JSONDecodeError as cause:
+        raise error(f'{path} is not valid JSON: {cause}') from cause
+    except RecursionError:
+        raise error(f'{path} is not valid JSON: nested too deeply to parse') from None
+    return check_shape(value, path, error, limits)
+
+
+def check_shape(value: Any, path: Path, error: type[Exception], limits: FileLimits) -> Any:
+    """``value`` (parsed from ``path``) if within ``limits``' depth and values; else ``error``."""
+    count = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > limits.max_nodes:
+            raise error(f'{path} holds more than {limits.max_nodes} values')
+        if isinstance(item, dict | list):
+            if depth > limits.max_depth:
+                raise error(f'{path} nests deeper than {limits.max_depth} levels')
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return value
