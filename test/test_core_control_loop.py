@@ -69,13 +69,29 @@ def test_min_replan_period_spaces_queries():
     assert loop.poll(1.5).query is not None
 
 
+def test_an_answered_observation_is_not_sent_again_until_new_input_or_a_new_generation():
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query), 1.1)
+    assert loop.poll(1.2).query is None and loop.poll(1.2).refusal is None
+    cache.add_joint_state([*ARM, 'g'], [0.0] * 7 + [0.5], 1.2)  # newer joints: a new input
+    query = loop.poll(1.25).query
+    assert query.observation.stamp == 1.2
+    loop.on_chunk(query, chunk_for(query), 1.28)
+    assert loop.poll(1.29).query is None
+    loop.set_prompt('place', 1.3)  # a new generation asks again about the same input
+    assert loop.poll(1.3).query.observation.prompt == 'place'
+
+
 def test_stale_input_holds_once_and_discards_the_answer():
     loop, cache = make_loop()
     feed(cache, 1.0)
     query = loop.poll(1.0).query
     loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    feed(cache, 1.1)
     query = loop.poll(1.1).query
-    result = loop.poll(1.7)  # inputs 0.7 s old
+    result = loop.poll(1.7)  # inputs 0.6 s old
     assert result.refusal.reason.value == 'stale'
     held = loop.command_at(1.7)
     np.testing.assert_allclose(result.hold.rows[0], held)
@@ -130,6 +146,7 @@ def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_res
     feed(cache, 1.0)
     query = loop.poll(1.0).query
     loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    feed(cache, 1.1)
     in_flight = loop.poll(1.1).query
     hold = loop.pause(1.2, 'task canceled')
     assert hold is not None and loop.paused == 'task canceled'

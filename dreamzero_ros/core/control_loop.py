@@ -197,6 +197,9 @@ class ControlLoop:
         self._generation = 0
         self._in_flight: Query | None = None
         self._last_query_at: float | None = None
+        #: (generation, observation stamp) of the last query sent: the same input is not sent
+        #: twice for one generation (two chunks would answer one observation).
+        self._last_query_input: tuple[int, float] | None = None
         self._last_now: float | None = None
         self._query_ids = itertools.count()
 
@@ -214,7 +217,12 @@ class ControlLoop:
             self.last_refusal = None
             return PollResult()
         refusal = self.cache.check(now)
-        if refusal is None and not self.in_flight and not self._replan_too_soon(now):
+        if (
+            refusal is None
+            and not self.in_flight
+            and not self._replan_too_soon(now)
+            and self._has_new_input()
+        ):
             observation = self.cache.build(now, self.prompt, self.session_id)
             if isinstance(observation, Refusal):  # a frame it picked could not be decoded
                 refusal = observation
@@ -229,6 +237,7 @@ class ControlLoop:
                 )
                 self._in_flight = query
                 self._last_query_at = now
+                self._last_query_input = (self._generation, observation.stamp)
                 self.counters.queries += 1
                 return PollResult(query=query)
         if refusal is not None:
@@ -239,6 +248,12 @@ class ControlLoop:
             return PollResult(refusal=refusal, hold=self._start_hold(now, str(refusal)))
         self.last_refusal = None
         return PollResult()
+
+    def _has_new_input(self) -> bool:
+        """False while no input is newer than the one the last query of this generation sent."""
+        newest = self.cache.newest_stamp()
+        last = self._last_query_input
+        return newest is None or last is None or last[0] != self._generation or newest > last[1]
 
     def _replan_too_soon(self, now: float) -> bool:
         return (

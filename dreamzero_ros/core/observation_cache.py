@@ -482,9 +482,14 @@ class ObservationCache:
             joint_position=arm,
             gripper_position=gripper,
             prompt=prompt,
-            stamp=max(stamp for stamp, _ in self._source_stamps().values()),
+            stamp=self.newest_stamp(),
             session_id=session_id,
         )
+
+    def newest_stamp(self) -> float | None:
+        """The newest stamp among the stored sources (an observation's stamp), or None."""
+        stamps = self._source_stamps().values()
+        return max(stamp for stamp, _ in stamps) if stamps else None
 
     def _source_stamps(self) -> dict[str, tuple[float, str]]:
         """Source label -> (stamp, label) of every source present."""
