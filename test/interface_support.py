@@ -4,9 +4,10 @@
 """Interface packages a test needs but no wheel provides, built with rosidl on first use.
 
 ``control_msgs_env()`` builds ``test/interfaces/control_msgs`` (control_msgs/action/GripperCommand
-exactly as ros-controls/control_msgs defines it) with colcon from the venv's ROS 2 wheels, the
-recipe of scripts/build_interfaces.sh, into ``build/test_interfaces`` (reused while the
-definition and the venv are unchanged), and returns the environment a process needs to import it.
+and FollowJointTrajectory with the fields ros-controls/control_msgs defines) with colcon from the
+venv's ROS 2 wheels, the recipe of scripts/build_interfaces.sh, into ``build/test_interfaces``
+(reused while the definition and the venv are unchanged), and returns the environment a process
+needs to import it.
 """
 
 from __future__ import annotations

@@ -304,3 +304,81 @@ def test_a_mapping_leaving_a_column_unused_fails_configure_naming_it(tmp_path):
     log = node.log()
     assert 'action column 20 (robot_velocity[0]) is sent to no group' in log, log
     assert 'map it, to output none if the robot does not execute it' in log
+
+
+def test_yam_arms_by_follow_joint_trajectory_goals_preempted_by_the_next_and_by_the_estop(
+    tmp_path, monkeypatch
+):
+    """Each YAM arm through a FollowJointTrajectory action server, as JTC's action interface.
+
+    Every chunk is a goal that preempts the one before (the server cancels it, which the node
+    does not count as a failure); the e-stop's hold is a goal too, after which the arms stop.
+    """
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
+
+    for name, value in control_msgs_env().items():  # FollowJointTrajectory, and for the sim
+        monkeypatch.setenv(name, value)
+    data = yaml.safe_load((EMBODIMENTS_DIR / 'yam.yaml').read_text())['groups']
+    for entry in data:
+        side = entry['name'].split('_')[0]
+        if entry['output'] == 'joint_trajectory':
+            entry['output'] = 'follow_joint_trajectory'
+            entry['target'] = f'{side}_arm_controller/follow_joint_trajectory'
+        else:
+            entry['interface'] = 'float64'
+            entry['target'] = f'{side}_gripper/command'
+    groups = tmp_path / 'yam_fjt.yaml'
+    groups.write_text(yaml.safe_dump({'groups': data}))
+    robot = Robot(tmp_path, 'yam', groups, (range(12), range(2), ()))
+    harness = robot.harness
+    harness.record('states', JointState, 'joint_states')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+
+    def accepted(side):
+        values = [
+            {v.key: v.value for v in status.values}
+            for msg in harness.messages('diagnostics')
+            for status in msg.status
+            if status.name.startswith('sim_arm')
+        ]
+        return max((int(v.get(f'{side}_arm.trajectories_accepted', 0)) for v in values), default=0)
+
+    try:
+        robot.wait_configured()
+        # no action servers yet: enabling is refused, naming both arms
+        response = robot.enable()
+        assert not response.success and 'left_arm (follow_joint_trajectory' in response.message
+        robot.start_sim()
+        robot.enable_when_the_controllers_are_up()
+        for side in ('left', 'right'):
+            harness.wait_for(
+                lambda side=side: accepted(side) >= 3, TIMEOUT, f'3 {side} arm goals', robot.log
+            )
+        moved = harness.wait_for(
+            lambda: [m for m in harness.messages('states') if np.any(np.abs(m.position) > 1e-4)],
+            TIMEOUT,
+            'the arms to move',
+            robot.log,
+        )
+        assert set(moved[-1].name) >= {'left_joint1', 'right_joint6'}
+        publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+        before = accepted('left')
+        harness.wait_for(
+            lambda: publisher.publish(Bool(data=True)) or accepted('left') > before,
+            30,
+            'the e-stop hold as a goal',
+            robot.log,
+        )
+        time.sleep(2.0)  # the hold brakes within stop_deceleration, then nothing moves
+        settled = harness.now()
+        time.sleep(1.0)
+        late = harness.messages('states', settled)
+        assert late and all(np.all(np.abs(m.velocity) < 1e-9) for m in late), late[-1]
+        log = robot.node.log()
+        assert "action group 'left_arm': " not in log, log[-3000:]  # no goal counted as failed
+        assert "action group 'right_arm': " not in log, log[-3000:]
+        assert 'Traceback' not in robot.log()
+    finally:
+        assert robot.close() == 0, robot.log()

@@ -166,6 +166,12 @@ class TrajectoryFollower:
             else None,
         )
 
+    @property
+    def end_time(self) -> float | None:
+        """When the trajectory in force reaches its last point, or None without one."""
+        active = self._active
+        return None if active is None else float(active.start + active.times[-1])
+
     def update(self, now: float) -> None:
         """Advance the commanded (= measured) state to ``now``."""
         active = self._active

@@ -5,7 +5,8 @@
 
 - ``joint_trajectory``: trajectory_msgs/JointTrajectory on the group's topic, its joints only;
 - ``follow_joint_trajectory``: the same trajectory as a control_msgs/action/FollowJointTrajectory
-  goal (a new goal preempts the previous one; needs control_msgs);
+  goal (a new goal preempts the previous one; needs control_msgs); a rejected goal or one that
+  ends with an error code is logged and counted (:attr:`GroupOutputs.goal_failures`);
 - ``gripper``: :class:`~dreamzero_ros.ros.gripper_output.GripperOutput` with the group's own
   :class:`~dreamzero_ros.core.gripper.GripperCommander`, sent every control step when due;
 - ``twist``: geometry_msgs/Twist on the group's topic every control step, zero while holding;
@@ -17,6 +18,7 @@ Every group gets its columns of the same plans and holds, so a hold stops all of
 from __future__ import annotations
 
 from collections.abc import Sequence
+import time
 from typing import Any
 
 from geometry_msgs.msg import Twist
@@ -25,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, GroupSpec
 from dreamzero_ros.core.gripper import GripperCommander
+from dreamzero_ros.core.repeat_limiter import RepeatLimiter
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.gripper_output import GripperOutput
 
@@ -43,6 +46,11 @@ class GroupOutputs:
         self.layout = layout
         self._handles: dict[str, Any] = {}
         self._grippers: dict[str, tuple[GripperOutput, GripperCommander]] = {}
+        #: The last goal sent to each follow_joint_trajectory group (its send future).
+        self._goals: dict[str, Any] = {}
+        #: Goals a follow_joint_trajectory server rejected or ended with an error, per group.
+        self.goal_failures: dict[str, int] = {}
+        self._failure_log = RepeatLimiter(period=1.0)  # per group and kind of failure
         try:
             for group in layout.groups:
                 self._create(group)
@@ -137,7 +145,35 @@ class GroupOutputs:
                 if client.server_is_ready():
                     goal = self._goal_type()
                     goal.trajectory = msg_for(group)
-                    client.send_goal_async(goal)
+                    sent = client.send_goal_async(goal)
+                    sent.add_done_callback(lambda future, spec=spec: self._on_goal(spec, future))
+                    self._goals[spec.name] = sent
+
+    def _on_goal(self, spec: GroupSpec, future: Any) -> None:
+        """A follow_joint_trajectory server answered a goal: log a rejection, await the result."""
+        handle = future.result() if not future.cancelled() and future.exception() is None else None
+        if handle is None or not handle.accepted:
+            self._goal_failed(spec, 'goal rejected')
+            return
+        handle.get_result_async().add_done_callback(lambda done: self._on_result(spec, done))
+
+    def _on_result(self, spec: GroupSpec, future: Any) -> None:
+        """An aborted goal is a failure; a canceled one was preempted by the next goal (JTC)."""
+        from action_msgs.msg import GoalStatus
+
+        response = future.result() if future.exception() is None else None
+        if response is not None and response.status == GoalStatus.STATUS_ABORTED:
+            result = response.result
+            text = result.error_string or 'no error string'
+            self._goal_failed(spec, f'goal aborted, error code {result.error_code}: {text}')
+
+    def _goal_failed(self, spec: GroupSpec, what: str) -> None:
+        self.goal_failures[spec.name] = self.goal_failures.get(spec.name, 0) + 1
+        suffix = self._failure_log.admit(f'{spec.name}: {what}', time.monotonic())
+        if suffix is not None:
+            self.node.get_logger().error(
+                f'action group {spec.name!r}: {spec.target}: {what}{suffix}'
+            )
 
     def send_hold(self, row: Any, settle_ns: int) -> None:
         """Hold every group at its columns of ``row``; bases get a zero Twist."""
@@ -174,10 +210,18 @@ class GroupOutputs:
             self._handles[group.name].publish(twist)
 
     def wait_for_delivery(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` s per topic) until controllers acknowledged what was sent."""
+        """Wait (at most ``timeout`` s per output) until controllers acknowledged what was sent.
+
+        Topics: every subscriber acknowledged (reliable QoS); actions: the server answered the
+        last goal (accepted or not).
+        """
         for group in self.layout.groups:
             if group.spec.output in ('joint_trajectory', 'twist'):
                 self._handles[group.name].wait_for_all_acked(Duration(seconds=timeout))
+            elif group.name in self._goals:
+                deadline = time.monotonic() + timeout
+                while not self._goals[group.name].done() and time.monotonic() < deadline:
+                    time.sleep(0.005)
 
     def destroy(self) -> None:
         """Release every publisher, action client and gripper output."""
@@ -189,4 +233,4 @@ class GroupOutputs:
                 self.node.destroy_lifecycle_publisher(handle)
         for output, _ in self._grippers.values():
             output.destroy()
-        self._handles, self._grippers = {}, {}
+        self._handles, self._grippers, self._goals = {}, {}, {}

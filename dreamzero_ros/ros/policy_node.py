@@ -896,6 +896,12 @@ class PolicyNode(LifecycleNode):
             report = dataclasses.replace(
                 report, values=report.values + self._views.counters.values()
             )
+        if self._group_outputs is not None and self._group_outputs.goal_failures:
+            failures = tuple(
+                (f'{group}.goal_failures', str(count))
+                for group, count in self._group_outputs.goal_failures.items()
+            )
+            report = dataclasses.replace(report, values=report.values + failures)
         self._diagnostics.publish(
             conversions.diagnostics_msg(now, f'{self.get_name()}: policy', report)
         )

@@ -25,7 +25,10 @@ which a point of ``table.links`` (forward kinematics, core/kinematics.py) was be
 
 With ``action_groups`` (a groups file or a shipped embodiment tag, as the policy node's) it
 serves every group of that layout instead: a joint_trajectory_controller per trajectory group
-(on the group's ``target``, its joints only), a gripper per gripper group (its ``interface``
+(on the group's ``target``, its joints only: a JointTrajectory topic, or for output
+``follow_joint_trajectory`` a control_msgs/action/FollowJointTrajectory server that validates a
+goal as the topic, succeeds when its last point is reached and cancels it when the next goal
+preempts it, as JTC does; needs control_msgs), a gripper per gripper group (its ``interface``
 and ``target``), and per twist group a base that integrates geometry_msgs/Twist on ``target``
 into a pose and publishes nav_msgs/Odometry on the group's ``odometry`` topic (``odom`` when it
 names none); a base stops when no Twist came for ``base_timeout``. Joint states are published
@@ -132,6 +135,8 @@ class _JointGroup:
         self.follower = TrajectoryFollower(rules.joints, start)
         self.accepted = 0
         self.rejected = 0
+        #: Counts the trajectories accepted: an action goal runs while it is the newest.
+        self.generation = 0
 
 
 class _Gripper:
@@ -237,11 +242,6 @@ class SimArm(Node):
                 self._states[topic] = self.create_publisher(JointState, topic, 10)
             if spec.output in ('joint_trajectory', 'follow_joint_trajectory', 'none'):
                 start = np.array([next(starts) for _ in spec.joints])
-                if spec.output == 'follow_joint_trajectory':
-                    raise ValueError(
-                        f'action group {spec.name!r}: the simulated robot serves '
-                        'joint_trajectory topics only'
-                    )
                 if not spec.joints:
                     continue
                 self._add_joint_group(spec, start, from_groups)
@@ -267,6 +267,31 @@ class SimArm(Node):
                 spec.target,
                 lambda msg, group=group: self._on_trajectory(group, msg),
                 10,
+            )
+        elif spec.output == 'follow_joint_trajectory':
+            try:
+                from control_msgs.action import FollowJointTrajectory
+            except ImportError as error:
+                raise RuntimeError(
+                    f'action group {spec.name!r}: follow_joint_trajectory needs control_msgs; '
+                    'install it (ros-<distro>-control-msgs) or use output joint_trajectory'
+                ) from error
+            from rclpy.action import ActionServer, CancelResponse, GoalResponse
+
+            self._trajectory_type = FollowJointTrajectory
+
+            def check(request: Any, group: _JointGroup = group) -> GoalResponse:
+                reason = self._check_trajectory(group, request.trajectory)
+                return GoalResponse.REJECT if reason else GoalResponse.ACCEPT
+
+            ActionServer(
+                self,
+                FollowJointTrajectory,
+                spec.target,
+                lambda handle, group=group: self._execute_trajectory_goal(group, handle),
+                goal_callback=check,
+                cancel_callback=lambda goal: CancelResponse.ACCEPT,
+                callback_group=self._group,
             )
 
     def ready_line(self) -> str:
@@ -379,9 +404,13 @@ class SimArm(Node):
             base.commanded_at = self._now()
 
     def _on_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> None:
-        now = self._now()
-        trajectory = trajectory_from_msg(msg)
-        reason = validate(trajectory, group.rules, now)
+        if not self._check_trajectory(group, msg):
+            self._accept(group, msg)
+        self._publish_diagnostics()
+
+    def _check_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> str:
+        """Why JTC would reject ``msg`` now (logged, published and counted), or ''."""
+        reason = validate(trajectory_from_msg(msg), group.rules, self._now())
         if reason:
             if len(self.joint_groups) > 1:
                 reason = f'{group.spec.name}: {reason}'
@@ -390,13 +419,48 @@ class SimArm(Node):
             self.last_rejection = reason
             self.get_logger().error(f'trajectory rejected: {reason}')
             self._rejections.publish(String(data=reason))
-        else:
-            with self._lock:
-                group.follower.update(now)
-                group.follower.accept(trajectory, now)
-                self.accepted += 1
-                group.accepted += 1
+        return reason
+
+    def _accept(self, group: _JointGroup, msg: JointTrajectory) -> int:
+        """Follow ``msg`` from now on; the number of the goal it preempts the others with."""
+        now = self._now()
+        with self._lock:
+            group.follower.update(now)
+            group.follower.accept(trajectory_from_msg(msg), now)
+            self.accepted += 1
+            group.accepted += 1
+            group.generation += 1
+            return group.generation
+
+    def _execute_trajectory_goal(self, group: _JointGroup, goal_handle: Any) -> Any:
+        """Follow an accepted goal until its last point (succeeded) or the next goal (canceled)."""
+        from rclpy.impl.implementation_singleton import rclpy_implementation
+
+        generation = self._accept(group, goal_handle.request.trajectory)
         self._publish_diagnostics()
+        result = self._trajectory_type.Result()
+        while rclpy.ok():
+            with self._lock:
+                preempted = generation != group.generation
+                end = group.follower.end_time
+            if preempted or goal_handle.is_cancel_requested:
+                # JTC cancels a preempted goal with INVALID_GOAL and this string
+                if not goal_handle.is_cancel_requested:
+                    # as rclpy's server does on a cancel request
+                    goal_handle._update_state(rclpy_implementation.GoalEvent.CANCEL_GOAL)
+                result.error_code = result.INVALID_GOAL if preempted else result.SUCCESSFUL
+                result.error_string = (
+                    'Current goal cancelled due to new incoming action.' if preempted else ''
+                )
+                goal_handle.canceled()
+                return result
+            if end is not None and self._now() >= end:
+                result.error_code = result.SUCCESSFUL
+                goal_handle.succeed()
+                return result
+            time.sleep(0.01)
+        goal_handle.abort()
+        return result
 
     # ------------------------------------------------------------------------ state
 
