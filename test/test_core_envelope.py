@@ -260,3 +260,41 @@ def test_random_plans_never_leave_the_envelope_between_samples():
             cut_inside += 1
             assert slack >= 0.0
     assert kept >= 5 and cut_inside >= 5, (kept, cut_inside)
+
+
+def test_two_arms_one_envelope_either_hand_towards_the_table_is_cut():
+    """A bimanual description: the envelope's links lie on both arms, over all 12 arm joints."""
+    from description_support import bimanual_panda_urdf
+
+    urdf = bimanual_panda_urdf()
+    joints = tuple(f'{side}_joint{i}' for side in ('left', 'right') for i in range(1, 7))
+    config = EnvelopeConfig(
+        links=('left_panda_link8', 'right_panda_link8'),
+        offsets=np.zeros((2, 3)),
+        frame='world',
+        table_height=0.45,
+    )
+    envelope = Envelope.from_description(urdf, joints, config)
+    start = np.tile(READY[:6], 2)
+    hands = envelope.points.positions(start)[0]
+    np.testing.assert_allclose(hands[:, 1], [0.3, -0.3], atol=1e-9)  # one hand per base
+    assert hands[0, 2] == pytest.approx(hands[1, 2]) and hands[0, 2] > 0.5
+    lower, upper = np.full(12, -3.0), np.full(12, 3.0)
+    motion = MotionConfig(
+        max_velocity=np.full(12, 2.0),
+        stop_deceleration=np.full(12, 10.0),
+        max_acceleration=np.full(12, 10.0),
+        max_jerk=np.full(12, 5000.0),
+    )
+    times = np.linspace(0.0, 2.0, 21)
+    for column, side in ((1, 'left'), (7, 'right')):  # joint 2 of one arm: that hand goes down
+        rows = np.tile(start, (21, 1))
+        rows[:, column] += np.linspace(0.0, 0.8, 21)
+        cut = envelope.cut(ActionPlan(times, rows), lower, upper, motion)
+        assert cut.violation is not None and cut.violation.link == f'{side}_panda_link8'
+        assert cut.violation.bound.startswith('table') and cut.hold_inside
+        executed = cut.plan.positions_at(np.linspace(0.0, cut.plan.end_time + 0.5, 2000))
+        assert envelope.points.positions(executed)[..., 2].min() > 0.45
+    level = np.tile(start, (21, 1))
+    level[:, 0] += np.linspace(0.0, 0.5, 21)  # the left arm turns about the vertical axis
+    assert envelope.cut(ActionPlan(times, level), lower, upper, motion).violation is None

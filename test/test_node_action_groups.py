@@ -10,19 +10,30 @@ effector, a base integrating Twist into odometry), and this harness publishing t
 recording what each controller receives. The joint states come from the simulated robot only.
 """
 
+import re
 import subprocess
 import sys
 import time
 
 from embodiment_support import shipped_embodiment, write_shipped_checkpoint
 from interface_support import control_msgs_env
-from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold, ros_env
+from node_support import (
+    CONFIG,
+    NODE,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    is_hold,
+    node_diagnostics,
+    ros_env,
+)
 import numpy as np
 import pytest
 import yaml
 
 from dreamzero_ros.core.action_groups import load_groups
-from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.core.kinematics import LinkPoints
+from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER, read_params_file
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -66,8 +77,9 @@ def _parameters(checkpoint, tag, groups, safety):
 class Robot:
     """The node, the simulated robot and the camera stream of one embodiment."""
 
-    def __init__(self, tmp_path, tag, groups, safety):
+    def __init__(self, tmp_path, tag, groups, safety, sim_args=(), **parameters):
         self.embodiment = shipped_embodiment(tag)
+        self.sim_args = list(sim_args)
         checkpoint = write_shipped_checkpoint(tmp_path / tag, tag)
         self.specs = load_groups(str(groups), EMBODIMENTS_DIR)
         self.harness = Harness(f'{tag}_groups_harness')
@@ -77,7 +89,9 @@ class Robot:
         self.arm = None
         self.node = NodeProcess(
             tmp_path / 'node.log',
-            params_file=_params_file(tmp_path, **_parameters(checkpoint, tag, groups, safety)),
+            params_file=_params_file(
+                tmp_path, **{**_parameters(checkpoint, tag, groups, safety), **parameters}
+            ),
         )
         rng = np.random.default_rng(0)
         clips = {
@@ -91,7 +105,7 @@ class Robot:
         self.arm_log = open(self.tmp_path / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
         self.arm = subprocess.Popen(
             [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-p', f'action_groups:={self.groups}', '-p', 'gripper.speed:=1.0'],
+             '-p', f'action_groups:={self.groups}', '-p', 'gripper.speed:=1.0', *self.sim_args],
             stdout=self.arm_log, stderr=subprocess.STDOUT, env=self.sim_env,
         )  # fmt: skip
 
@@ -380,5 +394,76 @@ def test_yam_arms_by_follow_joint_trajectory_goals_preempted_by_the_next_and_by_
         assert "action group 'left_arm': " not in log, log[-3000:]  # no goal counted as failed
         assert "action group 'right_arm': " not in log, log[-3000:]
         assert 'Traceback' not in robot.log()
+    finally:
+        assert robot.close() == 0, robot.log()
+
+
+def test_yam_on_a_two_arm_description_the_envelope_covers_both_hands(tmp_path, yam_groups):
+    """envelope.* on a bimanual description: its links on both arms, over every arm joint.
+
+    The table is set above both hands (the description: two Pandas whose first six joints carry
+    YAM's names), so every chunk leaves the envelope from its start and is cut into a hold.
+    """
+    from description_support import bimanual_panda_urdf
+    from diagnostic_msgs.msg import DiagnosticArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    description = tmp_path / 'bimanual.urdf'
+    description.write_text(bimanual_panda_urdf())
+    ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571]
+    robot = Robot(
+        tmp_path,
+        'yam',
+        yam_groups,
+        (range(12), range(2), ()),
+        sim_args=['-p', f'initial_positions:={ready * 2}'],
+        **{
+            'robot_description.source': 'file',
+            'robot_description.file': str(description),
+            'envelope.enabled': True,
+            'envelope.links': ['left_panda_link8', 'right_panda_link8'],
+            'envelope.link_offsets': [0.0] * 6,
+            'envelope.frame': 'world',
+            'envelope.table_height': 1.0,
+            # within the description's limits (a parameter may only tighten them)
+            'safety.joint_lower': [*PANDA_LOWER[:6], *PANDA_LOWER[:6], 0.0, 0.0],
+            'safety.joint_upper': [*PANDA_UPPER[:6], *PANDA_UPPER[:6], 1.0, 1.0],
+            'safety.max_velocity': [2.0] * 12,
+        },
+    )
+    harness = robot.harness
+    for side in ('left', 'right'):
+        harness.record(f'{side}_arm', JointTrajectory, f'{side}_arm_controller/joint_trajectory')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    try:
+        robot.wait_configured()
+        assert 'safety envelope on left_panda_link8, right_panda_link8 in world' in robot.node.log()
+        robot.start_sim()
+        robot.enable_when_the_controllers_are_up()
+        harness.wait_for(
+            lambda: 'trajectory cut into a hold' in robot.node.log(),
+            TIMEOUT,
+            'a chunk cut by the envelope',
+            robot.log,
+        )
+        _, values = harness.wait_for(
+            lambda: node_diagnostics(harness, 0.0, lambda _, v: int(v['envelope_cuts']) > 0),
+            TIMEOUT,
+            'envelope cuts in diagnostics',
+            robot.log,
+        )
+        assert re.search(r'(left|right)_panda_link8 .*table', values['last_envelope']), values
+        # every trajectory sent brakes where it starts: neither hand goes down towards the table
+        urdf = description.read_text()
+        for side in ('left', 'right'):
+            joints = [f'{side}_joint{i}' for i in range(1, 7)]
+            hand = LinkPoints(urdf, joints, [f'{side}_panda_link8'], frame='world')
+            start = hand.positions(np.array(ready))[0, 0, 2]
+            sent = harness.messages(f'{side}_arm')
+            assert sent, robot.log()
+            for msg in sent:
+                assert list(msg.joint_names) == joints
+                heights = hand.positions(np.array([p.positions for p in msg.points]))[..., 2]
+                assert heights.min() > start - 0.02, (side, heights.min(), start)
     finally:
         assert robot.close() == 0, robot.log()

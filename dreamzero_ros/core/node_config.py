@@ -12,7 +12,7 @@ parameter file or override naming anything else is an error (:func:`unknown_para
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 import functools
 import math
@@ -918,10 +918,15 @@ class NodeSettings:
             ),
         )
 
-    def loop_for(self, description: RobotDescription | None) -> tuple[LoopConfig, str]:
+    def loop_for(
+        self, description: RobotDescription | None, arm_joints: Sequence[str] | None = None
+    ) -> tuple[LoopConfig, str]:
         """The control loop's configuration with ``description``'s arm limits, and a log line.
 
-        Without a description: :attr:`loop` (the safety.* limits as typed).
+        ``arm_joints``: the joint of each arm column (default: the single arm's
+        ``arm_joint_names``, or every trajectory group's joints in the groups' order; the
+        node passes the command row's order once the policy is loaded). Without a
+        description: :attr:`loop` (the safety.* limits as typed).
 
         Raises:
             ValueError: the description lacks an arm joint or its limits, or a safety.* value
@@ -930,7 +935,8 @@ class NodeSettings:
         """
         if description is None:
             return self.loop, 'no robot description: joint limits from the safety.* parameters'
-        arm = len(self.arm_joint_names)
+        arm_joints = tuple(self.cache_for(None).arm_joints if arm_joints is None else arm_joints)
+        arm = len(arm_joints)
 
         def limits(safety: SafetySettings) -> ArmLimits:
             def column(values: tuple[float, ...]) -> tuple[float, ...]:
@@ -945,7 +951,7 @@ class NodeSettings:
             )
 
         resolved = resolve_arm_limits(
-            description, self.arm_joint_names, limits(self.safety), limits(SafetySettings())
+            description, arm_joints, limits(self.safety), limits(SafetySettings())
         )
         where = description.source or 'robot description'
         return (

@@ -73,7 +73,7 @@ from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
-from dreamzero_ros.core.plan_geometry import plan_frames
+from dreamzero_ros.core.plan_geometry import description_fk, plan_frames
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.repeat_limiter import RepeatLimiter
 from dreamzero_ros.core.robot_description import RobotDescription
@@ -253,8 +253,8 @@ class PolicyNode(LifecycleNode):
         except RuntimeError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
-        try:
-            envelope = self._envelope(settings)
+        try:  # before the policy loads: the joints named by the parameters, in their order
+            self._envelope(settings, settings.cache_for(None).arm_joints, views=False)
         except ValueError as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
@@ -267,6 +267,9 @@ class PolicyNode(LifecycleNode):
             self.layout = RobotLayout.from_metadata(self.policy.metadata)
             settings.check_policy(self.layout)
             self.groups = settings.group_layout(self.layout)
+            arm_joints = self.groups.arm_joints  # the command row's order
+            loop_config, _ = settings.loop_for(self.robot_description, arm_joints)
+            envelope = self._envelope(settings, arm_joints)
             self._group_outputs = GroupOutputs(self, self.groups)
             self.loop = ControlLoop(
                 ObservationCache(settings.cache_for(self.layout), decode=decode_image),
@@ -308,11 +311,18 @@ class PolicyNode(LifecycleNode):
         self.publish_diagnostics()
         return TransitionCallbackReturn.SUCCESS
 
-    def _envelope(self, settings: NodeSettings) -> Envelope | None:
-        """The safety envelope and the plan views on the robot description.
+    def _envelope(
+        self, settings: NodeSettings, arm_joints: tuple[str, ...], views: bool = True
+    ) -> Envelope | None:
+        """The safety envelope and (with ``views``) the plan views over ``arm_joints``.
 
-        None when envelope.enabled is false; the plan views where a description was read and
-        plan.enabled.
+        ``arm_joints`` are every arm column's joint (all trajectory groups of a robot with
+        several arms), so the envelope's links may lie on any of them. None when
+        envelope.enabled is false; the plan views where a description was read and plan.enabled.
+
+        Raises:
+            ValueError: the description is missing or lacks a joint, link or frame named.
+
         """
         urdf = self.robot_description.urdf if self.robot_description is not None else None
         envelope = None
@@ -322,24 +332,22 @@ class PolicyNode(LifecycleNode):
                     'envelope.enabled needs the robot description: set '
                     'robot_description.source to topic (robot_state_publisher) or file'
                 )
-            envelope = Envelope.from_description(
-                urdf, settings.arm_joint_names, settings.envelope_config
-            )
-            self.get_logger().info(
-                f'safety envelope on {", ".join(settings.envelope.links)} in '
-                f'{settings.envelope.frame or "the description root"}'
-            )
+            envelope = Envelope.from_description(urdf, arm_joints, settings.envelope_config)
+            if views:
+                self.get_logger().info(
+                    f'safety envelope on {", ".join(settings.envelope.links)} in '
+                    f'{settings.envelope.frame or "the description root"}'
+                )
         if urdf is not None and settings.plan.enabled:
-            arm = tuple(settings.arm_joint_names)
+            arm = tuple(arm_joints)
             link, frame = plan_frames(urdf, arm, settings.plan.link, settings.envelope.frame)
-            self._plan_views = PlanViews.from_description(
-                self,
-                urdf,
-                arm,
-                link,
-                dataclasses.replace(settings.envelope_config, frame=frame),
-                settings.envelope.enabled,
-            )
+            envelope_config = dataclasses.replace(settings.envelope_config, frame=frame)
+            if not views:
+                description_fk(urdf, arm, link, frame)  # raises as the views would
+            else:
+                self._plan_views = PlanViews.from_description(
+                    self, urdf, arm, link, envelope_config, settings.envelope.enabled
+                )
         return envelope
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
