@@ -298,3 +298,40 @@ def test_two_arms_one_envelope_either_hand_towards_the_table_is_cut():
     level = np.tile(start, (21, 1))
     level[:, 0] += np.linspace(0.0, 0.5, 21)  # the left arm turns about the vertical axis
     assert envelope.cut(ActionPlan(times, level), lower, upper, motion).violation is None
+
+
+def test_a_hold_that_brakes_through_the_table_is_counted_and_reported():
+    """Braking follows the motion's tangent: a hold during a fast approach may cross a bound."""
+    from dreamzero_ros.core.control_loop import ControlLoop
+    from dreamzero_ros.core.observation_cache import ObservationCache
+    from dreamzero_ros.core.status_report import build_report
+
+    settings = build_settings({'gripper_joint_name': 'g', 'envelope.enabled': True})
+    # the shoulder swings forward at 1.2 rad/s; a hold at t = 0.3 s brakes from there
+    times = np.linspace(0.0, 1.0, 11)
+    rows = np.tile(np.append(READY, 0.0), (11, 1))
+    rows[:, 1] += 1.2 * times
+    velocities = np.zeros_like(rows)
+    velocities[:, 1] = 1.2
+    plan = ActionPlan(times, rows, velocities)
+    points = Envelope.from_description(URDF, ARM, EnvelopeConfig()).points
+
+    def held(table):
+        envelope = Envelope.from_description(
+            URDF, ARM, dataclasses.replace(EnvelopeConfig(), table_height=table)
+        )
+        loop = ControlLoop(ObservationCache(settings.cache), settings.loop, envelope=envelope)
+        loop.plan = plan
+        hold = loop.hold(0.3, 'stale input')
+        executed = _dense(hold, 0.3, hold.end_time + 0.5)[1][:, :7]
+        return loop, points.positions(executed)[..., 2].min()
+
+    loop, lowest = held(0.0)
+    assert loop.counters.holds_outside_envelope == 0 and loop.last_envelope is None
+    loop, _ = held(lowest + 0.01)  # the same stop, now 1 cm through the table
+    assert loop.counters.holds == 1 and loop.counters.holds_outside_envelope == 1
+    report = build_report(
+        loop, 1.0, lifecycle_state='active', engine_state='ready', enabled=True, dry_run=False
+    )
+    assert report.value('holds_outside_envelope') == '1'
+    assert 'table' in report.value('last_envelope')

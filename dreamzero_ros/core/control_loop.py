@@ -152,6 +152,8 @@ class LoopCounters:
     chunks_slowed: int = 0
     holds: int = 0
     envelope_cuts: int = 0
+    #: Holds whose braking left the envelope even so.
+    holds_outside_envelope: int = 0
     time_jumps: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
 
@@ -448,5 +450,22 @@ class ControlLoop:
             return None
         self.counters.holds += 1
         limits = self.config.limits
-        self.plan = braking_hold(self.plan, now, limits.lower, limits.upper, self.config.motion)
+        hold = braking_hold(self.plan, now, limits.lower, limits.upper, self.config.motion)
+        self.plan = hold if self.envelope is None else self._hold_inside(hold)
         return self.plan
+
+    def _hold_inside(self, hold: ActionPlan) -> ActionPlan:
+        """``hold``, checked against the envelope: one that leaves it is counted and reported.
+
+        Braking runs along the motion's tangent, not the plan's curve, so from a fast approach
+        it may cross a bound the plan stays clear of; it is already the shortest stop the
+        acceleration limits allow, so it is kept, and counted (``holds_outside_envelope``,
+        ``last_envelope``) for the operator.
+        """
+        limits, motion = self.config.limits, self.config.motion
+        violation = self.envelope.cut(hold, limits.lower, limits.upper, motion).violation
+        if violation is None:
+            return hold
+        self.counters.holds_outside_envelope += 1
+        self.last_envelope = violation
+        return hold

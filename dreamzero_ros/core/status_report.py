@@ -85,6 +85,7 @@ def build_report(
         ('chunks_slowed', str(counters.chunks_slowed)),
         ('holds', str(counters.holds)),
         ('envelope_cuts', str(counters.envelope_cuts)),
+        ('holds_outside_envelope', str(counters.holds_outside_envelope)),
         ('last_envelope', str(loop.last_envelope) if loop.last_envelope is not None else ''),
         ('frames_received', str(cache.frames_received)),
         ('frames_dropped', str(cache.frames_out_of_order)),
