@@ -34,8 +34,9 @@ import numpy as np
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from dreamzero_ros.core import image_resize
 from dreamzero_ros.droid_clips import synthetic_clips
-from dreamzero_ros.openpi import OpenPIServer, ServerConfig, images, msgpack_numpy
+from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
 GOOD_CLIENTS = 6
@@ -163,7 +164,7 @@ def main() -> int:
     requests = []
     for index in range(8):
         request = {
-            f'observation/{camera}': images.resize_with_pad(frames[camera][index], 224, 224)
+            f'observation/{camera}': image_resize.resize_with_pad(frames[camera][index], 224, 224)
             for camera in DROID_CAMERAS
         }
         request |= {

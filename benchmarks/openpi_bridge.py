@@ -20,9 +20,10 @@ import time
 import numpy as np
 from websockets.sync.client import connect
 
+from dreamzero_ros.core import image_resize
 from dreamzero_ros.droid_clips import synthetic_clips
 from dreamzero_ros.engine.loader import load_engine
-from dreamzero_ros.openpi import OpenPIServer, ServerConfig, images, msgpack_numpy
+from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
 
@@ -41,7 +42,7 @@ class InstantPolicy:
 
 def _request(frames: dict, index: int, size: tuple[int, int]) -> dict:
     request = {
-        f'observation/{camera}': images.resize_with_pad(clip[index % len(clip)], *size)
+        f'observation/{camera}': image_resize.resize_with_pad(clip[index % len(clip)], *size)
         for camera, clip in frames.items()
     }
     request['observation/joint_position'] = np.zeros(7)
@@ -94,7 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     frames = synthetic_clips(8, height=720, width=1280)
     frames = {camera: frames[camera] for camera in DROID_CAMERAS}
-    small = {camera: images.resize(clip, 180, 320) for camera, clip in frames.items()}
+    small = {camera: image_resize.resize(clip, 180, 320) for camera, clip in frames.items()}
 
     policy = InstantPolicy()
     handle = OpenPIServer(policy, ServerConfig(port=0)).start()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dreamzero_ros.core.image_codec import encode_raw
+from dreamzero_ros.core.image_resize import resize_with_pad
 from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.core.observation_cache import (
     CacheConfig,
@@ -18,7 +19,6 @@ from dreamzero_ros.core.observation_cache import (
     Refusal,
     RefusalReason,
 )
-from dreamzero_ros.openpi.images import resize_with_pad
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 
 ARM = tuple(f'fr3_joint{i}' for i in range(1, 8))

@@ -11,6 +11,7 @@ import numpy as np
 from openpi_support import openpi_python
 import pytest
 
+from dreamzero_ros.core import image_resize
 from dreamzero_ros.openpi import images, observation_keys
 from dreamzero_ros.openpi.observation_keys import KeySet
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
@@ -76,14 +77,14 @@ def test_roboarena_request_counts_exterior_cameras_from_zero():
 
 def test_padded_224_images_are_cropped_and_resized_to_the_policy_size():
     camera = _scene(720, 1280, 3)
-    padded = images.resize_with_pad(camera, 224, 224)
+    padded = image_resize.resize_with_pad(camera, 224, 224)
     request = _droid_request(**{'observation/exterior_image_1_left': padded})
     observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
     image = observation.images['exterior_image_1_left']
     assert image.shape == (180, 320, 3)
     # No black band survives, and the content matches the camera view shrunk directly.
     assert image[:3].mean() > 15 and image[-3:].mean() > 15
-    direct = images.resize(images.resize(camera, 126, 224), 180, 320)
+    direct = image_resize.resize(image_resize.resize(camera, 126, 224), 180, 320)
     assert np.abs(image.astype(int) - direct.astype(int)).mean() < 1.0
 
 
@@ -192,10 +193,10 @@ def test_float_and_channels_first_images_are_converted_as_openpi_does(tmp_path):
 def test_padding_follows_the_camera_aspect_by_default():
     camera = _scene(720, 1280, 4)
     camera[:80] = 0  # the scene's own top rows are black: detection would take them for padding
-    padded = images.resize_with_pad(camera, 224, 224)
+    padded = image_resize.resize_with_pad(camera, 224, 224)
     request = _droid_request(**{'observation/exterior_image_1_left': padded})
     observation, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
-    direct = images.resize(images.resize(camera, 126, 224), 180, 320)
+    direct = image_resize.resize(image_resize.resize(camera, 126, 224), 180, 320)
     exterior = observation.images['exterior_image_1_left']
     assert np.abs(exterior.astype(int) - direct.astype(int)).mean() < 1.0
     # An unpadded frame of the policy's own aspect keeps its black edge rows.
@@ -290,13 +291,15 @@ def test_resize_with_pad_matches_openpi_client(tmp_path):
     for name, image in inputs.items():
         for height, width in TARGETS:
             expected = reference[f'{name}-{height}x{width}']
-            ours = images.resize_with_pad(image, height, width)
+            ours = image_resize.resize_with_pad(image, height, width)
             assert ours.shape == expected.shape
             # Same padding geometry, nearly the same pixels.
             np.testing.assert_array_equal(ours.any(axis=-1), expected.any(axis=-1))
             assert np.abs(ours.astype(int) - expected.astype(int)).mean() < 1.0
             # Undoing the padding recovers the content box, with or without the aspect.
-            top, left, content_h, content_w = images.pad_geometry(*image.shape[:2], height, width)
+            top, left, content_h, content_w = image_resize.pad_geometry(
+                *image.shape[:2], height, width
+            )
             for aspect in (None, image.shape[1] / image.shape[0]):
                 cropped = images.remove_padding(expected, aspect)
                 assert cropped.shape[:2] == (content_h, content_w), (name, height, width, aspect)
@@ -307,7 +310,7 @@ def test_remove_padding_keeps_images_without_bands():
     dark_top[:40] = 0  # a dark region at one edge only is scene content, not padding
     np.testing.assert_array_equal(images.remove_padding(dark_top), dark_top)
     # A stretched (not padded) image has no bands for the camera's aspect either.
-    stretched = images.resize(_scene(720, 1280, 2), 224, 224)
+    stretched = image_resize.resize(_scene(720, 1280, 2), 224, 224)
     assert images.remove_padding(stretched, 16 / 9).shape == (224, 224, 3)
     black = np.zeros((224, 224, 3), np.uint8)
     assert images.remove_padding(black).shape == (224, 224, 3)
@@ -316,12 +319,12 @@ def test_remove_padding_keeps_images_without_bands():
 def test_remove_padding_with_aspect_ignores_dark_edges_of_the_content():
     camera = _scene(720, 1280, 4)
     camera[:60] = 0  # dark top edge of the scene itself
-    padded = images.resize_with_pad(camera, 224, 224)
+    padded = image_resize.resize_with_pad(camera, 224, 224)
     assert images.remove_padding(padded, 16 / 9).shape == (126, 224, 3)
 
 
 def test_resize_of_stacks_matches_frame_by_frame():
     stack = _scene(90, 160, 9, frames=3)
-    resized = images.resize(stack, 180, 320)
+    resized = image_resize.resize(stack, 180, 320)
     for index in range(3):
-        np.testing.assert_array_equal(resized[index], images.resize(stack[index], 180, 320))
+        np.testing.assert_array_equal(resized[index], image_resize.resize(stack[index], 180, 320))

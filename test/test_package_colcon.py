@@ -10,6 +10,7 @@ run the node's executable and use the interfaces.
 
 import os
 from pathlib import Path
+import re
 import shutil
 import subprocess
 import sys
@@ -147,3 +148,23 @@ def test_sourced_install_provides_the_interfaces_code_and_executables(install, t
     assert Path(package_prefix) == prefix
     assert all(Path(path).is_relative_to(prefix) for path in modules), modules
     assert 'usage' in '\n'.join(lines[6:]).lower()
+
+
+def test_colcon_test_says_which_checks_it_runs_and_why(install):
+    """The package checks run, not the whole suite, and colcon test says so where it shows it."""
+    workspace = install.parent
+    build = workspace / 'build' / 'dreamzero_ros'
+    listed = subprocess.run(
+        ['ctest', '-N'], cwd=build, env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr
+    tests = re.findall(r'Test +#\d+: (\S+)', listed.stdout)
+    assert tests == ['test_package_manifest', 'test_package_lint', 'test_package_interfaces']
+    result = subprocess.run(  # no test selected: ctest still reads the tests and speaks
+        [_colcon(), 'test', '--ctest-args', '-R', '^none$'],
+        cwd=workspace, env=_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (line,) = [text for text in result.stderr.splitlines() if 'colcon test runs' in text]
+    assert all(f'test/{name}.py' in line for name in tests), line
+    assert 'not the whole suite' in line and 'python -m pytest' in line

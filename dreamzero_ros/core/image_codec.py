@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.core.image_resize import resize_with_pad
 from dreamzero_ros.errors import ImageDecodeError
-from dreamzero_ros.openpi.images import resize_with_pad
 
 #: Raw encoding -> (channels, channel order to RGB; None for mono).
 _RAW_LAYOUTS: dict[str, tuple[int, tuple[int, int, int] | None]] = {

@@ -7,8 +7,9 @@
 ``engine.checkpoint`` in this process (rank 0 of ``engine.cfg_parallel x
 engine.tensor_parallel`` ranks when that is > 1; the other ranks are
 ``dreamzero-engine-worker`` processes it starts, :mod:`~dreamzero_ros.core.engine_workers`).
-``remote`` connects to an OpenPI server
-(:class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`).
+``remote`` connects to an OpenPI server through the client the caller passes (the node passes
+:class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`: ``openpi`` is a layer above
+``core``, which does not import it).
 """
 
 from __future__ import annotations
@@ -32,13 +33,19 @@ if TYPE_CHECKING:  # torch, loaded with the engine
 
 WARMUP_SESSION = '__warmup__'
 
+#: A client of a remote policy server, from its URI and API key (None: no key).
+RemoteClient = Callable[[str, str | None], Policy]
+
 
 def create_policy(
     settings: NodeSettings,
     log: Callable[[str], None] = print,
     stop_requested: Callable[[], bool] = lambda: False,
+    remote_client: RemoteClient | None = None,
 ) -> SerializedPolicy:
     """The policy of ``engine.backend``; raises on anything that prevents serving.
+
+    ``engine.backend: remote`` connects with ``remote_client`` (required for it).
 
     With ``engine.cfg_parallel x engine.tensor_parallel`` > 1 this process starts the worker
     ranks and joins the group as rank 0 (:func:`~dreamzero_ros.core.engine_workers.load_on_ranks`;
@@ -47,12 +54,12 @@ def create_policy(
     """
     options = settings.engine
     if options.backend == 'remote':
-        from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
-
+        if remote_client is None:
+            raise ValueError('engine.backend remote needs a remote policy client')
         uri = options.remote_uri
         log(f'connecting to the OpenPI server at {uri}')
         api_key = read_api_key(options.remote_api_key_file, REMOTE_API_KEY_ENV, log)
-        return SerializedPolicy(RemoteOpenPIPolicy(uri, api_key))
+        return SerializedPolicy(remote_client(uri, api_key))
 
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.core.image_resize import resize, resize_with_pad
 from dreamzero_ros.openpi import images
 from dreamzero_ros.policy_types import DROID_ARM_DOF, Observation, ObservationError
 
@@ -185,7 +186,7 @@ def request_to_observation(
             )
         image = images.remove_padding(_image(key, request[key]), source_aspect)
         if image_size is not None:
-            image = images.resize(image, *image_size)
+            image = resize(image, *image_size)
         frames[camera] = np.ascontiguousarray(image)
     if dropped:
         present = [frames[c] for c in EXTERIOR_CAMERAS if c in frames]
@@ -226,7 +227,7 @@ def observation_to_request(
             raise ObservationError(f'missing camera image {camera!r}')
         image = np.asarray(observation.images[camera])
         if image_size is not None:
-            image = images.resize_with_pad(image, *image_size)
+            image = resize_with_pad(image, *image_size)
         request[keys[camera]] = np.ascontiguousarray(image)
     request[JOINT_KEY] = np.asarray(observation.joint_position, dtype=np.float64)
     request[GRIPPER_KEY] = np.asarray(observation.gripper_position, dtype=np.float64)
@@ -365,7 +366,7 @@ def embodiment_observation_to_request(
     for camera, size in zip(keys.cameras, keys.camera_sizes, strict=True):
         image = np.asarray(observation.images[camera])
         if resize:
-            image = images.resize_with_pad(image, *size)
+            image = resize_with_pad(image, *size)
         request[keys.key(camera)] = np.ascontiguousarray(image)
     taken = {False: 0, True: 0}
     for name, dim, gripper in keys.state:

@@ -81,6 +81,7 @@ from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.core.status_report import build_report
 from dreamzero_ros.core.task_runner import CommandState, abbreviate, prompt_too_long
+from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
@@ -262,7 +263,10 @@ class PolicyNode(LifecycleNode):
         self.publish_diagnostics()
         try:
             self.policy = create_policy(
-                settings, self.get_logger().info, self._stop_requested.is_set
+                settings,
+                self.get_logger().info,
+                self._stop_requested.is_set,
+                remote_client=RemoteOpenPIPolicy,
             )
             self.layout = RobotLayout.from_metadata(self.policy.metadata)
             settings.check_policy(self.layout)

@@ -27,8 +27,6 @@ import torch
 
 from dreamzero_ros.engine.model.attention import fp8_kv_attention_active, sdpa
 from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE, FP8_MAX
-from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
-from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
 
 __all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache']
 
@@ -262,7 +260,9 @@ class Fp8KVCache(KVCache):
         """
         end = self.length + self._new_total
         cached = self.length
-        if fp8_kv_attention_active():
+        if fp8_kv_attention_active():  # the kernels import Triton: here, not with the model
+            from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
+
             new = slice(cached, end)
             return fp8_kv_attention(
                 q,
@@ -274,6 +274,8 @@ class Fp8KVCache(KVCache):
                 self.work_v[:, new],
             )
         if cached:
+            from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
+
             for work, store, scale in (
                 (self.work_k, self.k8, self.k_scale),
                 (self.work_v, self.v8, self.v_scale),

@@ -33,8 +33,6 @@ import torch
 from dreamzero_ros.engine.model.attention import ATTENTION_KERNELS, flash_attention_3
 from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
 from dreamzero_ros.engine.option_names import FP8_MODES
-from dreamzero_ros.engine.speed import fp8_attention_kernel
-from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor, FastStages, stage_shard
 from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_linears_
 from dreamzero_ros.errors import ConfigError
 
@@ -109,6 +107,8 @@ def check_attention_device(config: AccelerationConfig, device: str, kv_cache: st
             f"attention_backend 'fp8' attends over an FP8 K/V cache: it needs kv_cache 'fp8', "
             f'not {kv_cache!r}'
         )
+    from dreamzero_ros.engine.speed import fp8_attention_kernel  # Triton: only for this backend
+
     reason = fp8_attention_kernel.unsupported(device)
     if reason is not None:
         raise ConfigError(f"attention_backend 'fp8' {reason}")
@@ -150,6 +150,8 @@ def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[Bloc
         )
     if not config.fast_blocks:
         return [REFERENCE_PROCESSOR] * len(dit.blocks)
+    from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor, FastStages, stage_shard
+
     if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
     if config.fp8_linear != held:

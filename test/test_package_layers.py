@@ -1,0 +1,168 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The package's layers: subpackages import each other one way only; light imports stay light.
+
+The import graph is read from the source (every ``import`` and ``from ... import``, lazy ones
+inside functions included).  Its nodes are the subpackages and the top-level modules of
+``dreamzero_ros``.  The allowed direction, lowest layer first:
+
+* ``errors``, ``policy_types``, ``console``: shared types, errors and printing;
+* ``engine``: the model and its options (knows no node, no bridge);
+* ``core``: the ROS-free node (may load the engine; knows no OpenPI bridge: the node hands it
+  the remote client);
+* ``openpi``: the OpenPI bridge (serves and uses policies built by ``core`` and ``engine``);
+* ``replay``, ``ros``, ``demo``: tools and the node on top.
+
+A cycle between any two nodes fails, naming the imports that close it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV
+from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.policy_factory import create_policy
+
+PACKAGE = Path(__file__).resolve().parents[1] / 'dreamzero_ros'
+GENERATED = {'msg', 'action'}  # rosidl's modules, which import no hand-written code
+
+#: Layers that must not import the ones after them (a subset of the graph's order, checked too).
+LAYERS = ('errors', 'engine', 'core', 'openpi', 'ros')
+
+
+def _node(module: str) -> str | None:
+    """The graph node of ``dreamzero_ros.x.y``: ``x`` (a subpackage or a top-level module)."""
+    parts = module.split('.')
+    if parts[0] != 'dreamzero_ros' or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def import_graph() -> dict[str, dict[str, list[str]]]:
+    """``{node: {imported node: ['file:line', ...]}}`` between the package's nodes."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(PACKAGE.rglob('*.py')):
+        relative = path.relative_to(PACKAGE)
+        node = relative.parts[0].removesuffix('.py')
+        if node in GENERATED:
+            continue
+        for statement in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(statement, ast.Import):
+                modules = [alias.name for alias in statement.names]
+            elif isinstance(statement, ast.ImportFrom) and statement.level == 0:
+                base = statement.module or ''
+                modules = [base] + [f'{base}.{alias.name}' for alias in statement.names]
+                if base == 'dreamzero_ros':  # from dreamzero_ros import x: x is the node
+                    modules = modules[1:]
+            else:
+                continue
+            for target in {_node(module) for module in modules} - {None, node}:
+                graph[node][target].append(f'dreamzero_ros/{relative}:{statement.lineno}')
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, list[str]]]) -> list[str] | None:
+    """One cycle of ``graph`` as ``[a, b, ..., a]``, or None (depth-first search)."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 'open'
+        path.append(node)
+        for target in sorted(graph.get(node, {})):
+            if state.get(target) == 'open':
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        state[node] = 'done'
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_cycle_search_finds_a_cycle_and_names_it():
+    graph = {'a': {'b': ['x']}, 'b': {'c': ['y']}, 'c': {'a': ['z']}, 'd': {'a': ['w']}}
+    assert find_cycle(graph) == ['a', 'b', 'c', 'a']
+    del graph['c']['a']
+    assert find_cycle(graph) is None
+
+
+def test_subpackages_import_each_other_in_one_direction():
+    graph = import_graph()
+    assert {'core', 'engine', 'openpi', 'replay', 'ros'} <= set(graph)
+    cycle = find_cycle(graph)
+    if cycle:
+        closing = [
+            f'{a} -> {b}: {", ".join(graph[a][b][:3])}'
+            for a, b in zip(cycle, cycle[1:], strict=False)
+        ]
+        pytest.fail('import cycle ' + ' -> '.join(cycle) + '\n' + '\n'.join(closing))
+
+
+def test_lower_layers_do_not_import_higher_ones():
+    graph = import_graph()
+    for low, layer in enumerate(LAYERS):
+        for higher in LAYERS[low + 1 :]:
+            assert higher not in graph.get(layer, {}), (
+                f'{layer} imports {higher}: {graph[layer][higher]}'
+            )
+
+
+_LIGHT = """
+import importlib, sys
+importlib.import_module(sys.argv[1])
+print(' '.join(name for name in ('triton', 'torch') if name in sys.modules))
+"""
+
+
+def _heavy_modules_after_importing(module: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, '-c', _LIGHT, module], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+@pytest.mark.parametrize(
+    'module',
+    [
+        'dreamzero_ros.engine.model.dit',
+        'dreamzero_ros.engine.model.config',
+        'dreamzero_ros.engine.speed.acceleration',
+    ],
+)
+def test_reference_model_and_its_configuration_do_not_import_triton(module):
+    """Triton (its import alone takes seconds) is imported where a kernel is about to run."""
+    assert 'triton' not in _heavy_modules_after_importing(module)
+
+
+@pytest.mark.parametrize(
+    'module', ['dreamzero_ros.core.node_config', 'dreamzero_ros.engine.loader']
+)
+def test_node_configuration_imports_neither_torch_nor_triton(module):
+    assert _heavy_modules_after_importing(module) == set()
+
+
+def test_remote_backend_connects_with_the_client_the_caller_passes(monkeypatch):
+    """``core`` builds the remote policy with the client class the node hands it."""
+    monkeypatch.delenv(REMOTE_API_KEY_ENV, raising=False)
+    settings = build_settings({'engine.backend': 'remote', 'engine.remote_uri': 'ws://192.0.2.1:9'})
+    with pytest.raises(ValueError, match='needs a remote policy client'):
+        create_policy(settings, log=lambda text: None)
+    made = []
+    policy = create_policy(
+        settings, log=lambda text: None, remote_client=lambda *args: made.append(args) or args
+    )
+    assert made == [('ws://192.0.2.1:9', None)] and policy.policy == made[0]
