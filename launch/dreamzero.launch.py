@@ -27,7 +27,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
 
-from dreamzero_ros.core.launch_plan import plan_launch
+from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
 from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
 from launch import LaunchContext, LaunchDescription
@@ -38,48 +38,12 @@ ARGUMENTS = {
         'Parameter file of the policy node (/**: ros__parameters); config/droid.yaml is the 14B '
         'model on GPUs, config/cpu_small.yaml a small CPU profile.',
     ),
-    'checkpoint': ('', 'DreamZero checkpoint folder; empty keeps the config file value.'),
-    'base_checkpoint': (
-        '',
-        'The base checkpoint of a LoRA-only checkpoint (engine.base_checkpoint); empty keeps '
-        'the config value.',
-    ),
-    'encoder_dir': (
-        '',
-        'Folder of the Wan2.1 encoder files, for a checkpoint without them (engine.encoder_dir); '
-        'empty keeps the config value.',
-    ),
-    'embodiment_tag': (
-        '',
-        "Embodiment of the checkpoint's metadata.json to drive, where it holds several "
-        '(engine.embodiment_tag); empty keeps the config value.',
-    ),
-    'embodiment_file': (
-        '',
-        'Embodiment file (YAML) for a checkpoint without experiment_cfg/ '
-        '(engine.embodiment_file); empty keeps the config value.',
-    ),
-    'prompt_template': (
-        '',
-        'Prompt template with {instruction} (engine.prompt_template); empty keeps the config '
-        'value.',
-    ),
+    **engine_launch_arguments(),
     'gpus': (
         '',
         'Comma-separated GPU indices, one per engine rank (cfg_parallel x tensor_parallel; rank '
         "r uses the r-th); empty: the config's engine.device for the node, the devices after it "
         'for the workers.',
-    ),
-    'cfg_parallel': (
-        '',
-        'CFG branches on ranks of their own: 1 runs both in the same ranks, 2 runs the '
-        'unconditional one on dreamzero-engine-worker ranks the node starts; empty keeps the '
-        'config value.',
-    ),
-    'tensor_parallel': (
-        '',
-        "Ranks each CFG branch's DiT is split over (attention heads and FFN columns); the node "
-        'starts the worker ranks; empty keeps the config value.',
     ),
     'openpi_bridge': ('', 'true serves the engine over OpenPI too; empty keeps the config value.'),
     'openpi_port': ('', 'TCP port of the OpenPI bridge; empty keeps the config value.'),

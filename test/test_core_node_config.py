@@ -16,7 +16,7 @@ from dreamzero_ros.core.node_config import (
     read_params_file,
     unknown_parameters,
 )
-from dreamzero_ros.core.parameter_schema import Kind
+from dreamzero_ros.parameter_schema import Kind
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

@@ -15,7 +15,7 @@ import sys
 from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, ros_env
 import pytest
 
-from dreamzero_ros.core.launch_plan import plan_launch
+from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
 
 LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
@@ -53,7 +53,10 @@ def test_launch_arguments_are_declared_and_described():
         for node in ast.walk(tree)
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS'
         for key in node.value.keys
+        if key is not None  # **engine_launch_arguments(): generated from the node parameters
     }
+    assert '**engine_launch_arguments(),' in source
+    names |= set(engine_launch_arguments())
     assert REQUIRED_ARGUMENTS <= names
     # The launch file passes every argument but config and namespace to plan_launch by name.
     assert 'plan_launch(read_params_file(config), **args)' in source
@@ -67,6 +70,8 @@ def test_launch_arguments_are_declared_and_described():
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
             for value in node.value.values:
+                if isinstance(value, ast.Call):
+                    continue  # the generated engine arguments, checked in test_engine_options
                 description = value.elts[1]
                 text = ast.literal_eval(description)
                 assert isinstance(text, str) and len(text) > 10

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dreamzero_ros.core.parameter_schema import parameter
+from dreamzero_ros.parameter_schema import parameter
 
 if TYPE_CHECKING:
     from dreamzero_ros.core.image_codec import RawImage

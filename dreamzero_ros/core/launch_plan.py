@@ -18,7 +18,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.node_config import PARAMETERS, build_settings
+
+#: Launch arguments that set the ``engine.*`` parameter of their name.
+ENGINE_LAUNCH_ARGUMENTS = (
+    'checkpoint',
+    'base_checkpoint',
+    'encoder_dir',
+    'embodiment_tag',
+    'embodiment_file',
+    'prompt_template',
+    'cfg_parallel',
+    'tensor_parallel',
+)
+
+
+def engine_launch_arguments() -> dict[str, tuple[str, str]]:
+    """``name -> (default, description)`` of :data:`ENGINE_LAUNCH_ARGUMENTS`, from the parameters.
+
+    Each defaults to empty, which keeps the config file's value.
+    """
+    specs = {spec.name: spec for spec in PARAMETERS}
+    return {
+        name: (
+            '',
+            f'{specs[f"engine.{name}"].description} Sets engine.{name}; empty keeps the config '
+            'file value.',
+        )
+        for name in ENGINE_LAUNCH_ARGUMENTS
+    }
 
 
 @dataclass(frozen=True)

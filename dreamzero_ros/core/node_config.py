@@ -4,7 +4,7 @@
 """The policy node's settings: one frozen dataclass tree, and the parameters made from it.
 
 :class:`NodeSettings` declares every parameter once (default, description, range, choices; see
-:mod:`~dreamzero_ros.core.parameter_schema`); the node declares exactly :data:`PARAMETERS`, and a
+:mod:`~dreamzero_ros.parameter_schema`); the node declares exactly :data:`PARAMETERS`, and a
 parameter file or override naming anything else is an error (:func:`unknown_parameters`).
 :func:`build_settings` turns a ``name -> value`` mapping into the settings, raising
 ``ValueError`` naming the offending parameter. Nothing here imports ROS.
@@ -35,7 +35,6 @@ from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.imagination import ViewSettings
 from dreamzero_ros.core.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
 from dreamzero_ros.core.observation_cache import IMAGE_FITS, CacheConfig
-from dreamzero_ros.core.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.core.plan_geometry import PlanSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
@@ -49,6 +48,8 @@ from dreamzero_ros.core.trajectory import (
     MotionConfig,
 )
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: The safety.* limits with one value per arm joint.
@@ -353,8 +354,8 @@ class SchedulerSettings:
 
 
 @dataclass(frozen=True)
-class EngineSettings:
-    """The policy behind the node (``engine.*``)."""
+class EngineSettings(EngineOptions):
+    """The policy behind the node (``engine.*``): the engine options, then the node's own."""
 
     backend: str = parameter(
         'local',
@@ -366,117 +367,12 @@ class EngineSettings:
         'Folder of a DreamZero checkpoint (config.json, safetensors, experiment_cfg/): DROID '
         'or a fine-tune for another robot, full or LoRA-only.',
     )
-    base_checkpoint: str = parameter(
-        '', 'The base checkpoint of a LoRA-only engine.checkpoint; empty: none.'
-    )
-    encoder_dir: str = parameter(
-        '',
-        'Folder of the Wan2.1 encoder files, for a checkpoint that carries no encoder weights; '
-        'empty: the checkpoint folder.',
-    )
-    embodiment_tag: str = parameter(
-        '',
-        "Embodiment of the checkpoint's experiment_cfg/metadata.json to drive, where it holds "
-        'several; empty: its only one.',
-    )
-    embodiment_file: str = parameter(
-        '',
-        'Embodiment file (YAML: cameras, state and action keys, statistics, prompt template) '
-        "for a checkpoint without experiment_cfg/ (docs/embodiments.md); empty: the checkpoint's.",
-    )
-    prompt_template: str = parameter(
-        '',
-        'Prompt template with {instruction}, for an embodiment upstream has none for; empty: '
-        "upstream's for the tag.",
-    )
-    device: str = parameter('cpu', 'Torch device of rank 0, e.g. cpu or cuda:0.')
-    dtype: str = parameter(
-        'float32', 'Weight and activation dtype.', choices=('float32', 'bfloat16', 'float16')
-    )
-    num_threads: int = parameter(0, 'torch CPU threads; 0 leaves the default.', range=(0, 1024))
-    step_cache: str = parameter(
-        'static',
-        'Which denoising steps run the DiT: static (upstream default, 8 of 16), dynamic '
-        '(skips steps whose velocities agree) or full (all 16, the reference).',
-        choices=('static', 'dynamic', 'full'),
-    )
-    compile: bool = parameter(
-        False,
-        'torch.compile the DiT blocks and VAE norms '
-        '(GPU: ~30-40 s more warm-up, 0.69x the chunk time).',
-    )
-    fp8_linear: str = parameter(
-        'off',
-        'DiT block linears held and run in FP8 e4m3 instead of the dtype (Hopper GPUs; needs '
-        'bfloat16; 16 GB less memory for the 14B model); off is the reference.',
-        choices=('off', 'rowwise', 'tensorwise'),
-    )
-    compile_cache: str = parameter(
-        '',
-        'Folder of the persistent torch.compile cache (engine.compile), so that a restarted '
-        'node compiles from disk; empty: $XDG_CACHE_HOME/dreamzero_ros/torch_compile; off: '
-        "torch's own (/tmp).",
-    )
-    text_encoder: str = parameter(
-        'device',
-        'Where umT5 (11 GB in bf16) lives: device, cpu (encodes there; prompts are cached) or '
-        'offload (host memory, streamed to the GPU block by block when a prompt is new).',
-        choices=('device', 'cpu', 'offload'),
-    )
-    image_encoder: str = parameter(
-        'device',
-        'Where CLIP (1.3 GB) lives: device, or offload (streamed when a context window starts).',
-        choices=('device', 'offload'),
-    )
-    kv_cache: str = parameter(
-        'model',
-        'Precision of the DiT K/V cache: model (the dtype) or fp8 (about half the memory).',
-        choices=('model', 'fp8'),
-    )
-    memory_budget_gib: float = parameter(
-        0.0,
-        'GPU memory the engine may use, GiB; configure refuses a configuration whose estimate '
-        "is larger. 0: the GPU's free memory at configure.",
-        range=(0.0, 4096.0),
-    )
-    attention_backend: str = parameter(
-        'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, fa3 '
-        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package), or fp8 (FP8 attention '
-        'over the FP8 K/V cache: needs kv_cache fp8, Triton and a GPU with FP8 tensor cores).',
-        choices=('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3', 'fp8'),
-    )
-    cfg_parallel: int = parameter(
-        1,
-        'CFG branches on ranks of their own: 2 runs the unconditional branch on other ranks '
-        '(dreamzero-engine-worker processes the node starts at configure and ends at cleanup).',
-        range=(1, 2),
-    )
-    tensor_parallel: int = parameter(
-        1,
-        "Ranks each CFG branch's DiT is split over (attention heads and FFN columns; it must "
-        'divide both, e.g. 1, 2, 4 or 8 for DROID). The engine runs on cfg_parallel x '
-        'tensor_parallel ranks, one device each: the node is rank 0 and starts the others.',
-        range=(1, 8),
-    )
-    worker_gpus: str = parameter(
-        '',
-        'CUDA_VISIBLE_DEVICES of each worker rank, comma-separated (rank 1 first, one per rank '
-        'after the node); each then uses cuda:0. Empty: workers use the devices after '
-        'engine.device (cuda:0 -> cuda:1, ...), or the CPU.',
-    )
     master_addr: str = parameter('127.0.0.1', 'torch.distributed rendezvous address.')
     master_port: int = parameter(
         0,
         'torch.distributed rendezvous port; 0 chooses a free one at each configure (so that '
         'two nodes on one host never collide).',
         range=_PORT,
-    )
-    worker_timeout: float = parameter(
-        600.0,
-        'Longest wait, seconds, for the worker ranks to load and join at configure, and for '
-        'any collective operation between the ranks.',
-        range=(1.0, 3600.0),
     )
     warmup: bool = parameter(
         True, 'Run one inference at configure time so that the first chunk is not slow.'

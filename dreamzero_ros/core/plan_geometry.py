@@ -23,7 +23,7 @@ import numpy as np
 
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.kinematics import LinkPoints, root_link
-from dreamzero_ros.core.parameter_schema import parameter
+from dreamzero_ros.parameter_schema import parameter
 
 
 @dataclass(frozen=True)

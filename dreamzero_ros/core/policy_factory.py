@@ -15,6 +15,7 @@ engine.tensor_parallel`` ranks when that is > 1; the other ranks are
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 import time
 from typing import TYPE_CHECKING
 
@@ -64,42 +65,15 @@ def create_policy(
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')
 
-    from dreamzero_ros.engine.loader import load_engine
-    from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+    from dreamzero_ros.engine.loader import load_engine, resolve_device_dtype
 
+    device, dtype = resolve_device_dtype(options.device, options.dtype)  # 'auto' resolved
+    options = dataclasses.replace(options, device=device, dtype=dtype)
     folder = options.checkpoint
-    device = options.device
 
     def load(layout: BranchLayout | None) -> DreamZeroEngine:
-        log(f'loading DreamZero from {folder} on {device} ({options.dtype})')
-        return load_engine(
-            folder,
-            device=device,
-            dtype=options.dtype,
-            step_cache=options.step_cache,
-            acceleration=AccelerationConfig(
-                compile=options.compile,
-                fp8_linear=options.fp8_linear,
-                attention_backend=options.attention_backend,
-                compile_cache=options.compile_cache,
-            ),
-            memory=MemoryConfig(
-                text_encoder=options.text_encoder,
-                image_encoder=options.image_encoder,
-                kv_cache=options.kv_cache,
-            ),
-            memory_budget=(
-                int(options.memory_budget_gib * 2**30) if options.memory_budget_gib > 0 else None
-            ),
-            num_threads=options.num_threads,
-            layout=layout,
-            base_checkpoint=options.base_checkpoint or None,
-            encoder_dir=options.encoder_dir or None,
-            embodiment_tag=options.embodiment_tag or None,
-            embodiment_file=options.embodiment_file or None,
-            prompt_template=options.prompt_template or None,
-        )
+        log(f'loading DreamZero from {folder} on {device} ({dtype})')
+        return load_engine(folder, layout=layout, **options.load_arguments())
 
     start = time.monotonic()
     engine, on_close = load_on_ranks(EngineRanks.of(options), load, log, stop_requested)

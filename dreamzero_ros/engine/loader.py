@@ -22,15 +22,13 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from dreamzero_ros.engine.option_names import (
-    ATTENTION_BACKENDS,
-    DTYPE_NAMES,
-    FP8_MODES,
-    IMAGE_ENCODER_PLACEMENTS,
-    KV_CACHE_KINDS,
-    STEP_CACHE_MODES,
-    TEXT_ENCODER_PLACEMENTS,
+from dreamzero_ros.engine.options import (
+    AUTO,
+    ENGINE_OPTION_SECTIONS,
+    EngineOptions,
+    engine_option_specs,
 )
+from dreamzero_ros.parameter_schema import add_arguments
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
     from dreamzero_ros.engine.memory.options import MemoryConfig
@@ -54,11 +52,13 @@ RANDOM_PRESETS = ('tiny', 'small')
 def resolve_device_dtype(device: str | None, dtype: str | None) -> tuple[str, str]:
     """The device and dtype an engine runs with, given either or neither.
 
-    ``device`` or CUDA where present, else the CPU; ``dtype`` or bfloat16 on CUDA and float32 on
-    the CPU (where bfloat16 kernels are slow).
+    ``device``, or (None or ``auto``) CUDA where present, else the CPU; ``dtype``, or bfloat16
+    on CUDA and float32 on the CPU (where bfloat16 kernels are slow).
     """
     import torch
 
+    device = None if device == AUTO else device
+    dtype = None if dtype == AUTO else dtype
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
     return device, dtype
@@ -172,164 +172,12 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the checkpoint, device, dtype, thread and speed options of :func:`engine_arguments`."""
-    parser.add_argument('--device', default=None, help='torch device (default: cuda if present)')
-    parser.add_argument(
-        '--dtype',
-        choices=DTYPE_NAMES,
-        default=None,
-        help='weights and compute dtype (default: bfloat16 on CUDA, float32 on the CPU)',
-    )
-    parser.add_argument(
-        '--num-threads', type=int, default=0, help='torch CPU threads (default 0: torch decides)'
-    )
-    model = parser.add_argument_group('checkpoint and robot (docs/embodiments.md)')
-    model.add_argument(
-        '--base-checkpoint', default=None, help='the base checkpoint of a LoRA-only checkpoint'
-    )
-    model.add_argument(
-        '--encoder-dir',
-        default=None,
-        help='folder with the Wan2.1 encoder files, for a checkpoint that carries no encoders',
-    )
-    model.add_argument(
-        '--embodiment-tag',
-        default=None,
-        help="embodiment of the checkpoint's metadata.json to serve (where it holds several)",
-    )
-    model.add_argument(
-        '--embodiment-file',
-        default=None,
-        help='embodiment file (YAML) for a checkpoint without experiment_cfg/',
-    )
-    model.add_argument(
-        '--prompt-template',
-        default=None,
-        help='prompt template with {instruction}, for an embodiment upstream knows none for',
-    )
-    speed = parser.add_argument_group('engine speed (docs/performance.md)')
-    speed.add_argument(
-        '--step-cache',
-        choices=STEP_CACHE_MODES,
-        default=None,
-        help='DiT steps: static (upstream: 8 of 16, default), dynamic or full',
-    )
-    speed.add_argument(
-        '--compile', action='store_true', help='torch.compile the DiT blocks (slow first call)'
-    )
-    speed.add_argument(
-        '--fp8-linear',
-        choices=FP8_MODES,
-        default='off',
-        help='DiT block linears in FP8 e4m3 (Hopper or newer; default off)',
-    )
-    speed.add_argument(
-        '--attention-backend',
-        choices=ATTENTION_BACKENDS,
-        default='auto',
-        help='preferred attention kernel (default auto: torch decides; fa3: FlashAttention-3, '
-        'needs the flash_attn_3 package; fp8: FP8 attention over the FP8 K/V cache, needs '
-        '--kv-cache fp8 and a GPU with FP8 tensor cores)',
-    )
-    speed.add_argument(
-        '--compile-cache',
-        default='',
-        help='folder of the persistent compile cache (default: '
-        "$XDG_CACHE_HOME/dreamzero_ros/torch_compile; off: torch's own)",
-    )
-    memory = parser.add_argument_group('engine memory (docs/performance.md)')
-    memory.add_argument(
-        '--text-encoder',
-        choices=TEXT_ENCODER_PLACEMENTS,
-        default='device',
-        help='where umT5 lives: device (default), cpu (runs there) or offload (streamed to the '
-        'device when a prompt is new)',
-    )
-    memory.add_argument(
-        '--image-encoder',
-        choices=IMAGE_ENCODER_PLACEMENTS,
-        default='device',
-        help='where CLIP lives: device (default) or offload (streamed when a window starts)',
-    )
-    memory.add_argument(
-        '--kv-cache',
-        choices=KV_CACHE_KINDS,
-        default='model',
-        help='K/V cache precision: model (default) or fp8 (about half the memory)',
-    )
-    memory.add_argument(
-        '--memory-budget-gib',
-        type=float,
-        default=0.0,
-        help='device memory the engine may use, GiB; refused at load when its estimate is '
-        "larger (default 0: the GPU's free memory)",
-    )
-    _add_parallel_arguments(parser.add_argument_group('parallel engine (docs/policy_node.md)'))
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'expected at least 1, got {value}')
-    return value
-
-
-def _add_parallel_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument(
-        '--cfg-parallel',
-        type=int,
-        choices=(1, 2),
-        default=1,
-        help='2: the unconditional CFG branch on ranks of its own (default 1)',
-    )
-    group.add_argument(
-        '--tensor-parallel',
-        type=_positive,
-        default=1,
-        help="ranks each CFG branch's DiT is split over, heads and FFN columns (default 1); the "
-        'engine runs on cfg-parallel x tensor-parallel ranks, one device each: this process is '
-        'rank 0 and starts the others (dreamzero-engine-worker)',
-    )
-    group.add_argument(
-        '--worker-gpus',
-        default='',
-        help='CUDA_VISIBLE_DEVICES of the worker ranks, comma-separated, one each (default: the '
-        'CUDA devices after --device)',
-    )
-    group.add_argument(
-        '--worker-timeout',
-        type=float,
-        default=600.0,
-        help='seconds the workers get to load, and any collective between ranks (default 600)',
-    )
+    """Add every engine option (:class:`.options.EngineOptions`), in sections, to ``parser``."""
+    specs = {spec.name: spec for spec in engine_option_specs()}
+    for title, names in ENGINE_OPTION_SECTIONS.items():
+        add_arguments(parser.add_argument_group(title), (specs[name] for name in names))
 
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
-    from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-
-    budget = args.memory_budget_gib
-    return {
-        'device': args.device,
-        'dtype': args.dtype,
-        'num_threads': args.num_threads,
-        'step_cache': args.step_cache,
-        'base_checkpoint': args.base_checkpoint,
-        'encoder_dir': args.encoder_dir,
-        'embodiment_tag': args.embodiment_tag,
-        'embodiment_file': args.embodiment_file,
-        'prompt_template': args.prompt_template,
-        'acceleration': AccelerationConfig(
-            compile=args.compile,
-            fp8_linear=args.fp8_linear,
-            attention_backend=args.attention_backend,
-            compile_cache=args.compile_cache,
-        ),
-        'memory': MemoryConfig(
-            text_encoder=args.text_encoder,
-            image_encoder=args.image_encoder,
-            kv_cache=args.kv_cache,
-        ),
-        'memory_budget': int(budget * 2**30) if budget > 0 else None,
-    }
+    return EngineOptions.from_arguments(args).load_arguments()

@@ -18,7 +18,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from dreamzero_ros.core.parameter_schema import Kind, ParameterSpec
+from dreamzero_ros.parameter_schema import Kind, ParameterSpec
 
 _TYPES = {
     Kind.BOOL: Parameter.Type.BOOL,

@@ -1,13 +1,16 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Node parameters generated from one tree of frozen dataclasses (ROS-free).
+"""Options declared once as dataclass fields; node parameters and command lines made from them.
 
-A settings class declares each parameter once, as a field made by :func:`parameter` (default,
+A settings class declares each option once, as a field made by :func:`parameter` (default,
 description, numeric range, choices, whether it may change at run time). A field whose type is
 another such dataclass is a group: its parameters are named ``<group>.<field>``.
-:func:`parameter_specs` lists the parameters of a tree (the ROS layer declares exactly these),
-and :func:`build` checks a flat ``name -> value`` mapping and builds the tree from it.
+:func:`parameter_specs` lists the parameters of a tree (the node declares exactly these, with
+descriptors and ranges), :func:`build` checks a flat ``name -> value`` mapping and builds the tree
+from it, and :func:`add_arguments` / :func:`argument_values` make command-line options of the same
+specs (``engine.fp8_linear`` is ``--fp8-linear``), checked by the same :meth:`ParameterSpec.check`.
+Nothing here imports ROS or torch.
 
 Types: ``bool``, ``int``, ``float``, ``str`` and tuples of ``int``, ``float`` or ``str`` (ROS
 arrays). An ``int`` is accepted where a ``float`` is declared (``max_age: 1``), never the
@@ -16,7 +19,8 @@ reverse. A range applies to a number, or to each element of a number array.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import argparse
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 import enum
 import math
@@ -195,3 +199,74 @@ def _construct(cls: type[T], checked: Mapping[str, Any], prefix: str) -> T:
         elif name in checked:
             kwargs[item.name] = checked[name]
     return cls(**kwargs)
+
+
+def flag(spec: ParameterSpec) -> str:
+    """The command-line option of a parameter: its last name part, ``--`` and dashes."""
+    return '--' + spec.name.rpartition('.')[2].replace('_', '-')
+
+
+def dest(spec: ParameterSpec) -> str:
+    """The ``argparse`` attribute of :func:`flag`."""
+    return spec.name.rpartition('.')[2]
+
+
+def _argument_type(spec: ParameterSpec) -> Any:
+    python_type = {Kind.INTEGER: int, Kind.DOUBLE: float, Kind.STRING: str}[spec.kind]
+
+    def convert(text: str) -> Any:
+        try:
+            return spec.check(python_type(text))
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).partition(': ')[2] or str(error)) from error
+
+    convert.__name__ = python_type.__name__  # argparse names it in "invalid int value"
+    return convert
+
+
+def _help(spec: ParameterSpec) -> str:
+    text = spec.description.rstrip('.')
+    if spec.range is not None:
+        text += f'; {spec.range[0]:g} to {spec.range[1]:g}'
+    if spec.kind is Kind.BOOL:
+        return f'{text} (default: {"on" if spec.default else "off"})'
+    shown = 'empty' if spec.default == '' else repr(spec.default)
+    return f'{text} (default: {shown})'
+
+
+def add_arguments(parser: argparse.ArgumentParser | Any, specs: Iterable[ParameterSpec]) -> None:
+    """Add one option per spec to ``parser`` (or an argument group): flag, type, choices, default.
+
+    Booleans become ``--name`` / ``--no-name``; numbers and choices are checked as the
+    parameter checks them; the help states the default, the choices and the range.
+
+    Raises:
+        TypeError: an array parameter (no command-line form).
+
+    """
+    for spec in specs:
+        if spec.kind.is_array:
+            raise TypeError(f'{spec.name}: arrays have no command-line option')
+        if spec.kind is Kind.BOOL:
+            parser.add_argument(
+                flag(spec),
+                dest=dest(spec),
+                action=argparse.BooleanOptionalAction,
+                default=spec.default,
+                help=_help(spec),
+            )
+            continue
+        parser.add_argument(
+            flag(spec),
+            dest=dest(spec),
+            type=_argument_type(spec),
+            choices=spec.choices or None,
+            default=spec.default,
+            metavar=None if spec.choices else dest(spec).upper(),
+            help=_help(spec),
+        )
+
+
+def argument_values(args: argparse.Namespace, specs: Iterable[ParameterSpec]) -> dict[str, Any]:
+    """``name -> value`` of the options :func:`add_arguments` added for ``specs``."""
+    return {spec.name: getattr(args, dest(spec)) for spec in specs}

@@ -1,0 +1,99 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""Each engine option declared once: node parameters, tool options and launch arguments agree."""
+
+import argparse
+import ast
+
+from node_support import REPO
+import pytest
+
+from dreamzero_ros.core import node_config
+from dreamzero_ros.core.launch_plan import ENGINE_LAUNCH_ARGUMENTS, engine_launch_arguments
+from dreamzero_ros.engine.loader import engine_arguments
+from dreamzero_ros.engine.options import ENGINE_OPTION_SECTIONS, EngineOptions, engine_option_specs
+from dreamzero_ros.openpi.cli import build_parser as build_server_parser
+from dreamzero_ros.parameter_schema import dest, flag
+from dreamzero_ros.replay.cli import build_replay_parser
+
+TOOLS = {'dreamzero-openpi-server': build_server_parser, 'dreamzero-replay': build_replay_parser}
+
+
+def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {option: action for action in parser._actions for option in action.option_strings}
+
+
+def test_node_engine_parameters_are_the_declared_options():
+    node = {spec.name: spec for spec in node_config.PARAMETERS}
+    for spec in engine_option_specs():
+        declared = node[f'engine.{spec.name}']
+        assert (declared.kind, declared.default, declared.choices, declared.range) == (
+            spec.kind,
+            spec.default,
+            spec.choices,
+            spec.range,
+        ), spec.name
+        assert declared.description == spec.description, spec.name
+
+
+def test_every_option_is_in_one_command_line_section():
+    shown = [name for names in ENGINE_OPTION_SECTIONS.values() for name in names]
+    assert sorted(shown) == sorted(spec.name for spec in engine_option_specs())
+
+
+@pytest.mark.parametrize('tool', sorted(TOOLS))
+def test_every_tool_offers_every_option_with_its_default_and_choices(tool):
+    parser = TOOLS[tool]()
+    actions = _actions(parser)
+    help_text = parser.format_help()
+    for spec in engine_option_specs():
+        action = actions[flag(spec)]
+        assert action.dest == dest(spec)
+        assert action.default == spec.default, spec.name
+        assert tuple(action.choices or ()) == spec.choices, spec.name
+        assert action.help and 'default' in action.help, spec.name
+    assert '{off,rowwise,tensorwise}' in help_text
+    assert "(default: 'static')" in help_text
+
+
+def test_command_line_values_are_checked_as_parameters_are(capsys):
+    parser = build_replay_parser()
+    base = ['bag', '--preset', 'tiny']
+    args = parser.parse_args([*base, '--tensor-parallel', '2', '--fp8-linear', 'rowwise'])
+    options = EngineOptions.from_arguments(args)
+    assert (options.tensor_parallel, options.fp8_linear) == (2, 'rowwise')
+    assert engine_arguments(args)['acceleration'].fp8_linear == 'rowwise'
+    defaults = EngineOptions.from_arguments(parser.parse_args(base))
+    assert defaults == EngineOptions()
+    # the node parameter's range, not a CLI-only rule: tensor_parallel in [1, 8]
+    for bad in (['--tensor-parallel', '9'], ['--cfg-parallel', '3'], ['--memory-budget-gib', '-1']):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*base, *bad])
+        assert 'outside the range' in capsys.readouterr().err
+    assert parser.parse_args([*base, '--no-compile']).compile is False
+    assert parser.parse_args([*base, '--compile']).compile is True
+
+
+def test_node_defaults_load_the_engine_the_tools_load():
+    node = node_config.build_settings({}).engine
+    assert EngineOptions.load_arguments(node) == EngineOptions().load_arguments()
+
+
+def test_launch_arguments_are_generated_from_the_parameters():
+    arguments = engine_launch_arguments()
+    node = {spec.name: spec for spec in node_config.PARAMETERS}
+    assert tuple(arguments) == ENGINE_LAUNCH_ARGUMENTS
+    for name, (default, description) in arguments.items():
+        assert default == ''  # keeps the config file's value
+        assert description.startswith(node[f'engine.{name}'].description)
+    # the launch file declares exactly these (it cannot be imported without launch_ros)
+    tree = ast.parse((REPO / 'launch' / 'dreamzero.launch.py').read_text())
+    unpacked = [
+        value.func.id
+        for node_ in ast.walk(tree)
+        if isinstance(node_, ast.Dict)
+        for key, value in zip(node_.keys, node_.values, strict=True)
+        if key is None and isinstance(value, ast.Call)
+    ]
+    assert unpacked == ['engine_launch_arguments']
