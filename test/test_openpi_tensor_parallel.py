@@ -78,4 +78,4 @@ def test_tensor_parallel_must_be_positive(capsys):
 
     with pytest.raises(SystemExit):
         build_parser().parse_args(['--preset', 'tiny', '--tensor-parallel', '0'])
-    assert '--tensor-parallel: expected at least 1, got 0' in capsys.readouterr().err
+    assert 'argument --tensor-parallel: 0 is outside the range [1, 8]' in capsys.readouterr().err
