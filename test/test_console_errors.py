@@ -111,6 +111,8 @@ def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
     )  # fmt: skip
     line = _one_line(result, 1)
     assert 'nothing recorded' in line and 'use_sim_time:=true' in line
+    assert not (tmp_path / 'chunks').exists()  # no empty recording that looks finished
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['bag']
 
 
 def test_tools_name_their_policy_alike(tmp_path):

@@ -12,6 +12,7 @@ import dataclasses
 import importlib.metadata
 import json
 from pathlib import Path
+import shutil
 import sys
 
 from dreamzero_ros.console import add_debug_option, run_tool
@@ -448,12 +449,15 @@ def _live(argv: list[str]) -> int:
     with contextlib.ExitStack() as stack:
         record = stack.enter_context(staged_folder(args.record)) if args.record else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
+        empty = record is not None and not any(result.recorded.values())
+        if empty:  # an empty recording is not kept: the folder stays free for the next try
+            shutil.rmtree(record)
     summary = dict(result.__dict__)
-    if args.record and not any(result.recorded.values()):
+    if empty:
         print(json.dumps(summary, indent=1))
         print(
-            f'dreamzero-live-replay: nothing recorded into {args.record}: no policy node '
-            'published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
+            f'dreamzero-live-replay: nothing recorded (no {args.record} written): no policy '
+            'node published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
             '--node-name if it is not the default)',
             file=sys.stderr,
         )
