@@ -96,8 +96,13 @@ def test_make_bag_console_script(tmp_path, capsys):
         '--command-topic', 'joint_command', '--param', 'joint_states_topic=/robot/joints',
     ])  # fmt: skip
     assert status == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
     assert summary['camera_frames'] == 4 and summary['storage'] == 'sqlite3'
+    lines = captured.err.splitlines()  # what it does first, then its progress
+    assert lines[0] == f'dreamzero-make-bag: writing {out} (sqlite3)'
+    assert lines[1].startswith('make-bag [') and lines[-1].startswith('make-bag [#####')
+    assert '100.0% 0.3/0.3 s of bag' in lines[-1]
     with BagReader(out) as reader:
         assert reader.topics['/robot/joints'] == 'sensor_msgs/msg/JointState'
         assert reader.topics['/joint_command'] == 'sensor_msgs/msg/JointState'

@@ -28,6 +28,7 @@ from dreamzero_ros.policy_source import add_policy_source
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
+from dreamzero_ros.replay.progress import ProgressBar
 from dreamzero_ros.replay.settings import node_settings, parse_override
 from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -199,13 +200,11 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _replay(argv: list[str]) -> int:
-    from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
-    from dreamzero_ros.replay.progress import ProgressBar
-    from dreamzero_ros.replay.report import write_outputs
-    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
-
     parser = build_replay_parser()
     args = parser.parse_args(argv)
+    _note(f'checking {args.bag} (topics, stamps, CRCs)')
+    from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
+
     try:
         settings = settings_from_args(args)
         topics = ReplayTopics.from_settings(settings, args.command_topic, args.image_transport)
@@ -232,6 +231,9 @@ def _replay(argv: list[str]) -> int:
         return 2
     _note(f'bag {args.bag} checked; loading the policy ({_policy_name(args)})')
     policy, end_workers = load_policy(args)
+    from dreamzero_ros.replay.report import write_outputs
+    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
+
     try:
         try:
             layout = RobotLayout.from_metadata(policy.metadata)
@@ -349,8 +351,10 @@ def _make_bag(argv: list[str]) -> int:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
         return 2
     print(f'dreamzero-make-bag: writing {args.out} ({args.storage})', file=sys.stderr)
+    progress = ProgressBar('make-bag', unit='s of bag')
     with staged_folder(args.out) as folder:
-        summary = {**make_bag(folder, spec), 'path': str(args.out)}
+        summary = {**make_bag(folder, spec, progress), 'path': str(args.out)}
+    progress.close()
     print(json.dumps(summary, indent=1))
     return 0
 
