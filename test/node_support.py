@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any
 
+from machine_load import load_factor
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
 NODE = '/dreamzero_policy'
@@ -23,11 +25,6 @@ ARM = [f'panda_joint{i}' for i in range(1, 8)]
 #: The arm and the Franka hand's finger (config/cpu_small.yaml; 0.04 m open .. 0.0 closed).
 JOINTS = [*ARM, 'panda_finger_joint1']
 FINGER_OPEN = 0.04
-
-
-def load_factor(limit: float = 5.0) -> float:
-    """Runnable processes per core now (the 1-minute load average), between 1 and ``limit``."""
-    return min(limit, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
 
 
 def loaded_input_tolerances(max_age: float = 1.0, max_skew: float = 0.2) -> tuple[str, str]:
