@@ -1,0 +1,166 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The one style of every console script: its parser, and the options several tools share.
+
+:func:`new_parser` makes a tool's parser: no abbreviated options (``--api-key`` must not pass
+for ``--api-key-file``) and :class:`HelpFormatter`, which shows each option's default in
+``--help``. The options more than one tool takes are declared here once, so that they are named,
+shaped and explained alike everywhere: :func:`add_output` (``-o/--output``),
+:func:`add_api_key_file`, :func:`add_node_parameter_options` (``--params-file``, ``-p/--param``)
+and :func:`add_node_name`; the policy's source (``--checkpoint``, ``--preset``, ``--server``)
+is :func:`~dreamzero_ros.policy_source.add_policy_source`, the engine's options
+:func:`~dreamzero_ros.engine.loader.add_engine_arguments`. Nothing here imports ROS or torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    'HelpFormatter',
+    'ListingHelpFormatter',
+    'add_api_key_file',
+    'add_node_name',
+    'add_node_parameter_options',
+    'add_output',
+    'new_parser',
+    'parse_parameter',
+]
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` with each option's default, where its help does not state it already.
+
+    On/off flags (``store_true``, ``--no-x``) are off unless their help says otherwise; an
+    option without a default says in its help what happens when it is not given.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ''
+        if (
+            'default' in text
+            or action.default in (None, argparse.SUPPRESS)
+            or not action.option_strings
+            or action.nargs == 0
+        ):
+            return text
+        return f'{text} (default: %(default)s)'
+
+
+class ListingHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` that prints the description and epilog as written (listings)."""
+
+
+def new_parser(prog: str, description: str, **settings: Any) -> argparse.ArgumentParser:
+    """The parser of console script ``prog``, in the one style of every tool."""
+    settings.setdefault('formatter_class', HelpFormatter)
+    return argparse.ArgumentParser(
+        prog=prog, description=description, allow_abbrev=False, **settings
+    )
+
+
+def add_output(
+    parser: argparse.ArgumentParser | Any,
+    what: str,
+    default: str,
+    *aliases: str,
+    metavar: str = 'DIR',
+) -> None:
+    """``-o/--output DIR``: the new folder a tool writes (``what``), refused if it exists.
+
+    Args:
+        parser: the parser or argument group.
+        what: what the folder holds, e.g. ``the report, metrics and video``.
+        default: where it goes when not given, as help text (e.g. ``replay_<bag>``).
+        aliases: earlier names of the option that still work (e.g. ``--out``).
+        metavar: the value's name in ``--help``.
+
+    """
+    parser.add_argument(
+        '-o',
+        '--output',
+        *aliases,
+        dest='output',
+        type=Path,
+        default=None,
+        metavar=metavar,
+        help=f'new folder for {what} (default: {default})',
+    )
+
+
+def add_api_key_file(parser: argparse.ArgumentParser | Any, role: str, env_var: str) -> None:
+    """``--api-key-file FILE``: the file holding an API key (``role``), never the key itself.
+
+    A key on the command line could be read by every user of the machine in the process list.
+    """
+    parser.add_argument(
+        '--api-key-file',
+        type=Path,
+        default=None,
+        metavar='FILE',
+        help=f'file holding the API key {role} on one line, never the key itself (which every '
+        f'user of the machine could read in the process list) (default: ${env_var} if set, '
+        'else no key)',
+    )
+
+
+def parse_parameter(text: str) -> tuple[str, Any]:
+    """``NAME:=VALUE`` or ``NAME=VALUE`` (VALUE in YAML, as ``--ros-args -p``) -> (name, value).
+
+    Raises:
+        ValueError: neither form, or an empty name.
+
+    """
+    name, separator, value = text.partition(':=')
+    if not separator:
+        name, separator, value = text.partition('=')
+    if not separator or not name.strip():
+        raise ValueError(f'expected NAME:=VALUE, got {text!r}')
+    return name.strip(), yaml.safe_load(value)
+
+
+def _parameter(text: str) -> tuple[str, Any]:
+    try:
+        return parse_parameter(text)
+    except (ValueError, yaml.YAMLError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def add_node_parameter_options(parser: argparse.ArgumentParser | Any, *aliases: str) -> None:
+    """``--params-file FILE`` and ``-p/--param NAME:=VALUE``: the policy node's parameters.
+
+    ``aliases``: earlier names of ``--params-file`` that still work (e.g. ``--params``).
+    """
+    parser.add_argument(
+        '--params-file',
+        *aliases,
+        dest='params_file',
+        type=Path,
+        default=None,
+        metavar='FILE',
+        help="the policy node's parameter file (ros__parameters YAML, as for ros2 run "
+        '--params-file) (default: none, the node defaults)',
+    )
+    parser.add_argument(
+        '-p',
+        '--param',
+        dest='param',
+        type=_parameter,
+        action='append',
+        default=[],
+        metavar='NAME:=VALUE',
+        help='set one node parameter, VALUE in YAML, as --ros-args -p does (NAME=VALUE works '
+        'too; repeatable), e.g. -p max_age:=1.0 (default: none)',
+    )
+
+
+def add_node_name(parser: argparse.ArgumentParser | Any, default: str, use: str) -> None:
+    """``--node-name NAME``: the policy node's name (``use``: what the tool needs it for)."""
+    parser.add_argument(
+        '--node-name', default=default, metavar='NAME', help=f'policy node name ({use})'
+    )
