@@ -6,16 +6,18 @@
 :func:`new_parser` makes a tool's parser: no abbreviated options (``--api-key`` must not pass
 for ``--api-key-file``) and :class:`HelpFormatter`, which shows each option's default in
 ``--help``. The options more than one tool takes are declared here once, so that they are named,
-shaped and explained alike everywhere: :func:`add_output` (``-o/--output``),
-:func:`add_api_key_file`, :func:`add_node_parameter_options` (``--params-file``, ``-p/--param``)
-and :func:`add_node_name`; the policy's source (``--checkpoint``, ``--preset``, ``--server``)
-is :func:`~dreamzero_ros.policy_source.add_policy_source`, the engine's options
-:func:`~dreamzero_ros.engine.loader.add_engine_arguments`. Nothing here imports ROS or torch.
+shaped and explained alike everywhere: the policy's source (:func:`add_policy_source`:
+``--checkpoint DIR``, ``--preset NAME``, ``--server URL``), :func:`add_output`
+(``-o/--output DIR``), :func:`add_api_key_file`, :func:`add_node_parameter_options`
+(``--params-file``, ``-p/--param``) and :func:`add_node_name`; the engine's options are
+:func:`~dreamzero_ros.engine.loader.add_engine_arguments`. Nothing here imports ROS, torch or
+the rest of the package (the engine's worker uses it too).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ __all__ = [
     'add_node_name',
     'add_node_parameter_options',
     'add_output',
+    'add_policy_source',
+    'add_preset',
     'new_parser',
     'parse_parameter',
 ]
@@ -62,6 +66,50 @@ def new_parser(prog: str, description: str, **settings: Any) -> argparse.Argumen
     return argparse.ArgumentParser(
         prog=prog, description=description, allow_abbrev=False, **settings
     )
+
+
+PRESET_HELP = (
+    'random weights of a preset architecture instead of a checkpoint: tiny (seconds per bag on '
+    'a CPU), small (the published architecture scaled down; minutes on a CPU); the actions '
+    'mean nothing'
+)
+CHECKPOINT_HELP = (
+    'DreamZero checkpoint folder (config.json, safetensors shards, experiment_cfg/, '
+    'tokenizer/spiece.model; docs/getting_started.md)'
+)
+
+
+def add_preset(
+    parser: argparse.ArgumentParser | Any,
+    presets: Sequence[str],
+    default: str | None = None,
+    help_text: str = PRESET_HELP,
+) -> None:
+    """``--preset NAME``, one of ``presets`` (random weights of that architecture)."""
+    parser.add_argument('--preset', choices=tuple(presets), default=default, help=help_text)
+
+
+def add_policy_source(
+    parser: argparse.ArgumentParser,
+    presets: Sequence[str],
+    *,
+    remote: bool,
+    preset_help: str = PRESET_HELP,
+) -> None:
+    """One of ``--checkpoint DIR``, ``--preset NAME`` and (``remote``) ``--server URL``.
+
+    ``presets``: the preset names a tool can build random weights of (the tools:
+    :data:`.engine.loader.RANDOM_PRESETS`).
+    """
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument('--checkpoint', type=Path, metavar='DIR', help=CHECKPOINT_HELP)
+    add_preset(group, presets, help_text=preset_help)
+    if remote:
+        group.add_argument(
+            '--server',
+            metavar='ws://HOST:PORT',
+            help='a remote OpenPI server (dreamzero-openpi-server) instead of a local model',
+        )
 
 
 def add_output(

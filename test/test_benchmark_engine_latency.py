@@ -20,7 +20,7 @@ from dreamzero_ros.engine import EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = str(ROOT / 'benchmarks' / 'engine_benchmark.py')
-TINY_CPU = ('--preset', 'tiny', '--device', 'cpu', '--threads', '1', '--warmup', '1')
+TINY_CPU = ('--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--warmup', '1')
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 import engine_flops  # noqa: E402

@@ -19,14 +19,13 @@ import os
 from pathlib import Path
 import socket
 
-from dreamzero_ros.cli_options import add_api_key_file, new_parser
+from dreamzero_ros.cli_options import add_api_key_file, add_policy_source, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.engine.loader import add_engine_arguments
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
-from dreamzero_ros.policy_source import add_policy_source
 
 API_KEY_ENV = BRIDGE_API_KEY_ENV
 LOG_LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR')
@@ -69,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         'dreamzero-openpi-server',
         'Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
     )
-    add_policy_source(parser, remote=False)
+    add_policy_source(parser, RANDOM_PRESETS, remote=False)
     add_engine_arguments(parser)
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')

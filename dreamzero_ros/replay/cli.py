@@ -19,6 +19,7 @@ from dreamzero_ros.cli_options import (
     add_node_name,
     add_node_parameter_options,
     add_output,
+    add_policy_source,
     new_parser,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
@@ -28,9 +29,8 @@ from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.engine.loader import add_engine_arguments
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.errors import BagError
-from dreamzero_ros.policy_source import add_policy_source
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
@@ -98,7 +98,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         'over the horizon, latency and chunk timing, as JSON and an HTML report.',
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder (or a single .mcap / .db3 file)')
-    add_policy_source(parser, remote=True)
+    add_policy_source(parser, RANDOM_PRESETS, remote=True)
     add_api_key_file(parser, 'of the remote server (--server)', REMOTE_API_KEY_ENV)
     add_output(parser, 'the report, metrics and video', 'replay_<bag>', '--out')
     parser.add_argument(
