@@ -75,7 +75,7 @@ from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
     parser = benchmark_parser(
         'engine_benchmark.py', __doc__.split('\n\n')[0], ('device', 'dtype', 'num_threads')
@@ -175,7 +175,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--json', metavar='FILE', help='also write the results to this JSON file (default: none)'
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options; the device and dtype resolved (``auto``)."""
+    args = build_parser().parse_args(argv)
+    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
+    return args
 
 
 def _fastest_fp8_attention(device: torch.device) -> dict:
@@ -214,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.num_threads)
     world = int(os.environ.get('WORLD_SIZE', '1'))
     rank = int(os.environ.get('RANK', '0'))
-    device, args.dtype = resolve_device_dtype(args.device, args.dtype)
+    device = args.device
     if device == 'cuda':  # one GPU per rank; an explicit index puts every rank on it
         device = f'cuda:{int(os.environ.get("LOCAL_RANK", "0"))}'
     tp = args.tensor_parallel

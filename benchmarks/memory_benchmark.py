@@ -53,7 +53,7 @@ _SPEED = ('compile', 'fp8_linear', 'attention_backend', 'compile_cache')
 _MEMORY = ('text_encoder', 'image_encoder', 'kv_cache')
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
     parser = benchmark_parser('memory_benchmark.py', __doc__.split('\n\n')[0], ('device',))
     parser.add_argument('--variants', nargs='+', required=True, help='label:key=value,...')
@@ -83,7 +83,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--json', metavar='FILE', help='also write the results to this JSON file (default: none)'
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options; the device resolved (``auto``)."""
+    args = build_parser().parse_args(argv)
     args.device = resolve_device_dtype(args.device, None)[0]
     return args
 

@@ -26,7 +26,7 @@ from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
@@ -131,7 +131,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
     add_allow_partial(parser)
     parser.add_argument(
         '--image-transport',
-        choices=('auto', 'raw', 'compressed'),
+        choices=('auto', *IMAGE_TRANSPORTS),
         default='auto',
         help='camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
     )
