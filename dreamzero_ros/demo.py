@@ -394,7 +394,7 @@ def run(options: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         extra = stack.enter_context(_toward_the_table(options)) if options.toward_table else ()
         demo = stack.enter_context(
-            demo_system(checkpoint, logs, options.transport, node_parameters=extra, arm=arm)
+            demo_system(checkpoint, logs, options.image_transport, node_parameters=extra, arm=arm)
         )
 
         def on_chunk(chunk: Any) -> None:
@@ -481,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--image-transport',
         '--transport',
-        dest='transport',
+        dest='image_transport',
         default='raw',
         choices=IMAGE_TRANSPORTS,
         help="how the demo cameras publish (the node's image_transport)",

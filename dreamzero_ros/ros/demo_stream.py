@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--image-transport',
         '--transport',
-        dest='transport',
+        dest='image_transport',
         default='raw',
         choices=IMAGE_TRANSPORTS,
         help='raw: Image on each camera topic; compressed: CompressedImage (jpeg) on '
@@ -160,7 +160,7 @@ def main(args: list[str] | None = None) -> int:
         clips,
         rate_hz=options.rate,
         encoding=options.encoding,
-        transport=options.transport,
+        transport=options.image_transport,
         joint_states=options.joint_states,
     )
     node.get_logger().info(
