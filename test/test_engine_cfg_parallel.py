@@ -76,9 +76,7 @@ def test_cfg_parallel_times_tensor_parallel_on_four_ranks(tmp_path, checkpoint, 
 
 
 def test_worker_with_another_model_is_refused(tmp_path, checkpoint):
-    result, codes, outputs = run_group(
-        tmp_path, checkpoint, ['--preset', 'small', '--seed', '0']
-    )
+    result, codes, outputs = run_group(tmp_path, checkpoint, ['--preset', 'small', '--seed', '0'])
     assert 'CfgParallelError' in result.get('error', ''), result
     assert 'rank 1: DiT config' in result['error']
     assert codes != [0]
