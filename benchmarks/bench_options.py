@@ -24,10 +24,10 @@ PRESET_HELP = 'architecture of the seeded random weights (--seed), built on the 
 
 
 def benchmark_parser(
-    prog: str, description: str, engine_options: Collection[str]
+    prog: str, description: str, engine_options: Collection[str], preset: str = 'droid_14b'
 ) -> argparse.ArgumentParser:
-    """A benchmark's parser with ``--preset`` (default droid_14b) and ``engine_options``."""
+    """A benchmark's parser with ``--preset`` (default ``preset``) and ``engine_options``."""
     parser = new_parser(prog, description)
-    add_preset(parser, PRESETS, 'droid_14b', PRESET_HELP)
+    add_preset(parser, PRESETS, preset, PRESET_HELP)
     add_engine_arguments(parser, engine_options)
     return parser

@@ -38,7 +38,7 @@ PARSERS = {
     'dreamzero-engine-worker': 'build_parser',
 }
 #: Benchmarks that build engines: their engine options are the tools'.
-BENCHMARKS = ('engine_benchmark', 'memory_benchmark')
+BENCHMARKS = ('engine_benchmark', 'memory_benchmark', 'predicted_video')
 #: Tools whose --preset builds random weights on the device, so the 14B architecture too.
 DEVICE_PRESETS = {'dreamzero-engine-worker', *BENCHMARKS}
 #: Benchmark options named as an engine option but meaning more: several step caches compared
@@ -183,6 +183,18 @@ def test_output_parses_alike(parsers, tmp_path):
             args = parsers[tool].parse_args([*argv, option, str(tmp_path / 'out')])
             assert args.output == tmp_path / 'out', tool
         assert parsers[tool].parse_args(argv).output is None, tool
+
+
+def test_earlier_option_names_still_work(parsers, tmp_path):
+    replay = parsers['dreamzero-replay'].parse_args(
+        ['bag', '--preset', 'tiny', '--out', 'report', '--params', 'p.yaml']
+    )
+    assert (replay.output, replay.params_file) == (Path('report'), Path('p.yaml'))
+    live = parsers['dreamzero-live-replay'].parse_args(['bag', '--record', 'chunks'])
+    assert live.output == Path('chunks')
+    for tool in ('dreamzero-demo', 'dreamzero-demo-stream'):
+        args = parsers[tool].parse_args(['--transport', 'compressed'])
+        assert args.image_transport == 'compressed', tool
 
 
 def test_node_parameters_parse_alike(parsers):
