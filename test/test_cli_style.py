@@ -210,6 +210,8 @@ def test_node_parameters_parse_alike(parsers):
 def test_help_quotes_no_figures_that_go_stale(parsers):
     texts = {f'node parameter {spec.name}': spec.description for spec in node_config.PARAMETERS}
     for tool, parser in parsers.items():
+        texts[f'{tool} description'] = parser.description or ''
+        texts[f'{tool} epilog'] = parser.epilog or ''  # the node's and sim arm's parameters
         for action in parser._actions:
             texts[f'{tool} {"/".join(action.option_strings)}'] = action.help or ''
     assert STALE_FIGURE.search('(GPU: ~30-40 s more warm-up, 0.69x the chunk time)')
