@@ -119,11 +119,12 @@ def add_output(
     *aliases: str,
     metavar: str = 'DIR',
 ) -> None:
-    """``-o/--output DIR``: the new folder a tool writes (``what``), refused if it exists.
+    """``-o/--output DIR``: the folder a tool writes (``what``).
 
     Args:
         parser: the parser or argument group.
-        what: what the folder holds, e.g. ``the report, metrics and video``.
+        what: what the folder holds, e.g. ``the report, metrics and video``; say if it must be
+            new.
         default: where it goes when not given, as help text (e.g. ``replay_<bag>``).
         aliases: earlier names of the option that still work (e.g. ``--out``).
         metavar: the value's name in ``--help``.
@@ -137,7 +138,7 @@ def add_output(
         type=Path,
         default=None,
         metavar=metavar,
-        help=f'new folder for {what} (default: {default})',
+        help=f'folder for {what} (default: {default})',
     )
 
 
@@ -175,8 +176,8 @@ def parse_parameter(text: str) -> tuple[str, Any]:
 def _parameter(text: str) -> tuple[str, Any]:
     try:
         return parse_parameter(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
+    except (ValueError, yaml.YAMLError) as error:  # YAML's message spans lines
+        raise argparse.ArgumentTypeError(' '.join(str(error).split())) from error
 
 
 def add_node_parameter_options(parser: argparse.ArgumentParser | Any, *aliases: str) -> None:

@@ -311,7 +311,7 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
         'Write a demo rosbag2 from the DROID clips (synthetic frames where they are absent) '
         'with a Franka joint trajectory.',
     )
-    add_output(parser, 'the bag', DEFAULT_BAG)
+    add_output(parser, 'the bag (a new one)', DEFAULT_BAG)
     parser.add_argument(
         '--storage', choices=sorted(STORAGES), default='mcap', help='rosbag2 storage format'
     )
@@ -382,7 +382,7 @@ def build_live_parser() -> argparse.ArgumentParser:
         "and record the node's trajectories and action chunks into a new bag.",
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder to play')
-    add_output(parser, "the bag of the node's outputs", 'none, nothing is recorded', '--record')
+    add_output(parser, "a new bag of the node's outputs", 'none, nothing is recorded', '--record')
     parser.add_argument(
         '--storage',
         choices=sorted(STORAGES),
