@@ -69,6 +69,7 @@ def test_speed_variants_and_view_preparation_are_compared(tmp_path):
     out = tmp_path / 'variants.json'
     result = _run(
         [sys.executable, BENCHMARK, *TINY_CPU, '--repeats', '2', '--inputs', '--gelu']
+        + ['--dtype', 'bfloat16']  # FP8 linears need it (auto: float32 on the CPU)
         + ['--variants', 'eager', 'attention', 'f8:fp8_linear=rowwise,attention_backend=math']
         + ['--attention', 'flash', '--json', str(out)]
     )
