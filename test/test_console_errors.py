@@ -42,7 +42,8 @@ def _one_line(result, code):
 
 def _bag(tmp_path) -> Path:
     bag = tmp_path / 'bag'
-    assert _run('dreamzero-make-bag', bag, '--frames', '8', '--source', 'synthetic').returncode == 0
+    made = _run('dreamzero-make-bag', '-o', bag, '--frames', '8', '--source', 'synthetic')
+    assert made.returncode == 0
     return bag
 
 
@@ -80,7 +81,7 @@ def test_openpi_server_refuses_a_busy_port_before_loading(tmp_path):
 
 def test_make_bag_interrupted_leaves_no_folder_and_stale_ones_are_cleaned(tmp_path):
     out = tmp_path / 'long_bag'
-    command = [installed_script('dreamzero-make-bag'), str(out), '--source', 'synthetic']
+    command = [installed_script('dreamzero-make-bag'), '-o', str(out), '--source', 'synthetic']
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=ros_env()
     )
@@ -114,7 +115,7 @@ def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
 
 
 def test_tools_name_their_policy_alike(tmp_path):
-    from dreamzero_ros.openpi.cli import build_parser, parse_arguments
+    from dreamzero_ros.openpi.cli import build_parser
     from dreamzero_ros.replay.cli import build_replay_parser
 
     server, replay = build_parser(), build_replay_parser()
@@ -123,12 +124,10 @@ def test_tools_name_their_policy_alike(tmp_path):
         assert '--checkpoint DIR' in help_text and '--preset {tiny,small}' in help_text
         assert '--debug' in help_text and 'exit codes:' in help_text
     args = replay.parse_args(['bag', '--checkpoint', 'ckpt', '-o', 'report'])
-    assert (str(args.checkpoint), str(args.out)) == ('ckpt', 'report')
-    assert str(parse_arguments(server, ['--checkpoint', 'ckpt']).checkpoint) == 'ckpt'
-    # the positional folder the server took first still works, once
-    assert str(parse_arguments(server, ['ckpt', '--port', '0']).checkpoint) == 'ckpt'
-    for argv in (['ckpt', '--preset', 'tiny'], ['--port', '0']):
+    assert (str(args.checkpoint), str(args.output)) == ('ckpt', 'report')
+    assert str(server.parse_args(['--checkpoint', 'ckpt']).checkpoint) == 'ckpt'
+    for argv in (['ckpt'], ['--checkpoint', 'ckpt', '--preset', 'tiny'], ['--port', '0']):
         with pytest.raises(SystemExit):
-            parse_arguments(server, argv)
+            server.parse_args(argv)
     with pytest.raises(SystemExit):
         replay.parse_args(['bag', '--preset', 'huge'])
