@@ -51,6 +51,7 @@ import time
 import traceback
 from typing import Any
 
+from bench_options import benchmark_parser
 from bench_timing import peak_memory_gib
 from engine_chunks import run_schedule
 from engine_report import compare_actions, print_summary, print_table
@@ -65,6 +66,7 @@ from micro_view_preparation import inputs_benchmark
 import torch
 import torch.distributed as dist
 
+from dreamzero_ros.engine.loader import resolve_device_dtype
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.model.config import EngineConfig
 from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
@@ -73,12 +75,11 @@ from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--preset', default='droid_14b', help='droid_14b, small or tiny')
-    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
-    parser.add_argument('--dtype', default='bfloat16', help='bfloat16, float16 or float32')
+    parser = benchmark_parser(
+        'engine_benchmark.py', __doc__.split('\n\n')[0], ('device', 'dtype', 'num_threads')
+    )
     parser.add_argument('--steps', type=int, default=16, help='UniPC steps per chunk')
     parser.add_argument(
         '--step-cache',
@@ -92,13 +93,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--variants',
         nargs='+',
-        help='engine settings to compare (see engine_variants.py); overrides --step-cache',
+        help='engine settings to compare (see engine_variants.py); overrides --step-cache '
+        '(default: one variant per --step-cache)',
     )
     parser.add_argument(
         '--attention', default='cudnn', help='attention_backend of the named variants'
     )
     parser.add_argument('--fp8', default='rowwise', help='fp8_linear of the named FP8 variants')
-    parser.add_argument('--profile', help='append torch.profiler kernel tables to this file')
+    parser.add_argument(
+        '--profile',
+        metavar='FILE',
+        help='append torch.profiler kernel tables to this file (default: no profile)',
+    )
     parser.add_argument(
         '--profile-variants',
         nargs='*',
@@ -111,7 +117,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=0.0,
         help='skip the variants that would start after this many seconds (0: no limit)',
     )
-    parser.add_argument('--cfg-scale', type=float, default=5.0)
+    parser.add_argument('--cfg-scale', type=float, default=5.0, help='classifier-free guidance')
     parser.add_argument(
         '--tensor-parallel',
         type=int,
@@ -166,9 +172,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help='first time the DiT linears in bf16 and FP8 (rowwise, tensorwise) at its token counts',
     )
     parser.add_argument('--seed', type=int, default=0, help='weight seed')
-    parser.add_argument('--threads', type=int, help='torch CPU threads')
-    parser.add_argument('--json', help='also write the results to this JSON file')
-    return parser.parse_args(argv)
+    parser.add_argument(
+        '--json', metavar='FILE', help='also write the results to this JSON file (default: none)'
+    )
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options; the device and dtype resolved (``auto``)."""
+    args = build_parser().parse_args(argv)
+    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
+    return args
 
 
 def _fastest_fp8_attention(device: torch.device) -> dict:
@@ -203,8 +217,8 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; under torchrun ranks >= 1 are workers (CFG / tensor parallel)."""
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
     world = int(os.environ.get('WORLD_SIZE', '1'))
     rank = int(os.environ.get('RANK', '0'))
     device = args.device

@@ -37,10 +37,12 @@ import time
 import traceback
 from typing import Any
 
+from bench_options import benchmark_parser
 import numpy as np
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.loader import resolve_device_dtype
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.memory.options import MemoryConfig
 from dreamzero_ros.engine.model.config import EngineConfig
@@ -51,11 +53,9 @@ _SPEED = ('compile', 'fp8_linear', 'attention_backend', 'compile_cache')
 _MEMORY = ('text_encoder', 'image_encoder', 'kv_cache')
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--preset', default='droid_14b', help='droid_14b, small or tiny')
-    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    parser = benchmark_parser('memory_benchmark.py', __doc__.split('\n\n')[0], ('device',))
     parser.add_argument('--variants', nargs='+', required=True, help='label:key=value,...')
     parser.add_argument(
         '--caps', nargs='+', type=float, default=[0.0], help='GiB caps to run each variant under'
@@ -66,19 +66,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         help='only these label@cap runs (e.g. gpu32@30); default every variant x cap',
     )
-    parser.add_argument('--reference', help='variant the ratios and actions compare with')
+    parser.add_argument(
+        '--reference',
+        help='variant the ratios and actions compare with (default: the first)',
+    )
     parser.add_argument(
         '--pairs',
         nargs='*',
         default=[],
         help='label:other pairs whose actions are also compared (e.g. kvfp8:fp8)',
     )
-    parser.add_argument('--warmup', type=int, default=2)
-    parser.add_argument('--repeats', type=int, default=4)
-    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--warmup', type=int, default=2, help='chunks before timing')
+    parser.add_argument('--repeats', type=int, default=4, help='timed chunks per run')
+    parser.add_argument('--seed', type=int, default=0, help='weight seed')
     parser.add_argument('--time-budget', type=float, default=0.0, help='seconds; 0: no limit')
-    parser.add_argument('--json', help='also write the results here')
-    return parser.parse_args(argv)
+    parser.add_argument(
+        '--json', metavar='FILE', help='also write the results to this JSON file (default: none)'
+    )
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's options; the device resolved (``auto``)."""
+    args = build_parser().parse_args(argv)
+    args.device = resolve_device_dtype(args.device, None)[0]
+    return args
 
 
 def _value(text: str) -> Any:

@@ -26,6 +26,7 @@ import dataclasses
 import statistics
 import time
 
+from bench_options import benchmark_parser
 from bench_timing import timed_ms
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ import torch
 from dreamzero_ros.core.imagination import encode_frame
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.loader import resolve_device_dtype
 from dreamzero_ros.engine.model.predicted_video import decode_to_uint8
 from dreamzero_ros.engine.model.vae import WanVAE
 from dreamzero_ros.engine.model.vae_network import VAEConfig
@@ -45,8 +47,8 @@ def _ms(values: list[float]) -> str:
 def engine_benchmark(args: argparse.Namespace) -> None:
     """Chunks with and without the views kept, and the cost of each views stage."""
     config = EngineConfig.preset(args.preset, device=args.device, dtype=args.dtype)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
     plain = DreamZeroEngine.from_config(config, seed=0)
     device = plain.device
     rows: dict[str, list[float]] = {
@@ -118,17 +120,24 @@ def vae_benchmark(args: argparse.Namespace) -> None:
     )
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options (see ``--help``)."""
+    parser = benchmark_parser(
+        'predicted_video.py',
+        __doc__.split('\n')[0],
+        ('device', 'dtype', 'num_threads'),
+        preset='small',
+    )
+    parser.add_argument('--chunks', type=int, default=4, help='chunks whose video is decoded')
+    parser.add_argument('--repeats', type=int, default=5, help='timed runs')
+    parser.add_argument('--vae-only', action='store_true', help='time the VAE decode alone')
+    return parser
+
+
 def main() -> None:
     """Parse the arguments and run the benchmark."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--preset', default='small', choices=('tiny', 'small', 'droid_14b'))
-    parser.add_argument('--device', default='cpu')
-    parser.add_argument('--dtype', default='float32')
-    parser.add_argument('--chunks', type=int, default=4)
-    parser.add_argument('--repeats', type=int, default=5)
-    parser.add_argument('--threads', type=int, default=0, help='torch CPU threads; 0: default')
-    parser.add_argument('--vae-only', action='store_true')
-    args = parser.parse_args()
+    args = build_parser().parse_args()
+    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
     with torch.no_grad():
         (vae_benchmark if args.vae_only else engine_benchmark)(args)
 

@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dreamzero_ros.cli_options import add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
-from dreamzero_ros.engine.loader import cached_random_checkpoint
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
 
 if TYPE_CHECKING:
     from dreamzero_ros.ros.demo_listener import ArmTopics
@@ -334,7 +335,7 @@ def demo_system(
         arm_command = console_script('dreamzero-sim-arm', 'dreamzero_ros.ros.sim_arm')
         arm_process = _start([*arm_command, *arm_args], env, logs / 'sim_arm.log')
         print(f'simulated arm: {" ".join(arm_command)} (log {logs}/sim_arm.log)')
-    stream_args = ['--frames', '90', '--transport', transport, '--rate', str(stream_rate)]
+    stream_args = ['--frames', '90', '--image-transport', transport, '--rate', str(stream_rate)]
     if arm is not None:
         stream_args.append('--no-joint-states')
     stream = _start(
@@ -398,7 +399,7 @@ def run(options: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         extra = stack.enter_context(_toward_the_table(options)) if options.toward_table else ()
         demo = stack.enter_context(
-            demo_system(checkpoint, logs, options.transport, node_parameters=extra, arm=arm)
+            demo_system(checkpoint, logs, options.image_transport, node_parameters=extra, arm=arm)
         )
 
         def on_chunk(chunk: Any) -> None:
@@ -472,26 +473,40 @@ def main(args: list[str] | None = None) -> int:
     return run_tool('dreamzero-demo', _demo, args)
 
 
-def _demo(args: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-demo',
-        description='Run the DreamZero policy node on a small random-weight model driving a '
-        'simulated arm, with demo camera streams (real DROID clips where present); print its '
-        'action chunks and how the arm follows.',
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-demo``."""
+    parser = new_parser(
+        'dreamzero-demo',
+        'Run the DreamZero policy node on a small random-weight model driving a simulated arm, '
+        'with demo camera streams (real DROID clips where present); print its action chunks and '
+        'how the arm follows.',
     )
     parser.add_argument('--chunks', type=int, default=3, help='chunks to print before stopping')
+    add_preset(parser, RANDOM_PRESETS, 'small')
     parser.add_argument(
-        '--preset', default='small', choices=('tiny', 'small'), help='engine preset'
+        '--image-transport',
+        '--transport',
+        dest='image_transport',
+        default='raw',
+        choices=IMAGE_TRANSPORTS,
+        help="how the demo cameras publish (the node's image_transport)",
     )
-    parser.add_argument('--transport', default='raw', choices=('raw', 'compressed'))
     parser.add_argument(
-        '--cache-dir', type=Path, default=DEFAULT_CACHE, help='where the checkpoint is kept'
+        '--cache-dir',
+        type=Path,
+        default=DEFAULT_CACHE,
+        metavar='DIR',
+        help="where the preset's random checkpoint is kept for the next run (default: "
+        '$XDG_CACHE_HOME/dreamzero_ros, else ~/.cache/dreamzero_ros)',
     )
-    parser.add_argument('--timeout', type=float, default=240.0, help='give up after seconds')
+    parser.add_argument(
+        '--timeout', type=float, default=240.0, metavar='SECONDS', help='give up after seconds'
+    )
     parser.add_argument(
         '--arm-wait',
         type=float,
         default=10.0,
+        metavar='SECONDS',
         help='after the last chunk, seconds to wait for the arm to reach a waypoint',
     )
     parser.add_argument(
@@ -504,10 +519,15 @@ def _demo(args: list[str]) -> int:
         '--table-height',
         type=float,
         default=0.3,
+        metavar='M',
         help='with --toward-table: table height above the arm base, m',
     )
     add_debug_option(parser)
-    return run(parser.parse_args(args))
+    return parser
+
+
+def _demo(args: list[str]) -> int:
+    return run(build_parser().parse_args(args))
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ from dreamzero_ros.engine import EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = str(ROOT / 'benchmarks' / 'engine_benchmark.py')
-TINY_CPU = ('--preset', 'tiny', '--device', 'cpu', '--threads', '1', '--warmup', '1')
+TINY_CPU = ('--preset', 'tiny', '--device', 'cpu', '--num-threads', '1', '--warmup', '1')
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 import engine_flops  # noqa: E402
@@ -69,6 +69,7 @@ def test_speed_variants_and_view_preparation_are_compared(tmp_path):
     out = tmp_path / 'variants.json'
     result = _run(
         [sys.executable, BENCHMARK, *TINY_CPU, '--repeats', '2', '--inputs', '--gelu']
+        + ['--dtype', 'bfloat16']  # FP8 linears need it (auto: float32 on the CPU)
         + ['--variants', 'eager', 'attention', 'f8:fp8_linear=rowwise,attention_backend=math']
         + ['--attention', 'flash', '--json', str(out)]
     )

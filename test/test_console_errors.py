@@ -43,7 +43,8 @@ def _one_line(result, code):
 
 def _bag(tmp_path) -> Path:
     bag = tmp_path / 'bag'
-    assert _run('dreamzero-make-bag', bag, '--frames', '8', '--source', 'synthetic').returncode == 0
+    made = _run('dreamzero-make-bag', '-o', bag, '--frames', '8', '--source', 'synthetic')
+    assert made.returncode == 0
     return bag
 
 
@@ -81,7 +82,7 @@ def test_openpi_server_refuses_a_busy_port_before_loading(tmp_path):
 
 def test_make_bag_interrupted_leaves_no_folder_and_stale_ones_are_cleaned(tmp_path):
     out = tmp_path / 'long_bag'
-    command = [installed_script('dreamzero-make-bag'), str(out), '--source', 'synthetic']
+    command = [installed_script('dreamzero-make-bag'), '-o', str(out), '--source', 'synthetic']
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=ros_env()
     )
@@ -107,7 +108,7 @@ def test_make_bag_interrupted_leaves_no_folder_and_stale_ones_are_cleaned(tmp_pa
 def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
     bag = _bag(tmp_path)
     result = _run(
-        'dreamzero-live-replay', bag, '--record', tmp_path / 'chunks', '--wait', '0',
+        'dreamzero-live-replay', bag, '-o', tmp_path / 'chunks', '--wait', '0',
         '--linger', '0.2', '--rate', '4',
     )  # fmt: skip
     line = _one_line(result, 1)
@@ -117,7 +118,7 @@ def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
 
 
 def test_tools_name_their_policy_alike(tmp_path):
-    from dreamzero_ros.openpi.cli import build_parser, parse_arguments
+    from dreamzero_ros.openpi.cli import build_parser
     from dreamzero_ros.replay.cli import build_replay_parser
 
     server, replay = build_parser(), build_replay_parser()
@@ -126,13 +127,11 @@ def test_tools_name_their_policy_alike(tmp_path):
         assert '--checkpoint DIR' in help_text and '--preset {tiny,small}' in help_text
         assert '--debug' in help_text and 'exit codes:' in help_text
     args = replay.parse_args(['bag', '--checkpoint', 'ckpt', '-o', 'report'])
-    assert (str(args.checkpoint), str(args.out)) == ('ckpt', 'report')
-    assert str(parse_arguments(server, ['--checkpoint', 'ckpt']).checkpoint) == 'ckpt'
-    # the positional folder the server took first still works, once
-    assert str(parse_arguments(server, ['ckpt', '--port', '0']).checkpoint) == 'ckpt'
-    for argv in (['ckpt', '--preset', 'tiny'], ['--port', '0']):
+    assert (str(args.checkpoint), str(args.output)) == ('ckpt', 'report')
+    assert str(server.parse_args(['--checkpoint', 'ckpt']).checkpoint) == 'ckpt'
+    for argv in (['ckpt'], ['--checkpoint', 'ckpt', '--preset', 'tiny'], ['--port', '0']):
         with pytest.raises(SystemExit):
-            parse_arguments(server, argv)
+            server.parse_args(argv)
     with pytest.raises(SystemExit):
         replay.parse_args(['bag', '--preset', 'huge'])
 
@@ -141,7 +140,7 @@ def test_tools_name_their_policy_alike(tmp_path):
 #: the line it must print first.
 FIRST_LINES = {
     'dreamzero-make-bag': (
-        ['{tmp}/new_bag', '--frames', '8', '--source', 'synthetic'],
+        ['-o', '{tmp}/new_bag', '--frames', '8', '--source', 'synthetic'],
         'dreamzero_ros.replay.cli',
         'dreamzero-make-bag: writing',
     ),

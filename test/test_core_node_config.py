@@ -135,10 +135,17 @@ def test_defaults_cover_every_spec():
     assert set(defaults()) == {spec.name for spec in PARAMETERS}
 
 
-def test_node_documentation_lists_every_parameter():
+def test_node_documentation_lists_every_parameter_with_its_description():
     text = (Path(__file__).resolve().parents[1] / 'docs' / 'policy_node.md').read_text()
-    missing = [spec.name for spec in PARAMETERS if f'| `{spec.name}` |' not in text]
+    rows = {line.split('`')[1]: line for line in text.splitlines() if line.startswith('| `')}
+    missing = [spec.name for spec in PARAMETERS if spec.name not in rows]
     assert not missing, f'docs/policy_node.md lacks {missing}'
+    stale = [
+        spec.name
+        for spec in PARAMETERS
+        if spec.description.replace('|', '\\|') not in rows[spec.name]
+    ]
+    assert not stale, f'docs/policy_node.md: rows of {stale} differ from the declaration'
 
 
 def test_local_engine_without_checkpoint_is_refused_at_configure():

@@ -76,9 +76,7 @@ def test_cfg_parallel_times_tensor_parallel_on_four_ranks(tmp_path, checkpoint, 
 
 
 def test_worker_with_another_model_is_refused(tmp_path, checkpoint):
-    result, codes, outputs = run_group(
-        tmp_path, checkpoint, ['--random-weights', '0', '--preset', 'small']
-    )
+    result, codes, outputs = run_group(tmp_path, checkpoint, ['--preset', 'small', '--seed', '0'])
     assert 'CfgParallelError' in result.get('error', ''), result
     assert 'rank 1: DiT config' in result['error']
     assert codes != [0]
@@ -87,6 +85,6 @@ def test_worker_with_another_model_is_refused(tmp_path, checkpoint):
 
 def test_worker_cli_rejects_rank_zero(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cfg_parallel.main(['--rank', '0', '--random-weights', '0'])
+        cfg_parallel.main(['--rank', '0', '--preset', 'tiny'])
     assert exit_info.value.code == 2
     assert 'rank 0 is the engine' in capsys.readouterr().err

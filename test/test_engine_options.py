@@ -97,3 +97,24 @@ def test_launch_arguments_are_generated_from_the_parameters():
         if key is None and isinstance(value, ast.Call)
     ]
     assert unpacked == ['engine_launch_arguments']
+
+
+def test_engine_dataclasses_default_to_the_declared_options():
+    """AccelerationConfig, MemoryConfig and the step cache hold the same options: same defaults."""
+    from dreamzero_ros.engine.memory.options import MemoryConfig
+    from dreamzero_ros.engine.model.config import EngineConfig
+    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+    from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+
+    declared = EngineOptions()
+    loaded = declared.load_arguments()
+    assert loaded['acceleration'] == AccelerationConfig()
+    assert loaded['memory'] == MemoryConfig()
+    assert StepCacheConfig().mode == declared.step_cache
+    config = EngineConfig.tiny()
+    assert config.acceleration == AccelerationConfig() and config.memory == MemoryConfig()
+    assert config.step_cache == StepCacheConfig()
+    # every field of the two dataclasses is an option of the one declaration
+    names = {spec.name for spec in engine_option_specs()}
+    for cls in (AccelerationConfig, MemoryConfig):
+        assert set(cls.__dataclass_fields__) <= names, cls.__name__

@@ -54,8 +54,9 @@ def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories
     port = _free_port()
     server_log = open(tmp_path / 'server.log', 'w')  # noqa: SIM115 - closed below
     server = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.openpi.cli', str(checkpoint), '--device', 'cpu',
-         '--num-threads', '1', '--port', str(port), '--api-key-file', str(key_file)],
+        [sys.executable, '-m', 'dreamzero_ros.openpi.cli', '--checkpoint', str(checkpoint),
+         '--device', 'cpu', '--num-threads', '1', '--port', str(port),
+         '--api-key-file', str(key_file)],
         cwd=REPO, env=ros_env(), stdout=server_log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     harness = Harness('remote_harness')

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag
 
+from dreamzero_ros.cli_options import parse_parameter
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
@@ -18,7 +19,7 @@ from dreamzero_ros.replay.cli import make_bag_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.progress import ProgressBar
 from dreamzero_ros.replay.reference import read_trajectory
-from dreamzero_ros.replay.settings import node_settings, parse_override
+from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
@@ -86,14 +87,17 @@ def test_droid_parameter_file_gives_four_frame_clips(tmp_path):
     assert clips == [(4, 180, 320, 3)] * 2
     with pytest.raises(ValueError, match=r"unknown node parameters \['max_agee'\]"):
         node_settings(overrides={'max_agee': 1.0})
-    assert parse_override('clip_offsets=[-0.5, 0.0]') == ('clip_offsets', [-0.5, 0.0])
+    assert parse_parameter('clip_offsets=[-0.5, 0.0]') == ('clip_offsets', [-0.5, 0.0])
+    assert parse_parameter('clip_offsets:=[-0.5]') == ('clip_offsets', [-0.5])
+    with pytest.raises(ValueError, match='expected NAME:=VALUE'):
+        parse_parameter(':=1')
 
 
 def test_make_bag_console_script(tmp_path, capsys):
     out = tmp_path / 'demo'
     status = make_bag_main([
-        str(out), '--storage', 'sqlite3', '--frames', '4', '--source', 'synthetic',
-        '--command-topic', 'joint_command', '--param', 'joint_states_topic=/robot/joints',
+        '-o', str(out), '--storage', 'sqlite3', '--frames', '4', '--source', 'synthetic',
+        '--command-topic', 'joint_command', '-p', 'joint_states_topic:=/robot/joints',
     ])  # fmt: skip
     assert status == 0
     captured = capsys.readouterr()
@@ -107,7 +111,7 @@ def test_make_bag_console_script(tmp_path, capsys):
         assert reader.topics['/robot/joints'] == 'sensor_msgs/msg/JointState'
         assert reader.topics['/joint_command'] == 'sensor_msgs/msg/JointState'
         assert reader.topics['/wrist_image_left/compressed'] == 'sensor_msgs/msg/CompressedImage'
-    assert make_bag_main([str(out)]) == 2  # exists
+    assert make_bag_main(['--output', str(out)]) == 2  # exists
     assert 'exists' in capsys.readouterr().err
 
 

@@ -61,6 +61,8 @@ SKEW_PERIODS = 1.5
 
 #: Default node name (the launch file and the console script use it).
 NODE_NAME = 'dreamzero_policy'
+#: How camera images travel (``image_transport``): Image, or CompressedImage on ``/compressed``.
+IMAGE_TRANSPORTS = ('raw', 'compressed')
 
 #: Franka Panda limits (radians) and the normalised gripper, in action-column order.
 PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973, 0.0)
@@ -469,7 +471,7 @@ class NodeSettings:
         'raw',
         'raw: sensor_msgs/Image on each camera topic; compressed: '
         'sensor_msgs/CompressedImage on <topic>/compressed.',
-        choices=('raw', 'compressed'),
+        choices=IMAGE_TRANSPORTS,
     )
     joint_states_topic: str = parameter(
         'joint_states',

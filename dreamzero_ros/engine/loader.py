@@ -16,6 +16,7 @@ reuse.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 import os
 from pathlib import Path
 import shutil
@@ -171,11 +172,25 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     return folder, True
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add every engine option (:class:`.options.EngineOptions`), in sections, to ``parser``."""
+def add_engine_arguments(
+    parser: argparse.ArgumentParser, names: Collection[str] | None = None
+) -> None:
+    """Add the engine options (:class:`.options.EngineOptions`), in sections, to ``parser``.
+
+    ``names``: the options to add (field names, e.g. ``device``); None: every one.
+
+    Raises:
+        ValueError: a name that is no engine option.
+
+    """
     specs = {spec.name: spec for spec in engine_option_specs()}
-    for title, names in ENGINE_OPTION_SECTIONS.items():
-        add_arguments(parser.add_argument_group(title), (specs[name] for name in names))
+    unknown = sorted(set(names or ()) - set(specs))
+    if unknown:
+        raise ValueError(f'no engine options {unknown}')
+    for title, section in ENGINE_OPTION_SECTIONS.items():
+        shown = [specs[name] for name in section if names is None or name in names]
+        if shown:
+            add_arguments(parser.add_argument_group(title), shown)
 
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:

@@ -19,14 +19,16 @@ import os
 from pathlib import Path
 import socket
 
+from dreamzero_ros.cli_options import add_api_key_file, add_policy_source, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
+from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.engine.loader import add_engine_arguments
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.openpi import session_budget
 from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
-from dreamzero_ros.policy_source import add_policy_source
 
-API_KEY_ENV = 'DREAMZERO_OPENPI_API_KEY'
+API_KEY_ENV = BRIDGE_API_KEY_ENV
+LOG_LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR')
 
 
 def _aspect(text: str) -> float | str:
@@ -62,24 +64,15 @@ def read_api_key(path: Path | None) -> str | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of the standalone server."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-openpi-server',
-        allow_abbrev=False,
-        description='Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
+    parser = new_parser(
+        'dreamzero-openpi-server',
+        'Serve DreamZero to openpi-client / RoboArena clients over WebSocket.',
     )
-    add_policy_source(parser, remote=False, required=False)  # checked in parse_arguments
-    # the checkpoint as a positional argument, as this tool took it first
-    parser.add_argument('checkpoint_path', nargs='?', type=Path, help=argparse.SUPPRESS)
+    add_policy_source(parser, RANDOM_PRESETS, remote=False)
     add_engine_arguments(parser)
     parser.add_argument('--host', default='127.0.0.1', help='interface to bind (0.0.0.0: all)')
     parser.add_argument('--port', type=int, default=8000, help='TCP port (0: any free port)')
-    parser.add_argument(
-        '--api-key-file',
-        type=Path,
-        default=None,
-        help=f'require "Authorization: Api-Key KEY", KEY the first line of this file '
-        f'(default: ${API_KEY_ENV} if set, else no key)',
-    )
+    add_api_key_file(parser, 'clients must send ("Authorization: Api-Key KEY")', API_KEY_ENV)
     _add_limits(parser.add_argument_group('limits (docs/openpi_bridge.md)'))
     parser.add_argument(
         '--metadata-extras',
@@ -90,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         '--reply-format',
         choices=REPLY_FORMATS,
         default='auto',
-        help="auto (default): by client - bare (H, 8) arrays on the seed integration's route "
+        help="auto: by client - bare (H, 8) arrays on the seed integration's route "
         "and for RoboArena-keyed requests (exterior_image_0_left: DreamZero's own clients), "
         "{'actions': ...} maps for DROID-keyed ones (openpi-client, sim-evals, the DROID loop, "
         "RoboArena's evaluator); dict: maps for all (RoboArena's self-test); array: arrays",
@@ -99,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         '--camera-aspect',
         type=_aspect,
         default=None,
+        metavar='W:H',
         help="clients' camera aspect, e.g. 16:9, where resize_with_pad's black bands are "
         "(default: the checkpoint's, DROID's 16:9); 'detect' looks for black lines instead",
     )
@@ -108,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         action='store_false',
         help='refuse requests with a single exterior camera instead of blacking out the other',
     )
-    parser.add_argument('--log-level', default='INFO', help='logging level (default INFO)')
+    parser.add_argument(
+        '--log-level', type=str.upper, choices=LOG_LEVELS, default='INFO', help='logging level'
+    )
     add_debug_option(parser)
     return parser
 
@@ -119,7 +115,7 @@ def _add_limits(group: argparse._ArgumentGroup) -> None:
         '--max-payload-mb',
         type=float,
         default=defaults.max_payload_bytes / 2**20,
-        help='largest request, MiB (default 16)',
+        help='largest request, MiB',
     )
     for flag, help_text in (
         ('--max-objects', 'msgpack objects in one request'),
@@ -135,7 +131,7 @@ def _add_limits(group: argparse._ArgumentGroup) -> None:
             flag,
             type=int,
             default=getattr(defaults, name),
-            help=f'{help_text} (default {getattr(defaults, name)})',
+            help=help_text,
         )
     group.add_argument(
         '--max-sessions',
@@ -156,7 +152,7 @@ def _add_limits(group: argparse._ArgumentGroup) -> None:
         type=float,
         default=defaults.idle_evict_after_s,
         help='seconds without a request after which a connection may be closed to make room '
-        f'for a new client; never otherwise (default {defaults.idle_evict_after_s:g})',
+        'for a new client; never otherwise',
     )
 
 
@@ -188,21 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_tool('dreamzero-openpi-server', _serve, argv)
 
 
-def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """The server's options; a positional checkpoint folder counts as ``--checkpoint``."""
-    args = parser.parse_args(argv)
-    if args.checkpoint_path is not None:
-        if args.checkpoint or args.preset:
-            parser.error('give one checkpoint folder (--checkpoint DIR) or --preset')
-        args.checkpoint = args.checkpoint_path
-    if not (args.checkpoint or args.preset):
-        parser.error('one of the arguments --checkpoint --preset is required')
-    return args
-
-
 def _serve(argv: list[str]) -> int:
     parser = build_parser()
-    args = parse_arguments(parser, argv)
+    args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format='%(asctime)s %(levelname)s %(name)s: %(message)s'
     )

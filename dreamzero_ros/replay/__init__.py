@@ -5,11 +5,12 @@
 
 Console scripts (:mod:`.cli`):
 
-- ``dreamzero-make-bag OUT``: a demo rosbag2 from the DROID clips (synthetic frames where absent);
+- ``dreamzero-make-bag -o OUT``: a demo rosbag2 from the DROID clips (synthetic frames where
+  absent);
 - ``dreamzero-replay BAG --checkpoint DIR | --preset tiny | --server ws://...``: run the policy
   on the recorded observations and write ``metrics.json``, PNG plots, ``report.html`` and, with
   ``--video``, ``prediction.mp4``;
-- ``dreamzero-live-replay BAG --record OUT``: play the bag onto ROS topics with ``/clock`` for a
+- ``dreamzero-live-replay BAG -o OUT``: play the bag onto ROS topics with ``/clock`` for a
   policy node started with ``use_sim_time:=true``, and record its trajectories and chunks.
 
 Modules, one job each: :mod:`.bag_io` (read/write bags), :mod:`.typestore` (rosbags types with

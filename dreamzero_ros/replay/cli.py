@@ -15,32 +15,34 @@ from pathlib import Path
 import shutil
 import sys
 
+from dreamzero_ros.cli_options import (
+    add_api_key_file,
+    add_node_name,
+    add_node_parameter_options,
+    add_output,
+    add_policy_source,
+    new_parser,
+)
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.engine_workers import load_from_arguments
-from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.engine.loader import add_engine_arguments
+from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.errors import BagError
-from dreamzero_ros.policy_source import add_policy_source
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
 from dreamzero_ros.replay.progress import ProgressBar
-from dreamzero_ros.replay.settings import node_settings, parse_override
+from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
 
 DEFAULT_PROMPT = 'pick up the object and put it in the bowl'
-
-
-def _override(text: str) -> tuple[str, object]:
-    try:
-        return parse_override(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
+#: Where ``dreamzero-make-bag`` writes when no ``--output`` is given.
+DEFAULT_BAG = 'demo_bag'
 
 
 def add_node_arguments(parser: argparse.ArgumentParser, command_topic: bool = True) -> None:
@@ -50,22 +52,15 @@ def add_node_arguments(parser: argparse.ArgumentParser, command_topic: bool = Tr
         'topics, joint names and observation pairing as the policy node reads them '
         '(default: the node defaults; topics resolve in the root namespace)',
     )
-    group.add_argument('--params', type=Path, default=None, help='node parameter YAML file')
-    group.add_argument(
-        '--param',
-        type=_override,
-        action='append',
-        default=[],
-        metavar='NAME=VALUE',
-        help='override one node parameter, VALUE in YAML (repeatable), e.g. max_age=1.0',
-    )
+    add_node_parameter_options(group, '--params')
     if not command_topic:
         return
     group.add_argument(
         '--command-topic',
         default=None,
+        metavar='TOPIC',
         help='JointState or JointTrajectory topic of the executed commands (replay: the '
-        'reference instead of the joint states; make-bag: also write it)',
+        'reference instead of the joint states; make-bag: also write it) (default: none)',
     )
 
 
@@ -81,7 +76,7 @@ def add_allow_partial(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> NodeSettings:
     """Node settings from ``--params`` and ``--param``."""
-    return node_settings(args.params, dict(args.param))
+    return node_settings(args.params_file, dict(args.param))
 
 
 def _replay_loop(settings: NodeSettings) -> LoopConfig:
@@ -99,43 +94,46 @@ def _replay_loop(settings: NodeSettings) -> LoopConfig:
 
 def build_replay_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-replay``."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-replay',
-        allow_abbrev=False,  # --api-key must not pass for --api-key-file
-        description='Evaluate a DreamZero policy on a recorded rosbag2 (mcap or sqlite3): '
-        'per-joint error over the horizon, latency and chunk timing, as JSON and an HTML report.',
+    parser = new_parser(
+        'dreamzero-replay',
+        'Evaluate a DreamZero policy on a recorded rosbag2 (mcap or sqlite3): per-joint error '
+        'over the horizon, latency and chunk timing, as JSON and an HTML report.',
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder (or a single .mcap / .db3 file)')
-    add_policy_source(parser, remote=True)
-    parser.add_argument(
-        '--api-key-file',
-        type=Path,
-        default=None,
-        help=f'file holding the API key of the remote server on one line '
-        f'(default: ${REMOTE_API_KEY_ENV} if set, else no key); never the key itself, which '
-        f'every user of the machine could read in the process list',
-    )
-    parser.add_argument(
-        '-o', '--output', '--out', dest='out', type=Path, default=None,
-        help='new folder for the report, metrics and video (default replay_<bag>)',
-    )  # fmt: skip
+    add_policy_source(parser, RANDOM_PRESETS, remote=True)
+    add_api_key_file(parser, 'of the remote server (--server)', REMOTE_API_KEY_ENV)
+    add_output(parser, 'the report, metrics and video', 'replay_<bag>', '--out')
     parser.add_argument(
         '--prompt',
         default=None,
         help='task instruction (default: the prompt parameter or a demo one)',
     )
     parser.add_argument(
-        '--query-period', type=float, default=8 / 15, help='seconds of bag time between queries'
+        '--query-period',
+        type=float,
+        default=8 / 15,
+        metavar='SECONDS',
+        help='seconds of bag time between queries (default: 8/15, the DROID chunk horizon)',
     )
-    parser.add_argument('--start', type=float, default=0.0, help='skip seconds at the start')
-    parser.add_argument('--duration', type=float, default=None, help='evaluate this many seconds')
-    parser.add_argument('--max-chunks', type=int, default=None, help='stop after N chunks')
+    parser.add_argument(
+        '--start', type=float, default=0.0, metavar='SECONDS', help='skip seconds at the start'
+    )
+    parser.add_argument(
+        '--duration',
+        type=float,
+        default=None,
+        metavar='SECONDS',
+        help='evaluate this many seconds (default: to the end of the bag)',
+    )
+    parser.add_argument(
+        '--max-chunks', type=int, default=None, help='stop after N chunks (default: no limit)'
+    )
     parser.add_argument('--video', action='store_true', help='write predicted-vs-real video')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     add_allow_partial(parser)
     parser.add_argument(
         '--image-transport',
-        choices=('auto', 'raw', 'compressed'),
+        choices=('auto', *IMAGE_TRANSPORTS),
         default='auto',
         help='camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
     )
@@ -223,7 +221,7 @@ def _replay(argv: list[str]) -> int:
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
-    out = args.out or Path(f'replay_{args.bag.resolve().name}')
+    out = args.output or Path(f'replay_{args.bag.resolve().name}')
     try:
         integrity = check_bag(args.bag, config)  # before the (slow) policy load
     except BagError as error:
@@ -311,19 +309,33 @@ def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
 
 def build_make_bag_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-make-bag``."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-make-bag',
-        description='Write a demo rosbag2 from the DROID clips (synthetic frames where they are '
-        'absent) with a Franka joint trajectory.',
+    parser = new_parser(
+        'dreamzero-make-bag',
+        'Write a demo rosbag2 from the DROID clips (synthetic frames where they are absent) '
+        'with a Franka joint trajectory.',
     )
-    parser.add_argument('out', type=Path, help='new bag folder')
-    parser.add_argument('--storage', choices=sorted(STORAGES), default='mcap')
-    parser.add_argument('--image-format', choices=IMAGE_FORMATS, default='jpeg')
+    add_output(parser, 'the bag (a new one)', DEFAULT_BAG)
+    parser.add_argument(
+        '--storage', choices=sorted(STORAGES), default='mcap', help='rosbag2 storage format'
+    )
+    parser.add_argument(
+        '--image-format',
+        choices=IMAGE_FORMATS,
+        default='jpeg',
+        help='camera frames as raw rgb8 Image or jpeg CompressedImage messages',
+    )
     parser.add_argument(
         '--frames', type=int, default=None, help='frames per camera (default: the whole clip)'
     )
-    parser.add_argument('--source', choices=FRAME_SOURCES, default='auto')
-    parser.add_argument('--joint-rate', type=float, default=50.0, help='JointState rate, Hz')
+    parser.add_argument(
+        '--source',
+        choices=FRAME_SOURCES,
+        default='auto',
+        help='camera frames: the DROID clips, synthetic ones, or auto (the clips where present)',
+    )
+    parser.add_argument(
+        '--joint-rate', type=float, default=50.0, metavar='HZ', help='JointState rate, Hz'
+    )
     add_node_arguments(parser)
     add_debug_option(parser)
     return parser
@@ -350,10 +362,11 @@ def _make_bag(argv: list[str]) -> int:
     except (ValueError, OSError) as error:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
         return 2
-    print(f'dreamzero-make-bag: writing {args.out} ({args.storage})', file=sys.stderr)
+    out = args.output or Path(DEFAULT_BAG)
+    print(f'dreamzero-make-bag: writing {out} ({args.storage})', file=sys.stderr)
     progress = ProgressBar('make-bag', unit='s of bag')
-    with staged_folder(args.out) as folder:
-        summary = {**make_bag(folder, spec, progress), 'path': str(args.out)}
+    with staged_folder(out) as folder:
+        summary = {**make_bag(folder, spec, progress), 'path': str(out)}
     progress.close()
     print(json.dumps(summary, indent=1))
     return 0
@@ -368,42 +381,66 @@ def _remap(text: str) -> tuple[str, str]:
 
 def build_live_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-live-replay``."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-live-replay',
-        description='Publish a bag onto ROS topics with /clock (run the policy node with '
-        "use_sim_time:=true) and record the node's trajectories and action chunks into a new bag.",
+    parser = new_parser(
+        'dreamzero-live-replay',
+        'Publish a bag onto ROS topics with /clock (run the policy node with use_sim_time:=true) '
+        "and record the node's trajectories and action chunks into a new bag.",
     )
     parser.add_argument('bag', type=Path, help='rosbag2 folder to play')
-    parser.add_argument('--record', type=Path, default=None, help='new bag of the node outputs')
-    parser.add_argument('--storage', choices=sorted(STORAGES), default='mcap')
+    add_output(parser, "a new bag of the node's outputs", 'none, nothing is recorded', '--record')
+    parser.add_argument(
+        '--storage',
+        choices=sorted(STORAGES),
+        default='mcap',
+        help='rosbag2 storage format of --output',
+    )
     parser.add_argument('--rate', type=float, default=1.0, help='playback speed (1: real time)')
     parser.add_argument(
-        '--clock-period', type=float, default=0.01, help='simulated seconds between /clock ticks'
+        '--clock-period',
+        type=float,
+        default=0.01,
+        metavar='SECONDS',
+        help='simulated seconds between /clock ticks',
     )
     parser.add_argument(
-        '--topic', action='append', default=None, help='play only this topic (repeatable)'
+        '--topic',
+        action='append',
+        default=None,
+        help='play only this topic (repeatable) (default: every topic)',
     )
     parser.add_argument(
         '--remap', type=_remap, action='append', default=[], metavar='FROM:=TO',
-        help='publish bag topic FROM on TO (repeatable)',
+        help='publish bag topic FROM on TO (repeatable) (default: none)',
     )  # fmt: skip
     parser.add_argument(
-        '--wait', type=float, default=10.0, help='seconds to wait for subscribers before playing'
+        '--wait',
+        type=float,
+        default=10.0,
+        metavar='SECONDS',
+        help='seconds to wait for subscribers before playing',
     )
     parser.add_argument(
-        '--linger', type=float, default=2.0, help='simulated seconds to keep recording at the end'
+        '--linger',
+        type=float,
+        default=2.0,
+        metavar='SECONDS',
+        help='simulated seconds to keep recording at the end',
     )
     parser.add_argument(
-        '--until-chunks', type=int, default=None, help='end the linger once N chunks are recorded'
+        '--until-chunks',
+        type=int,
+        default=None,
+        metavar='N',
+        help='end the linger once N chunks are recorded (default: linger the whole time)',
     )
-    parser.add_argument('--node-name', default=None, help='policy node name (for ~ topics)')
+    add_node_name(parser, NODE_NAME, 'for its ~ topics')
     parser.add_argument(
         '--imagination',
         type=Path,
         default=None,
         metavar='DIR',
-        help="with --record: write each recorded chunk's predicted frames over the bag's camera "
-        'frames at the same times, per camera, as DIR/imagination_<k>.png',
+        help="with --output: write each recorded chunk's predicted frames over the bag's camera "
+        'frames at the same times, per camera, as DIR/imagination_<k>.png (default: none)',
     )
     add_allow_partial(parser)
     add_node_arguments(parser, command_topic=False)
@@ -419,7 +456,6 @@ def live_main(argv: Sequence[str] | None = None) -> int:
 def _live(argv: list[str]) -> int:
     import rclpy
 
-    from dreamzero_ros.core.node_config import NODE_NAME
     from dreamzero_ros.replay.live_replay import (
         LiveReplayConfig,
         node_topic,
@@ -429,15 +465,15 @@ def _live(argv: list[str]) -> int:
 
     parser = build_live_parser()
     args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
-    if args.imagination is not None and args.record is None:
-        parser.error('--imagination needs --record')
-    node_name = args.node_name or NODE_NAME
+    if args.imagination is not None and args.output is None:
+        parser.error('--imagination needs --output')
+    node_name = args.node_name
     try:
         settings = settings_from_args(args)
         config = LiveReplayConfig(
             topics=args.topic,
             remap=dict(args.remap),
-            record=recorded_outputs(settings, node_name) if args.record else {},
+            record=recorded_outputs(settings, node_name) if args.output else {},
             chunk_topic=node_topic(settings.chunk_topic, node_name),
             preview_topic=node_topic(settings.preview_topic, node_name),
             rate=args.rate,
@@ -451,7 +487,7 @@ def _live(argv: list[str]) -> int:
         parser.error(str(error))
     print(f'dreamzero-live-replay: playing {args.bag}', file=sys.stderr)
     with contextlib.ExitStack() as stack:
-        record = stack.enter_context(staged_folder(args.record)) if args.record else None
+        record = stack.enter_context(staged_folder(args.output)) if args.output else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
         empty = record is not None and not any(result.recorded.values())
         if empty:  # an empty recording is not kept: the folder stays free for the next try
@@ -460,7 +496,7 @@ def _live(argv: list[str]) -> int:
     if empty:
         print(json.dumps(summary, indent=1))
         print(
-            f'dreamzero-live-replay: nothing recorded (no {args.record} written): no policy '
+            f'dreamzero-live-replay: nothing recorded (no {args.output} written): no policy '
             'node published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
             '--node-name if it is not the default)',
             file=sys.stderr,
@@ -478,7 +514,7 @@ def _write_imagination(args: argparse.Namespace, settings: NodeSettings, node_na
 
     strips = ImaginationStrips()
     cameras = list(settings.camera_keys)
-    for chunk in recorded_predictions(args.record, node_name, cameras, args.allow_partial):
+    for chunk in recorded_predictions(args.output, node_name, cameras, args.allow_partial):
         strips.add(chunk)
     topics = ReplayTopics.from_settings(settings, None, 'auto')
     args.imagination.mkdir(parents=True, exist_ok=True)

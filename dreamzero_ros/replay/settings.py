@@ -9,18 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.node_config import NodeSettings
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` (VALUE in YAML, as ``ros2 run ... -p`` reads it) -> ``(name, value)``."""
-    name, sep, value = text.partition('=')
-    if not sep or not name:
-        raise ValueError(f'expected NAME=VALUE, got {text!r}')
-    return name.strip(), yaml.safe_load(value)
 
 
 def node_settings(

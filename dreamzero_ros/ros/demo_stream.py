@@ -22,8 +22,9 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
+from dreamzero_ros.cli_options import new_parser
 from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
-from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time
@@ -105,26 +106,52 @@ class DemoStream(Node):
         )
 
 
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-demo-stream``."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-demo-stream',
-        description='Publish DROID camera clips (synthetic frames where absent) and a joint '
-        'trajectory as a live robot would, for the policy node.',
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-demo-stream`` (ROS arguments after --ros-args)."""
+    parser = new_parser(
+        'dreamzero-demo-stream',
+        'Publish DROID camera clips (synthetic frames where absent) and a joint trajectory as '
+        'a live robot would, for the policy node.',
     )
     parser.add_argument(
         '--joint-states',
         action=argparse.BooleanOptionalAction,
         default=True,
-        help='also publish demo joint states (--no-joint-states: an arm publishes its own)',
+        help='also publish demo joint states (default; --no-joint-states: an arm publishes '
+        'its own)',
     )
     parser.add_argument('--frames', type=int, default=150, help='clip frames to loop over')
-    parser.add_argument('--rate', type=float, default=CLIP_FPS, help='publication rate, Hz')
-    parser.add_argument('--encoding', default='rgb8', choices=SUPPORTED_ENCODINGS)
-    parser.add_argument('--transport', default='raw', choices=('raw', 'compressed'))
     parser.add_argument(
-        '--duration', type=float, default=0.0, help='stop after this many seconds; 0 never'
+        '--rate', type=float, default=CLIP_FPS, metavar='HZ', help='publication rate, Hz'
     )
+    parser.add_argument(
+        '--encoding',
+        default='rgb8',
+        choices=SUPPORTED_ENCODINGS,
+        help='pixel encoding of the raw images',
+    )
+    parser.add_argument(
+        '--image-transport',
+        '--transport',
+        dest='image_transport',
+        default='raw',
+        choices=IMAGE_TRANSPORTS,
+        help='raw: Image on each camera topic; compressed: CompressedImage (jpeg) on '
+        "<topic>/compressed (the node's image_transport)",
+    )
+    parser.add_argument(
+        '--duration',
+        type=float,
+        default=0.0,
+        metavar='SECONDS',
+        help='stop after this many seconds; 0 never',
+    )
+    return parser
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-demo-stream``."""
+    parser = build_parser()
     argv = sys.argv[1:] if args is None else args
     options = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
     clips, source = demo_clips(options.frames)
@@ -133,7 +160,7 @@ def main(args: list[str] | None = None) -> int:
         clips,
         rate_hz=options.rate,
         encoding=options.encoding,
-        transport=options.transport,
+        transport=options.image_transport,
         joint_states=options.joint_states,
     )
     node.get_logger().info(

@@ -68,9 +68,25 @@ def _parameter_help() -> str:
 
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
     for spec in node_config.PARAMETERS:
-        extra = f' [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
+        extra = f'; in [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
+        if spec.choices:
+            extra += f'; one of {", ".join(spec.choices)}'
         lines.append(f'  {spec.name} (default {spec.default!r}{extra}): {spec.description}')
     return '\n'.join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-policy-node``: ROS arguments only."""
+    from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
+
+    return new_parser(
+        'dreamzero-policy-node',
+        'DreamZero policy node (ROS 2 lifecycle node). Example:\n'
+        '  dreamzero-policy-node --ros-args --params-file config/cpu_small.yaml \\\n'
+        '      -p engine.checkpoint:=/path/to/ckpt',
+        epilog=_parameter_help(),
+        formatter_class=ListingHelpFormatter,
+    )
 
 
 def main(args: list[str] | None = None) -> int:
@@ -82,14 +98,7 @@ def main(args: list[str] | None = None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     argv = sys.argv[1:] if args is None else args
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-policy-node',
-        description='DreamZero policy node (ROS 2 lifecycle node). Example: dreamzero-policy-node '
-        '--ros-args --params-file config/cpu_small.yaml -p engine.checkpoint:=/path/to/ckpt',
-        epilog=_parameter_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
 
     from dreamzero_ros.ros.policy_node import PolicyNode
 

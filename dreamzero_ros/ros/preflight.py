@@ -24,8 +24,8 @@ from typing import Any
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
-import yaml
 
+from dreamzero_ros.cli_options import add_node_name, add_node_parameter_options, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core import preflight
 from dreamzero_ros.core.envelope import Envelope
@@ -35,11 +35,7 @@ from dreamzero_ros.core.preflight import Check
 
 def _settings(options: argparse.Namespace) -> NodeSettings:
     values = read_params_file(options.params_file, options.node_name) if options.params_file else {}
-    for item in options.param:
-        name, separator, text = item.partition(':=')
-        if not separator:
-            raise ValueError(f'-p {item!r}: expected name:=value')
-        values[name] = yaml.safe_load(text)
+    values.update(options.param)
     return build_settings(values)
 
 
@@ -164,22 +160,25 @@ def main(args: list[str] | None = None) -> int:
     return run_tool('dreamzero-preflight', _preflight, args)
 
 
-def _preflight(args: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-preflight',
-        description="Check a live robot system before the policy node's first enable.",
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-preflight``."""
+    parser = new_parser(
+        'dreamzero-preflight',
+        "Check a live robot system before the policy node's first enable.",
+        epilog='exit codes: 0 every check passed, 1 a check failed, 2 invalid parameters, '
+        '130 interrupted',
     )
-    parser.add_argument('--params-file', help="the policy node's parameter file")
-    parser.add_argument('--node-name', default=NODE_NAME, help='its section in the file')
+    add_node_parameter_options(parser)
+    add_node_name(parser, NODE_NAME, 'its section in the parameter file')
     parser.add_argument(
-        '-p', '--param', action='append', default=[], help='name:=value (YAML), repeatable'
+        '--duration', type=float, default=3.0, metavar='SECONDS', help='seconds to listen'
     )
-    parser.add_argument('--duration', type=float, default=3.0, help='seconds to listen')
     add_debug_option(parser)
-    parser.epilog = (
-        'exit codes: 0 every check passed, 1 a check failed, 2 invalid parameters, 130 interrupted'
-    )
-    options = parser.parse_args(args)
+    return parser
+
+
+def _preflight(args: list[str]) -> int:
+    options = build_parser().parse_args(args)
     try:
         settings = _settings(options)
     except ValueError as error:

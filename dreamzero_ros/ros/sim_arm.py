@@ -38,6 +38,7 @@ one-group case of the same code; the description and the table are the single ar
 
 from __future__ import annotations
 
+import argparse
 from importlib import resources
 from pathlib import Path
 import sys
@@ -58,6 +59,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
+from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
 from dreamzero_ros.core.envelope import PANDA_FINGERTIP
 from dreamzero_ros.core.gripper import GripperConfig
@@ -576,14 +578,24 @@ def _descriptor(description: str) -> Any:
     return ParameterDescriptor(description=description)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
+    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
+    for name, (default, description) in PARAMETERS.items():
+        lines.append(f'  {name} (default {default!r}): {description}')
+    return new_parser(
+        'dreamzero-sim-arm',
+        __doc__,
+        usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
+        epilog='\n'.join(lines),
+        formatter_class=ListingHelpFormatter,
+    )
+
+
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-sim-arm``."""
     argv = sys.argv[1:] if args is None else args
-    if '-h' in argv or '--help' in argv:
-        print('usage: dreamzero-sim-arm [--ros-args -p name:=value ...]\n\n' + __doc__ + '\n')
-        for name, (default, description) in PARAMETERS.items():
-            print(f'  {name} (default {default!r}): {description}')
-        return 0
+    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
     rclpy.init(args=['dreamzero-sim-arm', *argv])
     try:
         node = SimArm()

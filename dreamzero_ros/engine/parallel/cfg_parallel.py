@@ -64,6 +64,7 @@ import sys
 import torch
 import torch.distributed as dist
 
+from dreamzero_ros.cli_options import add_policy_source, new_parser
 from dreamzero_ros.engine.model.denoise import (
     BranchLayout,
     ChunkDenoiser,
@@ -71,7 +72,6 @@ from dreamzero_ros.engine.model.denoise import (
     DenoiseSession,
 )
 from dreamzero_ros.engine.model.dit import CausalWanDiT
-from dreamzero_ros.engine.option_names import FP8_MODES
 from dreamzero_ros.engine.parallel.layout import mesh_problem, setup_rank
 from dreamzero_ros.engine.parallel.tensor_parallel import shard_problem
 from dreamzero_ros.errors import CfgParallelError
@@ -332,7 +332,7 @@ def spawn_worker(
 
     ``model_args`` selects the weights: ``['--checkpoint', folder]`` (with
     ``['--base-checkpoint', base]`` for a LoRA-only checkpoint, ``['--encoder-dir', folder]``)
-    or ``['--random-weights', seed, '--preset', name]``.
+    or ``['--preset', name, '--seed', seed]``.
     """
     rendezvous = {
         'MASTER_ADDR': master_addr,
@@ -412,66 +412,85 @@ def load_worker_dit(
     return dit
 
 
+#: The engine options (:class:`~dreamzero_ros.engine.options.EngineOptions`) a worker takes
+#: from rank 0.
+WORKER_ENGINE_OPTIONS = (
+    'device',
+    'dtype',
+    'base_checkpoint',
+    'encoder_dir',
+    'fp8_linear',
+    'tensor_parallel',
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-engine-worker``."""
+    from dreamzero_ros.engine.loader import add_engine_arguments
+    from dreamzero_ros.engine.model.config import PRESETS
+
+    parser = new_parser(
+        'dreamzero-engine-worker',
+        'Serve a worker rank of a multi-process DreamZero engine (CFG / tensor parallel) until '
+        'rank 0 shuts it down. The rendezvous comes from RANK, WORLD_SIZE, MASTER_ADDR and '
+        'MASTER_PORT (or --init-method). Rank 0 starts it with its own engine options.',
+    )
+    add_policy_source(
+        parser,
+        PRESETS,
+        remote=False,
+        preset_help='seeded random weights (--seed) of a preset architecture instead of a '
+        'checkpoint (benchmarks)',
+    )
+    parser.add_argument('--seed', type=int, default=0, help='seed of the --preset weights')
+    add_engine_arguments(parser, WORKER_ENGINE_OPTIONS)
+    group = parser.add_argument_group('rendezvous')
+    group.add_argument('--init-method', default='env://', help='torch.distributed rendezvous')
+    group.add_argument('--rank', type=int, help='this rank (default: $RANK, else 1)')
+    group.add_argument(
+        '--world-size', type=int, help='ranks in the group (default: $WORLD_SIZE, else 2)'
+    )
+    group.add_argument(
+        '--backend',
+        choices=('gloo', 'nccl'),
+        help='process group backend (default: nccl on CUDA devices, else gloo)',
+    )
+    group.add_argument(
+        '--timeout',
+        type=float,
+        default=600.0,
+        metavar='SECONDS',
+        help="collective timeout: the longest wait for rank 0's next command",
+    )
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console script ``dreamzero-engine-worker``: one worker rank of a CFG-parallel group."""
-    parser = argparse.ArgumentParser(
-        prog='dreamzero-engine-worker',
-        description='Serve a worker rank of a multi-process DreamZero engine (CFG / tensor '
-        'parallel) until rank 0 shuts it down. The rendezvous comes from RANK, WORLD_SIZE, '
-        'MASTER_ADDR and MASTER_PORT (or --init-method).',
-    )
-    parser.add_argument('--device', default='cpu', help='torch device of this rank')
-    parser.add_argument('--dtype', default='bfloat16', help='bfloat16, float16 or float32')
-    weights = parser.add_mutually_exclusive_group(required=True)
-    weights.add_argument('--checkpoint', help='checkpoint folder (DreamZero-DROID layout)')
-    weights.add_argument(
-        '--random-weights', type=int, metavar='SEED', help='seeded random weights (benchmarks)'
-    )
-    parser.add_argument('--base-checkpoint', help='the base checkpoint of a LoRA-only --checkpoint')
-    parser.add_argument(
-        '--encoder-dir', help='folder with the Wan2.1 encoder files a checkpoint lacks'
-    )
-    parser.add_argument('--preset', default='droid_14b', help='preset for --random-weights')
-    parser.add_argument(
-        '--fp8-linear',
-        choices=FP8_MODES,
-        default='off',
-        help="hold the DiT's block linears in FP8 from the start (rank 0's fp8_linear)",
-    )
-    parser.add_argument(
-        '--tensor-parallel',
-        type=int,
-        default=1,
-        help="ranks each CFG branch's DiT is split over (rank 0's); this rank builds and loads "
-        'only its own shard (default 1)',
-    )
-    parser.add_argument('--init-method', default='env://', help='rendezvous (default env://)')
-    parser.add_argument('--rank', type=int, help='this rank (default: $RANK)')
-    parser.add_argument('--world-size', type=int, help='ranks in the group (default: $WORLD_SIZE)')
-    parser.add_argument('--backend', choices=('gloo', 'nccl'), help='default: by --device')
-    parser.add_argument('--timeout', type=float, default=600.0, help='collective timeout (s)')
+    from dreamzero_ros.engine.loader import resolve_device_dtype
+
+    parser = build_parser()
     args = parser.parse_args(argv)
     rank = args.rank if args.rank is not None else int(os.environ.get('RANK', '1'))
     world_size = args.world_size or int(os.environ.get('WORLD_SIZE', '2'))
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
-    if args.tensor_parallel < 1:
-        parser.error(f'--tensor-parallel must be at least 1, got {args.tensor_parallel}')
+    device, dtype = resolve_device_dtype(args.device, args.dtype)
     dit = load_worker_dit(
-        args.device,
-        args.dtype,
+        device,
+        dtype,
         args.checkpoint,
-        args.preset,
-        args.random_weights or 0,
-        args.base_checkpoint,
-        args.encoder_dir,
+        args.preset or 'droid_14b',
+        args.seed,
+        args.base_checkpoint or None,
+        args.encoder_dir or None,
         args.fp8_linear,
         rank % args.tensor_parallel,
         args.tensor_parallel,
     )
     if args.init_method == 'env://':
         announce_loaded(rank, args.timeout)
-    init_process_group(rank, world_size, args.init_method, args.backend, args.device, args.timeout)
+    init_process_group(rank, world_size, args.init_method, args.backend, device, args.timeout)
     try:
         chunks = run_worker(dit)
     finally:
