@@ -165,6 +165,7 @@ FIRST_LINES = {
         'dreamzero-preflight: listening 1 s',
     ),
     'dreamzero-sim-arm': ([], 'dreamzero_ros.ros.sim_arm', 'ready:'),
+    'dreamzero-demo-stream': ([], 'dreamzero_ros.ros.demo_stream', 'publishing'),
     'dreamzero-demo': (
         ['--cache-dir', '{tmp}/cache'],
         'dreamzero_ros.demo',
