@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -264,20 +264,23 @@ def _replay(argv: list[str]) -> int:
             )
             if progress is not None:
                 progress.close()
-            video_path = (
-                video.write(args.bag, topics, out / 'prediction.mp4', args.allow_partial)
-                if video
-                else None
-            )
-            figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
+            with _output_folder(out) as folder:
+                video_path = (
+                    video.write(args.bag, topics, folder / 'prediction.mp4', args.allow_partial)
+                    if video
+                    else None
+                )
+                figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
+                video_name = video_path.name if video_path else None
+                written = write_outputs(evaluation, folder, video_name, figures)
+                if video_path is not None:
+                    written['video'] = video_path
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
+        written = {name: out / path.name for name, path in written.items()}
         if video is not None and video_path is None:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        written = write_outputs(evaluation, out, video_path.name if video_path else None, figures)
-        if video_path is not None:
-            written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
         if args.preset:
             _note('random weights: the scores measure nothing about DreamZero (see the report)')
@@ -289,6 +292,21 @@ def _replay(argv: list[str]) -> int:
     finally:
         if end_workers is not None:
             end_workers()
+
+
+@contextlib.contextmanager
+def _output_folder(out: Path) -> Iterator[Path]:
+    """Where to write the outputs: an existing folder itself; a new one staged.
+
+    A new folder appears only once every output is written: an interrupt or an error while
+    writing the video or the report leaves none (:func:`.staged_folder.staged_folder`).
+    """
+    if out.is_dir():
+        yield out
+        return
+    with staged_folder(out) as folder:
+        folder.mkdir()
+        yield folder
 
 
 def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
