@@ -9,7 +9,11 @@ import torch
 
 from dreamzero_ros.engine.checkpoint.layout import randomize_
 from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, BlockRuns, prepare_blocks
+from dreamzero_ros.engine.speed.acceleration import (
+    BlockRuns,
+    compile_block,
+    transform_blocks_,
+)
 
 H, W = 4, 6
 #: Tokens per latent frame of the tiny DiT's (H, W) latents.
@@ -52,11 +56,14 @@ def call_inputs(dit, timesteps='uniform', seed=1):
 
 
 def transformed(dit, compile_backend=None, fp8='off'):
-    """Transform ``dit``'s blocks in place (:func:`prepare_blocks`); return how they run.
+    """Transform ``dit``'s blocks in place (:func:`transform_blocks_`); return how they run.
 
     The blocks run eagerly unless ``compile_backend``; with ``fp8`` their linears are FP8.
     """
-    return prepare_blocks(dit, AccelerationConfig(compile=compile_backend or False, fp8_linear=fp8))
+    transform_blocks_(dit, fp8)
+    if compile_backend is None:
+        return eager(dit)
+    return BlockRuns(tuple(compile_block(block, compile_backend) for block in dit.blocks))
 
 
 def eager(dit):

@@ -80,6 +80,14 @@ ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
 _FUNCTION: ContextVar[str] = ContextVar('attention_function', default='sdpa')
 #: Whether ``attention_kernel('fp8')`` is active (the FP8 K/V cache attends in FP8).
 _FP8_KV: ContextVar[bool] = ContextVar('fp8_kv_attention', default=False)
+_FALLBACK_ORDER = (
+    SDPBackend.CUDNN_ATTENTION,
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+)
+
+
 @functools.cache
 def flash_attention_3() -> Callable:
     """FlashAttention-3's forward op (``torch.ops.flash_attn_3.fwd``), loaded once.
@@ -239,12 +247,12 @@ def _(
 class LayerAttention(Protocol):
     """One DiT layer's self-attention over the call's tokens and what the backend holds."""
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Attention output ``(B, L, H, D)`` for the call's rotated ``q, k`` and ``v``."""
+    def write(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Keep the call's rotated ``k`` and ``v`` (``(B, L, H, D)``)."""
         ...
 
-    def write(self, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Keep the call's rotated ``k`` and ``v`` without attending (a prefill's last block)."""
+    def attend_written(self, q: torch.Tensor) -> torch.Tensor:
+        """Attention output ``(B, L, H, D)`` of the call's rotated ``q`` over what is kept."""
         ...
 
 

@@ -411,7 +411,9 @@ class I2VCrossAttention(nn.Module):
         """The attention output of ``x (B, L, C)``, before any tensor-parallel sum."""
         k_text, v_text, k_img, v_img = kv
         q = self.norm_q(self.q(x)).unflatten(-1, (self.num_heads, -1))
-        return self.o(attention(q, k_text, v_text).flatten(2) + attention(q, k_img, v_img).flatten(2))
+        return self.o(
+            attention(q, k_text, v_text).flatten(2) + attention(q, k_img, v_img).flatten(2)
+        )
 
 
 class DiTBlock(nn.Module):
@@ -454,7 +456,9 @@ class DiTBlock(nn.Module):
         """``x (B, L, C)`` through the block, each token modulated by its own vectors."""
         tokens = x.shape[1]
         mod = (self.modulation.unsqueeze(0) + modulation.e0).unbind(2)
-        shift1, scale1, gate1, shift2, scale2, gate2 = (modulation.per_token(m, tokens) for m in mod)
+        shift1, scale1, gate1, shift2, scale2, gate2 = (
+            modulation.per_token(m, tokens) for m in mod
+        )
         y = self.self_attn(_modulate(self.norm1(x), shift1, scale1), rotary, kv)
         x = x + all_reduce_sum(y, self.tp_group) * gate1
         x = x + all_reduce_sum(self.cross_attn(self.norm3(x), cross_kv), self.tp_group)

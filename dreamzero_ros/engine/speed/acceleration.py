@@ -7,12 +7,14 @@
 
 * ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: every DiT block is
   compiled as written (diffusers' repeated-blocks compilation: each block instance, one graph
-  shared by all 40, attention an opaque op inside it); on CUDA the VAE encoder's norm/SiLU/time padding are compiled into one kernel per layer,
-  its activations kept ``channels_last_3d``, and cuDNN picks its fastest convolutions;
+  shared by all 40, attention an opaque op inside it); on CUDA the VAE encoder's
+  norm/SiLU/time padding are compiled into one kernel per layer, its activations kept
+  ``channels_last_3d``, and cuDNN picks its fastest convolutions;
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
   instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
-* ``attention_backend``: the attention kernel :func:`.attention.sdpa` prefers (``auto``: torch's
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``: FlashAttention-3, or ``fp8``:
+* ``attention_backend``: the attention kernel the attention ops of :mod:`.attention` prefer
+  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``:
+  FlashAttention-3, or ``fp8``:
   the engine's FP8 attention over the FP8 K/V cache, :mod:`.fp8_attention_kernel`, which needs
   ``kv_cache: fp8`` and a GPU with FP8 tensor cores: :func:`check_attention_device`);
 * ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
@@ -50,6 +52,7 @@ __all__ = [
     'held_fp8_mode',
     'prepare_blocks',
     'quantize_dit_',
+    'transform_blocks_',
 ]
 
 _OFF = (False, None, 'off', 'none', '')
@@ -159,6 +162,7 @@ def compile_block(block: DiTBlock, backend: str) -> BlockCall:
     marked dynamic (only the attention op and the slice of the new tokens read it), so the
     graph is not specialised to each cache length.
     """
+    _allow_recompiles()
     compiled = torch.compile(block._call_impl, backend=backend, dynamic=False, fullgraph=True)
 
     def call(*args: object) -> torch.Tensor:
@@ -184,6 +188,24 @@ class BlockRuns:
             block._compiled_call_impl = call
 
 
+def transform_blocks_(dit: CausalWanDiT, fp8_linear: str = 'off') -> None:
+    """Apply the module transforms of :mod:`.block_transforms` to ``dit``'s blocks, in place.
+
+    FP8 linears first (``fp8_linear``: a scaling, or ``off``), then one q/k/v product with the
+    QK-norm/rotary/K/V-write kernel where it runs, then the FFN's GELU epilogue.
+    """
+    from dreamzero_ros.engine.speed import qk_rope_kernel  # Triton: only with the transforms
+    from dreamzero_ros.engine.speed.block_transforms import fuse_gelu_epilogue_, fuse_qkv_
+
+    if fp8_linear != held_fp8_mode(dit):
+        quantize_dit_(dit, fp8_linear)
+    # The kernel's statistics cover only the heads it sees: unsharded DiTs only.
+    qk_kernel = qk_rope_kernel.available(dit.device) and dit.tensor_parallel is None
+    for block in dit.blocks:
+        fuse_qkv_(block.self_attn, qk_kernel)
+        fuse_gelu_epilogue_(block.ffn)
+
+
 def prepare_blocks(dit: CausalWanDiT, config: AccelerationConfig) -> BlockRuns:
     """Apply ``config``'s transforms to ``dit``'s blocks in place; return how they run.
 
@@ -203,22 +225,12 @@ def prepare_blocks(dit: CausalWanDiT, config: AccelerationConfig) -> BlockRuns:
         )
     if not config.transforms_blocks:
         return BlockRuns((None,) * len(dit.blocks))
-    from dreamzero_ros.engine.speed import qk_rope_kernel  # Triton: only with the transforms
-    from dreamzero_ros.engine.speed.block_transforms import fuse_gelu_epilogue_, fuse_qkv_
-
     if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
-    if config.fp8_linear != held:
-        quantize_dit_(dit, config.fp8_linear)
-    # The kernel's statistics cover only the heads it sees: unsharded DiTs only.
-    qk_kernel = qk_rope_kernel.available(dit.device) and dit.tensor_parallel is None
-    for block in dit.blocks:
-        fuse_qkv_(block.self_attn, qk_kernel)
-        fuse_gelu_epilogue_(block.ffn)
+    transform_blocks_(dit, config.fp8_linear)
     backend = config.compile_backend
     if backend is None:
         return BlockRuns((None,) * len(dit.blocks))
-    _allow_recompiles()
     return BlockRuns(tuple(compile_block(block, backend) for block in dit.blocks))
 
 

@@ -131,6 +131,7 @@ class TanhGeluFFN(nn.Sequential):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``second(gelu_tanh(first(x)))``."""
         first, activation, second = self
         if type(first) is nn.Linear and first.bias is not None and x.is_cuda:
             rows = x.reshape(-1, x.shape[-1])
