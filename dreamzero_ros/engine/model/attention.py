@@ -136,7 +136,9 @@ def fp8_kv_attention_active() -> bool:
 
 
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
-    """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`).
+    """Context in which the attention ops and :func:`sdpa` prefer the kernel ``name``.
+
+    (See :data:`ATTENTION_KERNELS`; ``fa3`` and ``fp8`` pick the ops' function or FP8 path.)
 
     ``fa3`` raises RuntimeError on entry when FlashAttention-3 is not installed.
     """
