@@ -150,11 +150,11 @@ def test_compiled_chunks_keep_their_graphs_across_windows_and_conditional_calls(
     eager = run_chunks(dit, DenoiseConfig(), chunk_stream(5, need_video=False))
     config = DenoiseConfig(acceleration=AccelerationConfig(compile='aot_eager'))
     compiled = run_chunks(model, config, chunk_stream(5, need_video=False))
-    graphs = counters['stats']['unique_graphs']
-    # prefill of 1 frame (empty cache) and of 2 frames, denoising calls of 2 rows and of 1 row
-    assert graphs <= 6
+    # prefill of 1 frame (empty cache) and of 2 frames, denoising calls of 2 rows and of 1 row;
+    # the window's cache length is dynamic (the 4th chunk fills the cache: no new graph)
+    assert counters['stats']['unique_graphs'] == 4
     again = run_chunks(model, config, chunk_stream(5, need_video=False, seed=4))
-    assert counters['stats']['unique_graphs'] == graphs
+    assert counters['stats']['unique_graphs'] == 4
     for a, b in zip(compiled, eager, strict=True):
         torch.testing.assert_close(a.actions, b.actions, rtol=1e-5, atol=1e-5)
     assert not torch.allclose(again[0].actions, compiled[0].actions)

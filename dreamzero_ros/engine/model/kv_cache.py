@@ -15,8 +15,11 @@ happens in practice; it is kept for fidelity.
 
 Buffers are allocated once at full capacity, ``(layers, batch, capacity, heads, head_dim)``, so
 shapes inside a chunk are static (CUDA-graph and torch.compile friendly) and no per-step
-concatenation of the context is needed.  For batched CFG the batch holds the conditional rows
-followed by the unconditional rows, i.e. each branch keeps its own cache rows.
+concatenation of the context is needed.  The capacity has one spare token: no call's window
+(:meth:`KVCache.layer`) is a whole buffer, so every window of a many-row cache has the same
+memory layout (its rows not contiguous with each other), and code compiled for one serves all.
+For batched CFG the batch holds the conditional rows followed by the unconditional rows, i.e.
+each branch keeps its own cache rows.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ class KVCache:
     ) -> None:
         self.max_video_tokens = max_video_tokens
         self.max_register_tokens = max_register_tokens
-        capacity = max_video_tokens + max_register_tokens
+        capacity = max_video_tokens + max_register_tokens + 1  # the spare token (above)
         self._allocate((num_layers, batch, capacity, num_heads, head_dim), dtype, device)
         self.length = 0
         self._new_video = 0
