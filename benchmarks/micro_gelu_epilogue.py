@@ -30,7 +30,7 @@ def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:
 
     x, weight, bias = randn(3570, 5120), randn(13824, 5120, scale=0.02), randn(13824, scale=0.1)
     exact = F.gelu(F.linear(x.float(), weight.float(), bias.float()), approximate='tanh')
-    first = torch.nn.Linear(5120, 13824, device=device, dtype=torch.bfloat16)
+    first = torch.nn.Linear(5120, 13824, device=device, dtype=torch.bfloat16).requires_grad_(False)
     first.weight.data.copy_(weight)
     first.bias.data.copy_(bias)
     ffn = TanhGeluFFN(first, torch.nn.GELU(approximate='tanh'), torch.nn.Identity())

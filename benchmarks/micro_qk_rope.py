@@ -42,6 +42,7 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
     }
 
     attention = SelfAttention(dim, heads, qk_norm=True, eps=eps).to(device, torch.bfloat16)
+    attention.requires_grad_(False)
     attention.norm_q.weight.data.copy_(weight_q)
     attention.norm_k.weight.data.copy_(weight_k)
     rotary = Rotary(cos, sin)
