@@ -10,14 +10,14 @@ linears, the GELU epilogue) and ``torch.compile`` of each block as written, atte
 import copy
 
 from denoise_support import chunk_stream, run_chunks
-from dit_support import T, call_inputs, make_dit, rel, run_call, transformed
+from dit_support import T, call_inputs, eager, make_dit, rel, run_call, transformed
 import pytest
 import torch
 from torch._dynamo.utils import counters
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dreamzero_ros.engine.model.attention import attention, kv_cache_attention
+from dreamzero_ros.engine.model.attention import attention, attention_kernel, kv_cache_attention
 from dreamzero_ros.engine.model.denoise import DenoiseConfig
 from dreamzero_ros.engine.model.dit import Modulation, SelfAttention
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
@@ -242,3 +242,39 @@ def test_cuda_addmm_activation_is_the_tanh_gelu():
         graph = make_fx(lambda b, x, w: decomposition(b, x, w, use_gelu=True))(b, x, w)
     gelus = [n for n in graph.graph.nodes if n.target == torch.ops.aten.gelu.default]
     assert len(gelus) == 1 and gelus[0].kwargs.get('approximate') == 'tanh'
+
+
+@pytest.mark.parametrize('fp8_attention', [False, True])
+def test_compiled_block_over_an_fp8_kv_cache(fp8_attention, monkeypatch):
+    """The FP8 cache's window (dequantized, or its FP8 tokens handed to the op) compiles too."""
+    from dreamzero_ros.engine.speed import fp8_attention_kernel
+
+    calls = []
+    kernel = fp8_attention_kernel.fp8_kv_attention
+    monkeypatch.setattr(
+        fp8_attention_kernel, 'fp8_kv_attention', lambda *a: calls.append(a[1].shape) or kernel(*a)
+    )
+    dit = make_dit(torch.bfloat16)
+    x = call_inputs(dit)
+
+    def run(model, runs):
+        runs.install(model)
+        with torch.no_grad(), attention_kernel('fp8' if fp8_attention else 'auto'):
+            cache = model.new_cache(2, 'fp8')
+            model.prefill(*x['clean'], x['context'], cache, 0)
+            model.prefill(*x['noisy'], x['context'], cache, 1)  # cached tokens: 1 frame
+            return model(
+                *x['noisy'], x['timestep'], x['context'], cache, 3,
+                x['action'], x['timestep_action'], x['state'],
+            )  # fmt: skip
+
+    reference = run(dit, eager(dit))
+    model = copy.deepcopy(dit)
+    compiled = run(model, transformed(model, 'aot_eager'))
+    eager(model).install(model)
+    assert rel(compiled.video, reference.video) < 0.02
+    assert rel(compiled.action, reference.action) < 0.02
+    # With FP8 attention the op reads the cached tokens in FP8 (none, 1 frame, 3 frames): eager
+    # and compiled, 4 attending layers each (the prefills' last layers only write).
+    assert len(calls) == (8 if fp8_attention else 0)
+    assert {shape[1] for shape in calls} == ({0, T, 3 * T} if fp8_attention else set())
