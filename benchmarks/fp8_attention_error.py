@@ -27,24 +27,31 @@ from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.memory.options import MemoryConfig
 from dreamzero_ros.engine.model import attention
 from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
+from dreamzero_ros.engine.model.kv_cache import LayerKV
 from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 
 def _probe(calls: list[dict]) -> None:
-    """Make ``Fp8KVCache.attend_written`` also compute the bf16 path and record the error."""
-    attend = Fp8KVCache.attend_written
+    """Make ``LayerKV.attend_written`` also compute the bf16 path and record the error.
 
-    def probed(cache: Fp8KVCache, layer: int, q: torch.Tensor) -> torch.Tensor:
-        out = attend(cache, layer, q)
-        if attention.fp8_kv_attention_active():
-            with attention.attention_kernel('cudnn'):  # nested: the FP8 flag off
-                reference = attend(cache, layer, q)
+    (The blocks run eagerly, so that the probe runs: the attention op runs eagerly either way.)
+    """
+    attend = LayerKV.attend_written
+
+    def probed(kv: LayerKV, q: torch.Tensor) -> torch.Tensor:
+        out = attend(kv, q)
+        if kv.k_fp8 is not None and kv.v_fp8 is not None:
+            cached = kv.k_fp8.shape[1]
+            k, v = kv.k.clone(), kv.v.clone()  # the cached tokens dequantized, then bf16
+            k[:, :cached] = (kv.k_fp8.float() * kv.k_scale.float()).to(k.dtype)
+            v[:, :cached] = (kv.v_fp8.float() * kv.v_scale.float()).to(v.dtype)
+            with attention.attention_kernel('cudnn'):
+                reference = attention.attention(q, k, v)
             diff = out.float() - reference.float()
             calls.append(
                 {
-                    'cached': cache.length,
+                    'cached': cached,
                     'rel_rms': float(
                         diff.pow(2).mean().sqrt() / reference.float().pow(2).mean().sqrt()
                     ),
@@ -54,7 +61,7 @@ def _probe(calls: list[dict]) -> None:
             )
         return out
 
-    Fp8KVCache.attend_written = probed
+    LayerKV.attend_written = probed
 
 
 def _line(name: str, calls: list[dict]) -> str:
@@ -78,9 +85,7 @@ def main() -> None:
     config = EngineConfig.preset(
         args.preset,
         device=args.device,
-        acceleration=AccelerationConfig(
-            compile=True, fp8_linear='rowwise', attention_backend='fp8'
-        ),
+        acceleration=AccelerationConfig(fp8_linear='rowwise', attention_backend='fp8'),
         memory=MemoryConfig(kv_cache='fp8'),
     )
     engine = DreamZeroEngine.from_config(config, seed=0)

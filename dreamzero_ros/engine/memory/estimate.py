@@ -138,7 +138,7 @@ def session_memory(config: EngineConfig, cfg_rows: int, tp_size: int = 1) -> tup
     c = config.dit
     itemsize = config.torch_dtype.itemsize
     heads = c.num_heads // tp_size
-    capacity = c.max_attention_tokens + c.register_tokens
+    capacity = c.max_attention_tokens + c.register_tokens + 1  # as KVCache allocates
     values = cfg_rows * c.num_layers * capacity * heads * c.head_dim
     if config.memory.kv_cache == 'fp8':
         work = cfg_rows * capacity * heads * c.head_dim * itemsize
