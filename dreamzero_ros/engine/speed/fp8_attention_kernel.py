@@ -69,6 +69,29 @@ class KernelConfig:
     num_stages: int = 3
     pv_fp8: bool = False
     new_fp8: bool = False
+    transposed_v: bool = False
+    pv_split: bool = False
+    tma: bool = False
+    warp_specialize: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.transposed_v and (self.pv_split or self.tma or self.warp_specialize):
+            raise ValueError('pv_split, tma and warp_specialize are options of transposed_v')
+        if self.pv_split and not self.pv_fp8:
+            raise ValueError('pv_split splits an FP8 P V (pv_fp8)')
+
+    @property
+    def name(self) -> str:
+        """A short label: kernel, tiles, warps, stages and precisions."""
+        pv = 'fp8x2' if self.pv_split else 'fp8' if self.pv_fp8 else 'bf16'
+        extras = ''.join(
+            f' {flag}' for flag, on in (('tma', self.tma), ('ws', self.warp_specialize)) if on
+        )
+        return (
+            f'{"vt" if self.transposed_v else "fp8"} {self.block_m}x{self.block_n} '
+            f'w{self.num_warps} s{self.num_stages} pv-{pv} new-{"fp8" if self.new_fp8 else "bf16"}'
+            f'{extras}'
+        )
 
 
 _CONFIG = [KernelConfig()]
@@ -312,6 +335,291 @@ if triton is not None:
         )
 
 
+if triton is not None:
+
+    @triton.jit
+    def _quantize_rows_kernel(
+        x_ptr,
+        values_ptr,
+        scale_ptr,
+        count,
+        heads,
+        x_strides_b,
+        x_strides_l,
+        x_strides_h,
+        values_strides_b,
+        values_strides_l,
+        values_strides_h,
+        values_strides_d,
+        scale_strides_b,
+        scale_strides_l,
+        scale_strides_h,
+        head_dim: tl.constexpr,
+        block_d: tl.constexpr,
+        block_t: tl.constexpr,
+        emulate: tl.constexpr,
+    ):
+        """``block_t`` tokens of one head: e4m3 values and a scale per vector, as the cache does.
+
+        The scale ``amax / 448`` is rounded to ``scale_ptr``'s dtype before dividing (as
+        :func:`~.kv_cache._quantize_rows`); ``values_strides_*`` place the values token-major or
+        transposed (``values_strides_l == 1``: ``(B, H, D, L)``).
+        """
+        row = tl.program_id(1)
+        b = row // heads
+        h = row % heads
+        offs_t = tl.program_id(0) * block_t + tl.arange(0, block_t)
+        offs_d = tl.arange(0, block_d)
+        mask = (offs_t < count)[:, None] & (offs_d < head_dim)[None, :]
+        x = tl.load(
+            x_ptr + b * x_strides_b + h * x_strides_h + offs_t[:, None] * x_strides_l
+            + offs_d[None, :],
+            mask=mask,
+            other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        amax = tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12)
+        scale = amax / 448.0
+        if emulate and scale_ptr.dtype.element_ty == tl.bfloat16:
+            # to nearest even, in float32 (the interpreter truncates to bfloat16)
+            bits = scale.to(tl.int32, bitcast=True)
+            scale = ((bits + 0x7FFF + ((bits >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)
+        scale = scale.to(scale_ptr.dtype.element_ty)
+        values = _e4m3(tl.clamp(x / scale.to(tl.float32)[:, None], -448.0, 448.0), emulate)
+        tl.store(
+            values_ptr + b * values_strides_b + h * values_strides_h
+            + offs_t[:, None] * values_strides_l + offs_d[None, :] * values_strides_d,
+            values.to(values_ptr.dtype.element_ty),
+            mask=mask,
+        )  # fmt: skip
+        tl.store(
+            scale_ptr + b * scale_strides_b + h * scale_strides_h + offs_t * scale_strides_l,
+            scale,
+            mask=offs_t < count,
+        )
+
+    @triton.jit
+    def _source(ptr, rows, stride, block_rows: tl.constexpr, cols: tl.constexpr, tma: tl.constexpr):
+        """A ``(rows, cols)`` operand of one batch row and head.
+
+        A TMA descriptor of ``(block_rows, cols)`` blocks (``tma``), else the pointer itself.
+        """
+        if tma:
+            return tl.make_tensor_descriptor(ptr, [rows, cols], [stride, 1], [block_rows, cols])
+        return ptr
+
+    @triton.jit
+    def _tokens_tile(
+        src, start, count, token_stride, offs_d, d_mask,
+        masked: tl.constexpr, block_n: tl.constexpr, tma: tl.constexpr, even_d: tl.constexpr,
+    ):  # fmt: skip
+        """``(block_n, head_dim)``: tokens ``start...`` of a token-major operand."""
+        if tma:
+            return src.load([start, 0])
+        offs_n = start + tl.arange(0, block_n)
+        ptrs = src + offs_n[:, None] * token_stride + offs_d[None, :]
+        if masked:
+            return tl.load(ptrs, mask=(offs_n < count)[:, None] & d_mask[None, :], other=0.0)
+        if even_d:
+            return tl.load(ptrs)
+        return tl.load(ptrs, mask=d_mask[None, :], other=0.0)
+
+    @triton.jit
+    def _channels_tile(
+        src, start, count, channel_stride, offs_d, d_mask,
+        masked: tl.constexpr, block_n: tl.constexpr, tma: tl.constexpr, even_d: tl.constexpr,
+    ):  # fmt: skip
+        """``(head_dim, block_n)``: tokens ``start...`` of a transposed (token-contiguous) V."""
+        if tma:
+            return src.load([0, start])
+        offs_n = start + tl.arange(0, block_n)
+        ptrs = src + offs_d[:, None] * channel_stride + offs_n[None, :]
+        if masked:
+            return tl.load(ptrs, mask=d_mask[:, None] & (offs_n < count)[None, :], other=0.0)
+        if even_d:
+            return tl.load(ptrs)
+        return tl.load(ptrs, mask=d_mask[:, None], other=0.0)
+
+    @triton.jit
+    def _vt_block(
+        acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs,
+        start, count, k_stride, v_stride, scale_stride, offs_d, d_mask,
+        fp8: tl.constexpr, masked: tl.constexpr, block_n: tl.constexpr, pv_fp8: tl.constexpr,
+        pv_split: tl.constexpr, tma: tl.constexpr, even_d: tl.constexpr, emulate: tl.constexpr,
+    ):  # fmt: skip
+        """One block of keys/values: the online-softmax update of ``acc, m_i, l_i``.
+
+        ``fp8``: e4m3 keys ``(tokens, D)`` and transposed values ``(D, tokens)`` with a scale
+        per token (``q`` the e4m3 queries, ``q_factor`` their row scales times the softmax
+        scale); else model-dtype keys and values ``(tokens, D)`` (``q`` in the model dtype,
+        ``q_factor`` the softmax scale).  ``masked``: the block may reach past ``count``.
+        """
+        offs_n = start + tl.arange(0, block_n)
+        n_mask = offs_n < count
+        k = _tokens_tile(
+            k_src, start, count, k_stride, offs_d, d_mask, masked, block_n, tma, even_d
+        )
+        if fp8:
+            if masked:
+                k_scale = tl.load(ks + offs_n * scale_stride, mask=n_mask, other=0.0)
+                v_scale = tl.load(vs + offs_n * scale_stride, mask=n_mask, other=0.0)
+            else:
+                k_scale = tl.load(ks + offs_n * scale_stride)
+                v_scale = tl.load(vs + offs_n * scale_stride)
+            s = _dot(q, tl.trans(k), emulate) * k_scale.to(tl.float32)[None, :]
+            v_scale = v_scale.to(tl.float32)
+        else:
+            s = _dot(q, tl.trans(k), emulate)
+        if masked:
+            s = tl.where(n_mask[None, :], s, float('-inf'))
+        # q_factor > 0: the maximum of the scaled row is the scaled maximum
+        m_new = tl.maximum(m_i, tl.max(s, axis=1) * q_factor)
+        p = tl.math.exp2(s * q_factor[:, None] - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        if not fp8:
+            v = _tokens_tile(
+                v_src, start, count, v_stride, offs_d, d_mask, masked, block_n, tma, even_d
+            )
+            acc += _dot(p.to(v.dtype), v, emulate)
+        else:
+            vt = _channels_tile(
+                v_src, start, count, v_stride, offs_d, d_mask, masked, block_n, tma, even_d
+            )
+            if pv_fp8:
+                # p <= 1: p * v_scale / max(v_scale) * 448 fills e4m3's range
+                unit = tl.maximum(tl.max(v_scale, axis=0), 1e-30) / 448.0
+                pv = p * (v_scale / unit)[None, :]
+                p8 = _e4m3(pv, emulate)
+                out = _dot(p8, tl.trans(vt), emulate)
+                if pv_split:  # the rounding error of P as a second e4m3 term, 16 x finer
+                    rest = _e4m3((pv - p8.to(tl.float32)) * 16.0, emulate)
+                    out += _dot(rest, tl.trans(vt), emulate) * 0.0625
+                acc += out * unit
+            else:
+                pv = (p * v_scale[None, :]).to(tl.bfloat16)
+                acc += _dot(pv, tl.trans(vt).to(tl.bfloat16), emulate)
+        return acc, m_new, l_i
+
+    @triton.jit
+    def _vt_loop(
+        acc, m_i, l_i, q, q_factor, k_ptr, v_ptr, ks, vs, count,
+        k_stride, v_stride, scale_stride, offs_d, d_mask,
+        fp8: tl.constexpr, block_n: tl.constexpr, block_d: tl.constexpr, pv_fp8: tl.constexpr,
+        pv_split: tl.constexpr, tma: tl.constexpr, warp_specialize: tl.constexpr,
+        even_d: tl.constexpr, emulate: tl.constexpr,
+    ):  # fmt: skip
+        """Every key/value block of one source (the cache, or the call's new tokens)."""
+        k_src = _source(k_ptr, count, k_stride, block_n, block_d, tma)
+        if fp8:  # V transposed: (head_dim, tokens) blocks
+            if tma:
+                v_src = tl.make_tensor_descriptor(
+                    v_ptr, [block_d, count], [v_stride, 1], [block_d, block_n]
+                )
+            else:
+                v_src = v_ptr
+        else:
+            v_src = _source(v_ptr, count, v_stride, block_n, block_d, tma)
+        full = count - count % block_n
+        for start in tl.range(0, full, block_n, warp_specialize=warp_specialize):
+            acc, m_i, l_i = _vt_block(
+                acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs, start, count,
+                k_stride, v_stride, scale_stride, offs_d, d_mask,
+                fp8, False, block_n, pv_fp8, pv_split, tma, even_d, emulate,
+            )  # fmt: skip
+        if full < count:
+            acc, m_i, l_i = _vt_block(
+                acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs, full, count,
+                k_stride, v_stride, scale_stride, offs_d, d_mask,
+                fp8, True, block_n, pv_fp8, pv_split, tma, even_d, emulate,
+            )  # fmt: skip
+        return acc, m_i, l_i
+
+    @triton.jit
+    def _vt_attention_kernel(
+        q_ptr, kc_ptr, vtc_ptr, ks_ptr, vs_ptr, kn_ptr, vn_ptr, ksn_ptr, vsn_ptr, out_ptr,
+        q_len, cached, new, heads,
+        q_strides_b, q_strides_l, q_strides_h,
+        c_strides_b, c_strides_l, c_strides_h,
+        vt_strides_b, vt_strides_h, vt_strides_d,
+        s_strides_b, s_strides_l, s_strides_h,
+        kn_strides_b, kn_strides_l, kn_strides_h,
+        vn_strides_b, vn_strides_1, vn_strides_2,
+        sn_strides_b, sn_strides_l, sn_strides_h,
+        o_strides_b, o_strides_l, o_strides_h,
+        qk_scale,
+        head_dim: tl.constexpr, block_d: tl.constexpr, block_m: tl.constexpr,
+        block_n: tl.constexpr, pv_fp8: tl.constexpr, pv_split: tl.constexpr,
+        new_fp8: tl.constexpr, tma: tl.constexpr, warp_specialize: tl.constexpr,
+        emulate: tl.constexpr,
+    ):  # fmt: skip
+        """Attention over the cache (e4m3 K, transposed e4m3 V) and the call's new tokens.
+
+        The new tokens are e4m3 like the cache (``new_fp8``: quantized before the launch, V
+        transposed: ``vn_strides_1, vn_strides_2`` are its head and channel strides) or in the
+        model dtype (``vn`` token-major: its token and head strides); they are attended first,
+        so that the model-dtype queries are dead before the cache's loop.
+        """
+        pid_m = tl.program_id(0)
+        row = tl.program_id(1)
+        b = row // heads
+        h = row % heads
+        offs_m = pid_m * block_m + tl.arange(0, block_m)
+        offs_d = tl.arange(0, block_d)
+        d_mask = offs_d < head_dim
+        m_mask = offs_m < q_len
+        q16 = tl.load(
+            q_ptr + b * q_strides_b + h * q_strides_h + offs_m[:, None] * q_strides_l
+            + offs_d[None, :],
+            mask=m_mask[:, None] & d_mask[None, :],
+            other=0.0,
+        )  # fmt: skip
+        q = q16.to(tl.float32)
+        q_scale = tl.maximum(tl.max(tl.abs(q), axis=1), 1e-12) / 448.0
+        q8 = _e4m3(q / q_scale[:, None], emulate)
+        q_factor = q_scale * qk_scale  # qk_scale: softmax scale * log2(e)
+        m_i = tl.full([block_m], float('-inf'), tl.float32)
+        l_i = tl.zeros([block_m], tl.float32)
+        acc = tl.zeros([block_m, block_d], tl.float32)
+        kn = kn_ptr + b * kn_strides_b + h * kn_strides_h
+        if new > 0 and new_fp8:
+            acc, m_i, l_i = _vt_loop(
+                acc, m_i, l_i, q8, q_factor, kn,
+                vn_ptr + b * vn_strides_b + h * vn_strides_1,
+                ksn_ptr + b * sn_strides_b + h * sn_strides_h,
+                vsn_ptr + b * sn_strides_b + h * sn_strides_h, new,
+                kn_strides_l, vn_strides_2, sn_strides_l, offs_d, d_mask,
+                True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                head_dim == block_d, emulate,
+            )  # fmt: skip
+        elif new > 0:
+            acc, m_i, l_i = _vt_loop(
+                acc, m_i, l_i, q16, tl.full([block_m], qk_scale, tl.float32), kn,
+                vn_ptr + b * vn_strides_b + h * vn_strides_2, ksn_ptr, vsn_ptr, new,
+                kn_strides_l, vn_strides_1, sn_strides_l, offs_d, d_mask,
+                False, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                head_dim == block_d, emulate,
+            )  # fmt: skip
+        if cached > 0:
+            acc, m_i, l_i = _vt_loop(
+                acc, m_i, l_i, q8, q_factor,
+                kc_ptr + b * c_strides_b + h * c_strides_h,
+                vtc_ptr + b * vt_strides_b + h * vt_strides_h,
+                ks_ptr + b * s_strides_b + h * s_strides_h,
+                vs_ptr + b * s_strides_b + h * s_strides_h, cached,
+                c_strides_l, vt_strides_d, s_strides_l, offs_d, d_mask,
+                True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                head_dim == block_d, emulate,
+            )  # fmt: skip
+        out = acc / l_i[:, None]
+        tl.store(
+            out_ptr + b * o_strides_b + h * o_strides_h + offs_m[:, None] * o_strides_l
+            + offs_d[None, :],
+            out.to(out_ptr.dtype.element_ty),
+            mask=m_mask[:, None] & d_mask[None, :],
+        )  # fmt: skip
+
+
 def _reference(
     q: torch.Tensor,
     k_cached: torch.Tensor,
@@ -359,6 +667,108 @@ def _launch(
     )  # fmt: skip
 
 
+#: Tokens per program of the new tokens' quantization.
+_QUANTIZE_TOKENS = 64
+
+
+def transposed_tokens(tokens: int) -> int:
+    """Token capacity of a transposed e4m3 V buffer: a multiple of 16 (bytes, for TMA)."""
+    return -(-tokens // 16) * 16
+
+
+def transposed_v(v: torch.Tensor) -> torch.Tensor:
+    """``v (B, L, H, D)`` as a token-contiguous copy ``(B, H, D, L)`` (the op without one)."""
+    batch, tokens, heads, head_dim = v.shape
+    buffer = v.new_empty((batch, heads, head_dim, transposed_tokens(tokens)))
+    out = buffer[..., :tokens]
+    out.copy_(v.permute(0, 2, 3, 1))
+    return out
+
+
+def _quantized(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x (B, N, H, D)`` as e4m3 values and a scale per vector in ``x``'s dtype (as the cache).
+
+    ``transposed``: the values token-contiguous, ``(B, H, D, N)``.
+    """
+    batch, tokens, heads, head_dim = x.shape
+    if transposed:
+        values = x.new_empty(
+            (batch, heads, head_dim, transposed_tokens(tokens)), dtype=torch.float8_e4m3fn
+        )[..., :tokens]
+        values_strides = (values.stride(0), 1, values.stride(1), values.stride(2))
+    else:
+        values = x.new_empty(x.shape, dtype=torch.float8_e4m3fn)
+        values_strides = values.stride()
+    scale = x.new_empty((batch, tokens, heads, 1))
+    grid = (triton.cdiv(tokens, _QUANTIZE_TOKENS), batch * heads)
+    _quantize_rows_kernel[grid](
+        x, values, scale, tokens, heads, *x.stride()[:3], *values_strides, *scale.stride()[:3],
+        head_dim=head_dim,
+        block_d=triton.next_power_of_2(max(head_dim, 16)),
+        block_t=_QUANTIZE_TOKENS,
+        emulate=_INTERPRETED,
+    )  # fmt: skip
+    return values, scale
+
+
+def _tma_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    """Global memory for the kernel's TMA descriptors (Triton asks for it per launch)."""
+    return torch.empty(size, dtype=torch.int8, device='cuda')
+
+
+def _tma_fits(*operands: torch.Tensor) -> bool:
+    """Whether TMA can read each operand's rows: start and strides 16-byte aligned."""
+    return all(
+        t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in t.stride()[:-1])
+        for t in operands
+    )
+
+
+def _launch_vt(
+    q: torch.Tensor,
+    k_cached: torch.Tensor,
+    v_cached_t: torch.Tensor,
+    k_scale: torch.Tensor,
+    v_scale: torch.Tensor,
+    k_new: torch.Tensor,
+    v_new: torch.Tensor,
+    out: torch.Tensor,
+    config: KernelConfig,
+) -> None:
+    """The transposed-V kernel (:class:`KernelConfig` ``transposed_v``)."""
+    batch, q_len, heads, head_dim = q.shape
+    block_d = triton.next_power_of_2(max(head_dim, 32))
+    if config.new_fp8 and k_new.shape[1]:
+        k_new, k_new_scale = _quantized(k_new, transposed=False)
+        v_new, v_new_scale = _quantized(v_new, transposed=True)
+    else:
+        k_new_scale = v_new_scale = k_scale  # not read
+    tma = config.tma and head_dim == block_d and _tma_fits(k_cached, v_cached_t, k_new, v_new)
+    if tma and not _INTERPRETED:
+        triton.set_allocator(_tma_scratch)
+    grid = (triton.cdiv(q_len, config.block_m), batch * heads)
+    _vt_attention_kernel[grid](
+        q, k_cached, v_cached_t, k_scale, v_scale, k_new, v_new, k_new_scale, v_new_scale, out,
+        q_len, k_cached.shape[1], k_new.shape[1], heads,
+        *q.stride()[:3], *k_cached.stride()[:3], *v_cached_t.stride()[:3],
+        *k_scale.stride()[:3], *k_new.stride()[:3], *v_new.stride()[:3],
+        *k_new_scale.stride()[:3], *out.stride()[:3],
+        head_dim**-0.5 * 1.4426950408889634,
+        head_dim=head_dim,
+        block_d=block_d,
+        block_m=config.block_m,
+        block_n=config.block_n,
+        pv_fp8=config.pv_fp8,
+        pv_split=config.pv_split,
+        new_fp8=config.new_fp8,
+        tma=tma,
+        warp_specialize=config.warp_specialize,
+        emulate=_INTERPRETED,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )  # fmt: skip
+
+
 def _kernel_takes(q: torch.Tensor, *keys_values: torch.Tensor) -> bool:
     """Whether the kernel runs on these operands.
 
@@ -381,18 +791,29 @@ def fp8_kv_attention(
     v_scale: torch.Tensor,
     k_new: torch.Tensor,
     v_new: torch.Tensor,
+    v_cached_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention of ``q`` over ``[cached | new]`` keys/values; returns ``(B, Lq, H, D)``.
 
     ``q, k_new, v_new (B, L, H, D)`` in the model dtype; ``k_cached, v_cached (B, Lc, H, D)``
-    e4m3 with ``k_scale, v_scale (B, Lc, H, 1)`` (the value read is ``value * scale``).
-    Unmasked; softmax scale ``D ** -0.5``.  Slices of the cache's buffers are read in place.
+    e4m3 with ``k_scale, v_scale (B, Lc, H, 1)`` (the value read is ``value * scale``);
+    ``v_cached_t (B, H, D, Lc)``: the same values token-contiguous, which the ``transposed_v``
+    kernel reads (without it that kernel transposes a copy per call).  Unmasked; softmax scale
+    ``D ** -0.5``.  Slices of the cache's buffers are read in place.
     """
     operands = (q, k_cached, v_cached, k_scale, v_scale, k_new, v_new)
-    if not _kernel_takes(q, k_cached, v_cached, k_new, v_new):
+    config = kernel_config()
+    if config.transposed_v and v_cached_t is None:
+        v_cached_t = transposed_v(v_cached)
+    values = (v_cached_t,) if config.transposed_v else (v_cached,)
+    if not _kernel_takes(q, k_cached, *values, k_new, v_new):
         return _reference(*operands).contiguous()
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if q.shape[1]:
+    if not q.shape[1]:
+        return out
+    if config.transposed_v:
+        _launch_vt(q, k_cached, v_cached_t, k_scale, v_scale, k_new, v_new, out, config)
+    else:
         _launch(*operands, out)
     return out
 
@@ -406,5 +827,6 @@ def _(
     v_scale: torch.Tensor,
     k_new: torch.Tensor,
     v_new: torch.Tensor,
+    v_cached_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     return q.new_empty(q.shape)
