@@ -20,7 +20,9 @@ import torch
 
 from dreamzero_ros.engine.memory.estimate import estimate_memory
 from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.attention import attention_kernel
 from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
 from dreamzero_ros.engine.speed import fp8_attention_kernel
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
@@ -68,7 +70,39 @@ def test_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted):
     assert checks['vs_quantized']['max_abs'] < 0.05
 
 
-@pytest.mark.parametrize('case', ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16'])
+def test_transposed_v_kernel_with_bf16_pv_computes_what_the_token_major_kernel_does(interpreted):
+    checks, token_major = interpreted['vt-40-bf16-new-bf16'], interpreted['40-bf16-new-bf16']
+    assert checks['shape'] == [2, 35, 3, 32] and checks['dtype'] == 'torch.bfloat16'
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+    assert abs(checks['vs_dequantized']['rms'] - token_major['vs_dequantized']['rms']) < 1e-3
+
+
+@pytest.mark.parametrize('case', ['vt-40-fp8-new-bf16', 'vt-40-fp8-new-fp8', 'vt-0-fp8-new-fp8'])
+def test_transposed_v_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted, case):
+    # (with TMA descriptor loads and a warp-specialised loop in 40-fp8-new-fp8)
+    checks = interpreted[case]
+    assert checks['vs_quantized']['rms'] < 0.04
+    assert checks['vs_quantized']['max_abs'] < 0.05
+
+
+@pytest.mark.parametrize('case', ['vt-40-fp8x2-new-bf16', 'vt-40-fp8x2-new-fp8'])
+def test_fp8_pv_in_two_terms_is_as_exact_as_bf16_pv(interpreted, case):
+    checks = interpreted[case]
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+
+
+def test_new_tokens_are_quantized_as_the_cache_quantizes_them(interpreted):
+    assert interpreted['quantize'] == {'token_major': True, 'transposed': True}
+
+
+@pytest.mark.parametrize(
+    'case',
+    ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16', 'vt-40-bf16-new-bf16',
+     'vt-40-fp8-new-bf16', 'vt-40-fp8x2-new-bf16', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8',
+     'vt-40-fp8x2-new-fp8'],
+)  # fmt: skip
 def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
     # figures are measured on the GPU.
@@ -148,6 +182,53 @@ def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkey
         device='cuda',
     )
     assert estimate_memory(config, 2).total > 0
+    # one byte per value more than kv_cache fp8 alone: the cache's token-contiguous values
+    c = config.dit
+    with attention_kernel('fp8'):
+        cache = Fp8KVCache(c.num_layers, 2, c.num_heads, c.head_dim, c.max_attention_tokens,
+                           c.register_tokens, torch.bfloat16, 'meta')  # fmt: skip
+    kv_only = EngineConfig.tiny(memory=MemoryConfig(kv_cache='fp8'), device='cuda')
+    extra = estimate_memory(config, 2).kv_cache - estimate_memory(kv_only, 2).kv_cache
+    assert extra == cache.vt8.numel() > 0
+
+
+def _prefill(cache: Fp8KVCache, g: torch.Generator, tokens: int = 4) -> None:
+    cache.begin(tokens, 0)
+    for layer in range(2):
+        cache.store(layer, *(torch.randn(2, tokens, 2, 16, generator=g).bfloat16() for _ in 'kv'))
+    cache.commit()
+
+
+def _assert_transposed(cache: Fp8KVCache) -> None:
+    cached = cache.length
+    assert cache.vt8.stride(-1) == 1 and cache.vt8.shape[-1] % 16 == 0
+    expected = cache.v8[:, :, :cached].permute(0, 1, 3, 4, 2).float()
+    assert torch.equal(cache.vt8[..., :cached].float(), expected)
+
+
+def test_fp8_attention_keeps_the_cached_values_token_contiguous_too():
+    g = torch.Generator().manual_seed(0)
+    geometry = (2, 2, 2, 16, 6, 2, torch.bfloat16, 'cpu')
+    with attention_kernel('fp8'):
+        cache = Fp8KVCache(*geometry)  # built for FP8 attention: the copy is allocated with it
+        assert cache.vt8.shape == (2, 2, 2, 16, 16)
+        for _ in range(2):  # two prefills of 4 tokens: the window drops the 2 oldest
+            _prefill(cache, g)
+        assert cache.length == 6
+        _assert_transposed(cache)
+        view = cache.rows(1)
+        assert view.vt8.data_ptr() == cache.vt8.data_ptr() and view.vt8.shape[1] == 1
+        view.begin(0, 2)
+        q, k, v = (torch.randn(1, 2, 2, 16, generator=g).bfloat16() for _ in 'qkv')
+        assert view.attend(0, q, k, v).shape == (1, 2, 2, 16)
+    lazy = Fp8KVCache(*geometry)  # built outside: made from the store on first use
+    _prefill(lazy, g)
+    assert lazy.vt8 is None
+    with attention_kernel('fp8'):
+        lazy.rows(2)
+    _assert_transposed(lazy)
+    _prefill(lazy, g)  # written with the store from then on
+    _assert_transposed(lazy)
 
 
 def test_a_nested_attention_context_replaces_the_fp8_choice():
