@@ -143,11 +143,11 @@ if triton is not None:
         return x.to(tl.float8e4nv)
 
     @triton.jit
-    def _dot(a, b, emulate: tl.constexpr):
-        """``a @ b`` accumulated in float32 (``emulate``: over float32 operands)."""
+    def _dot(a, b, emulate: tl.constexpr, acc=None):
+        """``acc + a @ b`` accumulated in float32 (``emulate``: over float32 operands)."""
         if emulate:
-            return tl.dot(a.to(tl.float32), b.to(tl.float32))
-        return tl.dot(a, b)
+            return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
+        return tl.dot(a, b, acc)
 
     @triton.jit
     def _load_tile(ptrs, n_mask, d_mask, masked: tl.constexpr, even_d: tl.constexpr):
@@ -398,30 +398,23 @@ if triton is not None:
         )
 
     @triton.jit
-    def _source(ptr, rows, stride, block_rows: tl.constexpr, cols: tl.constexpr, tma: tl.constexpr):
-        """A ``(rows, cols)`` operand of one batch row and head.
-
-        A TMA descriptor of ``(block_rows, cols)`` blocks (``tma``), else the pointer itself.
-        """
-        if tma:
-            return tl.make_tensor_descriptor(ptr, [rows, cols], [stride, 1], [block_rows, cols])
-        return ptr
-
-    @triton.jit
     def _tokens_tile(
         src, start, count, token_stride, offs_d, d_mask,
         masked: tl.constexpr, block_n: tl.constexpr, tma: tl.constexpr, even_d: tl.constexpr,
     ):  # fmt: skip
         """``(block_n, head_dim)``: tokens ``start...`` of a token-major operand."""
-        if tma:
-            return src.load([start, 0])
-        offs_n = start + tl.arange(0, block_n)
-        ptrs = src + offs_n[:, None] * token_stride + offs_d[None, :]
-        if masked:
-            return tl.load(ptrs, mask=(offs_n < count)[:, None] & d_mask[None, :], other=0.0)
-        if even_d:
-            return tl.load(ptrs)
-        return tl.load(ptrs, mask=d_mask[None, :], other=0.0)
+        if tma:  # (a descriptor: the rows past its end read as zeros)
+            tile = src.load([start, 0])
+        else:
+            offs_n = start + tl.arange(0, block_n)
+            ptrs = src + offs_n[:, None] * token_stride + offs_d[None, :]
+            if masked:
+                tile = tl.load(ptrs, mask=(offs_n < count)[:, None] & d_mask[None, :], other=0.0)
+            elif even_d:
+                tile = tl.load(ptrs)
+            else:
+                tile = tl.load(ptrs, mask=d_mask[None, :], other=0.0)
+        return tile
 
     @triton.jit
     def _channels_tile(
@@ -430,23 +423,28 @@ if triton is not None:
     ):  # fmt: skip
         """``(head_dim, block_n)``: tokens ``start...`` of a transposed (token-contiguous) V."""
         if tma:
-            return src.load([0, start])
-        offs_n = start + tl.arange(0, block_n)
-        ptrs = src + offs_d[:, None] * channel_stride + offs_n[None, :]
-        if masked:
-            return tl.load(ptrs, mask=d_mask[:, None] & (offs_n < count)[None, :], other=0.0)
-        if even_d:
-            return tl.load(ptrs)
-        return tl.load(ptrs, mask=d_mask[:, None], other=0.0)
+            tile = src.load([0, start])
+        else:
+            offs_n = start + tl.arange(0, block_n)
+            ptrs = src + offs_d[:, None] * channel_stride + offs_n[None, :]
+            if masked:
+                tile = tl.load(ptrs, mask=d_mask[:, None] & (offs_n < count)[None, :], other=0.0)
+            elif even_d:
+                tile = tl.load(ptrs)
+            else:
+                tile = tl.load(ptrs, mask=d_mask[:, None], other=0.0)
+        return tile
 
     @triton.jit
     def _vt_block(
-        acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs,
+        acc, m_i, l_i, unit, q, q_factor, k_src, v_src, ks, vs,
         start, count, k_stride, v_stride, scale_stride, offs_d, d_mask,
         fp8: tl.constexpr, masked: tl.constexpr, block_n: tl.constexpr, pv_fp8: tl.constexpr,
         pv_split: tl.constexpr, tma: tl.constexpr, even_d: tl.constexpr, emulate: tl.constexpr,
     ):  # fmt: skip
-        """One block of keys/values: the online-softmax update of ``acc, m_i, l_i``.
+        """One block of keys/values: the online-softmax update of ``acc, m_i, l_i, unit``.
+
+        The output so far is ``acc * unit / l_i`` (``unit``: a float32 scalar).
 
         ``fp8``: e4m3 keys ``(tokens, D)`` and transposed values ``(D, tokens)`` with a scale
         per token (``q`` the e4m3 queries, ``q_factor`` their row scales times the softmax
@@ -476,64 +474,72 @@ if triton is not None:
         p = tl.math.exp2(s * q_factor[:, None] - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None]
         if not fp8:
             v = _tokens_tile(
                 v_src, start, count, v_stride, offs_d, d_mask, masked, block_n, tma, even_d
             )
-            acc += _dot(p.to(v.dtype), v, emulate)
+            acc = _dot(p.to(v.dtype), v, emulate, acc * (alpha * unit)[:, None])
+            unit = 1.0
         else:
             vt = _channels_tile(
                 v_src, start, count, v_stride, offs_d, d_mask, masked, block_n, tma, even_d
             )
             if pv_fp8:
-                # p <= 1: p * v_scale / max(v_scale) * 448 fills e4m3's range
-                unit = tl.maximum(tl.max(v_scale, axis=0), 1e-30) / 448.0
-                pv = p * (v_scale / unit)[None, :]
+                # p <= 1: p * v_scale / max(v_scale) * 448 fills e4m3's range; the product
+                # accumulates onto acc in units of max(v_scale) / 448 (no second accumulator)
+                block_unit = tl.maximum(tl.max(v_scale, axis=0), 1e-30) / 448.0
+                pv = p * (v_scale / block_unit)[None, :]
                 p8 = _e4m3(pv, emulate)
-                out = _dot(p8, tl.trans(vt), emulate)
+                acc = _dot(p8, tl.trans(vt), emulate, acc * (alpha * (unit / block_unit))[:, None])
+                unit = block_unit
                 if pv_split:  # the rounding error of P as a second e4m3 term, 16 x finer
                     rest = _e4m3((pv - p8.to(tl.float32)) * 16.0, emulate)
-                    out += _dot(rest, tl.trans(vt), emulate) * 0.0625
-                acc += out * unit
+                    acc = _dot(rest, tl.trans(vt), emulate, acc * 16.0)
+                    unit = block_unit * 0.0625
             else:
                 pv = (p * v_scale[None, :]).to(tl.bfloat16)
-                acc += _dot(pv, tl.trans(vt).to(tl.bfloat16), emulate)
-        return acc, m_new, l_i
+                acc = _dot(pv, tl.trans(vt).to(tl.bfloat16), emulate, acc * (alpha * unit)[:, None])
+                unit = 1.0
+        return acc, m_new, l_i, unit
 
     @triton.jit
     def _vt_loop(
-        acc, m_i, l_i, q, q_factor, k_ptr, v_ptr, ks, vs, count,
+        acc, m_i, l_i, unit, q, q_factor, k_ptr, v_ptr, ks, vs, count,
         k_stride, v_stride, scale_stride, offs_d, d_mask,
         fp8: tl.constexpr, block_n: tl.constexpr, block_d: tl.constexpr, pv_fp8: tl.constexpr,
         pv_split: tl.constexpr, tma: tl.constexpr, warp_specialize: tl.constexpr,
         even_d: tl.constexpr, emulate: tl.constexpr,
     ):  # fmt: skip
         """Every key/value block of one source (the cache, or the call's new tokens)."""
-        k_src = _source(k_ptr, count, k_stride, block_n, block_d, tma)
-        if fp8:  # V transposed: (head_dim, tokens) blocks
-            if tma:
+        if tma:  # descriptors of this batch row and head
+            k_src = tl.make_tensor_descriptor(
+                k_ptr, [count, block_d], [k_stride, 1], [block_n, block_d]
+            )
+            if fp8:  # V transposed: (head_dim, tokens)
                 v_src = tl.make_tensor_descriptor(
                     v_ptr, [block_d, count], [v_stride, 1], [block_d, block_n]
                 )
             else:
-                v_src = v_ptr
+                v_src = tl.make_tensor_descriptor(
+                    v_ptr, [count, block_d], [v_stride, 1], [block_n, block_d]
+                )
         else:
-            v_src = _source(v_ptr, count, v_stride, block_n, block_d, tma)
+            k_src = k_ptr
+            v_src = v_ptr
         full = count - count % block_n
         for start in tl.range(0, full, block_n, warp_specialize=warp_specialize):
-            acc, m_i, l_i = _vt_block(
-                acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs, start, count,
+            acc, m_i, l_i, unit = _vt_block(
+                acc, m_i, l_i, unit, q, q_factor, k_src, v_src, ks, vs, start, count,
                 k_stride, v_stride, scale_stride, offs_d, d_mask,
                 fp8, False, block_n, pv_fp8, pv_split, tma, even_d, emulate,
             )  # fmt: skip
         if full < count:
-            acc, m_i, l_i = _vt_block(
-                acc, m_i, l_i, q, q_factor, k_src, v_src, ks, vs, full, count,
+            acc, m_i, l_i, unit = _vt_block(
+                acc, m_i, l_i, unit, q, q_factor, k_src, v_src, ks, vs, full, count,
                 k_stride, v_stride, scale_stride, offs_d, d_mask,
                 fp8, True, block_n, pv_fp8, pv_split, tma, even_d, emulate,
             )  # fmt: skip
-        return acc, m_i, l_i
+        return acc, m_i, l_i, unit
 
     @triton.jit
     def _vt_attention_kernel(
@@ -574,35 +580,38 @@ if triton is not None:
             mask=m_mask[:, None] & d_mask[None, :],
             other=0.0,
         )  # fmt: skip
+        m_i = tl.full([block_m], float('-inf'), tl.float32)
+        l_i = tl.zeros([block_m], tl.float32)
+        acc = tl.zeros([block_m, block_d], tl.float32)
+        unit = 1.0
+        kn = kn_ptr + b * kn_strides_b + h * kn_strides_h
+        if not new_fp8:  # the model-dtype queries are dead after this loop
+            if new > 0:
+                acc, m_i, l_i, unit = _vt_loop(
+                    acc, m_i, l_i, unit, q16, tl.full([block_m], qk_scale, tl.float32), kn,
+                    vn_ptr + b * vn_strides_b + h * vn_strides_2, ksn_ptr, vsn_ptr, new,
+                    kn_strides_l, vn_strides_1, sn_strides_l, offs_d, d_mask,
+                    False, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                    head_dim == block_d, emulate,
+                )  # fmt: skip
         q = q16.to(tl.float32)
         q_scale = tl.maximum(tl.max(tl.abs(q), axis=1), 1e-12) / 448.0
         q8 = _e4m3(q / q_scale[:, None], emulate)
         q_factor = q_scale * qk_scale  # qk_scale: softmax scale * log2(e)
-        m_i = tl.full([block_m], float('-inf'), tl.float32)
-        l_i = tl.zeros([block_m], tl.float32)
-        acc = tl.zeros([block_m, block_d], tl.float32)
-        kn = kn_ptr + b * kn_strides_b + h * kn_strides_h
-        if new > 0 and new_fp8:
-            acc, m_i, l_i = _vt_loop(
-                acc, m_i, l_i, q8, q_factor, kn,
-                vn_ptr + b * vn_strides_b + h * vn_strides_1,
-                ksn_ptr + b * sn_strides_b + h * sn_strides_h,
-                vsn_ptr + b * sn_strides_b + h * sn_strides_h, new,
-                kn_strides_l, vn_strides_2, sn_strides_l, offs_d, d_mask,
-                True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
-                head_dim == block_d, emulate,
-            )  # fmt: skip
-        elif new > 0:
-            acc, m_i, l_i = _vt_loop(
-                acc, m_i, l_i, q16, tl.full([block_m], qk_scale, tl.float32), kn,
-                vn_ptr + b * vn_strides_b + h * vn_strides_2, ksn_ptr, vsn_ptr, new,
-                kn_strides_l, vn_strides_1, sn_strides_l, offs_d, d_mask,
-                False, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
-                head_dim == block_d, emulate,
-            )  # fmt: skip
+        if new_fp8:
+            if new > 0:
+                acc, m_i, l_i, unit = _vt_loop(
+                    acc, m_i, l_i, unit, q8, q_factor, kn,
+                    vn_ptr + b * vn_strides_b + h * vn_strides_1,
+                    ksn_ptr + b * sn_strides_b + h * sn_strides_h,
+                    vsn_ptr + b * sn_strides_b + h * sn_strides_h, new,
+                    kn_strides_l, vn_strides_2, sn_strides_l, offs_d, d_mask,
+                    True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                    head_dim == block_d, emulate,
+                )  # fmt: skip
         if cached > 0:
-            acc, m_i, l_i = _vt_loop(
-                acc, m_i, l_i, q8, q_factor,
+            acc, m_i, l_i, unit = _vt_loop(
+                acc, m_i, l_i, unit, q8, q_factor,
                 kc_ptr + b * c_strides_b + h * c_strides_h,
                 vtc_ptr + b * vt_strides_b + h * vt_strides_h,
                 ks_ptr + b * s_strides_b + h * s_strides_h,
@@ -611,7 +620,7 @@ if triton is not None:
                 True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
                 head_dim == block_d, emulate,
             )  # fmt: skip
-        out = acc / l_i[:, None]
+        out = acc * (unit / l_i)[:, None]
         tl.store(
             out_ptr + b * o_strides_b + h * o_strides_h + offs_m[:, None] * o_strides_l
             + offs_d[None, :],
