@@ -12,6 +12,7 @@ there the kernel rounds to e4m3 in float32 (the same values).  On the GPU the be
 import json
 import os
 from pathlib import Path
+import re
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ from dreamzero_ros.engine.model.config import EngineConfig
 from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
 from dreamzero_ros.engine.speed import fp8_attention_kernel
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
+from dreamzero_ros.engine.speed.fp8_attention_kernel import KernelConfig, fp8_kv_attention
 from dreamzero_ros.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +110,54 @@ def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     checks = interpreted[case]
     assert checks['vs_dequantized']['rms'] < 0.07
     assert checks['vs_dequantized']['max_abs'] < 0.15
+
+
+def _compile_for_hopper(config: KernelConfig) -> str:
+    """The transposed-V kernel compiled ahead of time for sm_90 (no GPU needed): its PTX."""
+    triton = pytest.importorskip('triton')
+    compiler = pytest.importorskip('triton.compiler')
+    backends = pytest.importorskip('triton.backends.compiler')
+    kernel = fp8_attention_kernel._vt_attention_kernel
+    new = '*fp8e4nv' if config.new_fp8 else '*bf16'
+    pointers = {'kc_ptr': '*fp8e4nv', 'vtc_ptr': '*fp8e4nv', 'kn_ptr': new, 'vn_ptr': new}
+    constants = {
+        'head_dim': 128, 'block_d': 128, 'block_m': config.block_m, 'block_n': config.block_n,
+        'pv_fp8': config.pv_fp8, 'pv_split': config.pv_split, 'new_fp8': config.new_fp8,
+        'tma': config.tma, 'warp_specialize': config.warp_specialize, 'emulate': False,
+    }  # fmt: skip
+    signature = {
+        name: 'constexpr' if name in constants
+        else pointers.get(name, '*bf16') if name.endswith('_ptr')
+        else 'fp32' if name == 'qk_scale'
+        else 'i32'
+        for name in kernel.arg_names
+    }  # fmt: skip
+    source = compiler.ASTSource(
+        kernel,
+        signature,
+        constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()},
+    )
+    options = {'num_warps': config.num_warps, 'num_stages': config.num_stages}
+    compiled = triton.compile(source, target=backends.GPUTarget('cuda', 90, 32), options=options)
+    return compiled.asm['ptx']
+
+
+@pytest.mark.parametrize(
+    ('config', 'products'),
+    [
+        (KernelConfig(128, 128, 8, 3, pv_fp8=True, new_fp8=True, transposed_v=True, tma=True,
+                      warp_specialize=True), {'e4m3.e4m3'}),
+        (KernelConfig(128, 64, 8, 3, transposed_v=True, tma=True), {'e4m3.e4m3', 'bf16.bf16'}),
+    ],
+)  # fmt: skip
+def test_transposed_v_kernel_compiles_for_hopper_with_fp8_tensor_core_products(config, products):
+    # FP8 P V: every product on FP8 tensor cores (wgmma e4m3); bf16 P V and new tokens: Q K^T
+    # over the cache in FP8, the rest in bf16.  Keys and values through TMA.
+    ptx = _compile_for_hopper(config)
+    assert (
+        set(re.findall(r'wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.(\w+\.\w+)', ptx)) == products
+    )
+    assert 'cp.async.bulk.tensor' in ptx
 
 
 def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
