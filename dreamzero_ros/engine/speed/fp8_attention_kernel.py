@@ -21,9 +21,23 @@ over all of it; the sliding window is applied by dropping cached tokens, never b
 * the online softmax (flash attention) keeps the running maximum and sum in float32.
 
 Measured on an H200 (``benchmarks/micro_fp8_attention.py``) the defaults are the fastest of the
-configurations tried and the most exact, yet at about 260 TFLOP/s well below cuDNN's bf16
-kernel (about 540): V in the cache is token-major, and FP8 ``P V`` on Hopper wants it the other
-way round.
+token-major configurations tried and the most exact, yet at about 260 TFLOP/s well below
+cuDNN's bf16 kernel (about 540): V in the cache is token-major, and FP8 ``P V`` on Hopper wants
+it the other way round.
+
+A second kernel (:class:`KernelConfig` ``transposed_v``) reads V token-contiguous, ``(B, H, D,
+Lc)``: the copy :class:`~.kv_cache.Fp8KVCache` keeps under FP8 attention (``v_cached_t``), so
+that ``P V`` runs on FP8 tensor cores with both operands as Hopper's FP8 products want them:
+
+* ``P`` (``p <= 1``) times the value scales of the block's tokens is quantized to e4m3 against
+  the block's largest scale (``pv_fp8``), or as two e4m3 terms, the second the rounding error
+  of the first, 16 times finer (``pv_split``: two FP8 products, about as exact as bf16); the
+  product accumulates in the block's units (one scalar carried with the accumulator);
+* the call's new tokens are attended first: in the model dtype (default), or quantized once per
+  call per token and head, exactly as the cache quantizes them, into FP8 buffers with V
+  transposed (``new_fp8``), so that every product is FP8;
+* ``tma``: keys and values through TMA descriptors (``tl.make_tensor_descriptor``), else pointer
+  loads; ``warp_specialize``: Triton's warp-specialised loops.
 
 The op is registered with torch (``torch.ops.dreamzero.fp8_kv_attention``) with a fake
 implementation, so ``torch.compile`` treats it as one opaque call.  Without Triton, or on a
@@ -56,11 +70,13 @@ FP8_CAPABILITY = (8, 9)
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """Tile sizes and precisions of the kernel.
+    """Kernel, tile sizes and precisions.
 
     ``pv_fp8``: ``P V`` of the cached tokens on FP8 tensor cores (else bf16); ``new_fp8``: the
-    call's new tokens quantized in the kernel and multiplied in FP8 (else in the model dtype,
-    as the dequantizing path attends them).
+    call's new tokens quantized and multiplied in FP8 (else in the model dtype, as the
+    dequantizing path attends them).  ``transposed_v``: the kernel that reads V token-contiguous
+    (see the module docstring), with its options ``pv_split`` (FP8 ``P V`` in two terms),
+    ``tma`` and ``warp_specialize``; else the token-major kernel (the default).
     """
 
     block_m: int = 128
