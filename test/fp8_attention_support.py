@@ -125,6 +125,15 @@ if __name__ == '__main__':
             KernelConfig(**vt, pv_fp8=True, new_fp8=True, tma=True, warp_specialize=True),
         ),
         'vt-40-fp8x2-new-fp8': (40, KernelConfig(**vt, pv_fp8=True, pv_split=True, new_fp8=True)),
+        # 2 ** x in float16 (rounded as the GPU's ex2.approx.f16x2 would, near enough)
+        'vt-40-fp8-new-fp8-exp16': (
+            40,
+            KernelConfig(**vt, pv_fp8=True, new_fp8=True, exp_fp16=True),
+        ),
+        'vt-40-fp8x2-new-fp8-exp16': (
+            40,
+            KernelConfig(**vt, pv_fp8=True, pv_split=True, new_fp8=True, exp_fp16=True),
+        ),
     }
     checks = {name: call_checks(*case) for name, case in cases.items()}
     checks['quantize'] = quantize_checks()

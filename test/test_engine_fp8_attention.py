@@ -79,7 +79,10 @@ def test_transposed_v_kernel_with_bf16_pv_computes_what_the_token_major_kernel_d
     assert abs(checks['vs_dequantized']['rms'] - token_major['vs_dequantized']['rms']) < 1e-3
 
 
-@pytest.mark.parametrize('case', ['vt-40-fp8-new-bf16', 'vt-40-fp8-new-fp8', 'vt-0-fp8-new-fp8'])
+@pytest.mark.parametrize(
+    'case',
+    ['vt-40-fp8-new-bf16', 'vt-40-fp8-new-fp8', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8-exp16'],
+)
 def test_transposed_v_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted, case):
     # (with TMA descriptor loads and a warp-specialised loop in 40-fp8-new-fp8)
     checks = interpreted[case]
@@ -87,7 +90,9 @@ def test_transposed_v_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted
     assert checks['vs_quantized']['max_abs'] < 0.05
 
 
-@pytest.mark.parametrize('case', ['vt-40-fp8x2-new-bf16', 'vt-40-fp8x2-new-fp8'])
+@pytest.mark.parametrize(
+    'case', ['vt-40-fp8x2-new-bf16', 'vt-40-fp8x2-new-fp8', 'vt-40-fp8x2-new-fp8-exp16']
+)
 def test_fp8_pv_in_two_terms_is_as_exact_as_bf16_pv(interpreted, case):
     checks = interpreted[case]
     assert checks['vs_quantized']['rms'] < 0.01
@@ -102,7 +107,7 @@ def test_new_tokens_are_quantized_as_the_cache_quantizes_them(interpreted):
     'case',
     ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16', 'vt-40-bf16-new-bf16',
      'vt-40-fp8-new-bf16', 'vt-40-fp8x2-new-bf16', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8',
-     'vt-40-fp8x2-new-fp8'],
+     'vt-40-fp8x2-new-fp8', 'vt-40-fp8-new-fp8-exp16', 'vt-40-fp8x2-new-fp8-exp16'],
 )  # fmt: skip
 def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
@@ -123,7 +128,8 @@ def _compile_for_hopper(config: KernelConfig) -> str:
     constants = {
         'head_dim': 128, 'block_d': 128, 'block_m': config.block_m, 'block_n': config.block_n,
         'pv_fp8': config.pv_fp8, 'pv_split': config.pv_split, 'new_fp8': config.new_fp8,
-        'tma': config.tma, 'warp_specialize': config.warp_specialize, 'emulate': False,
+        'tma': config.tma, 'warp_specialize': config.warp_specialize,
+        'exp_fp16': config.exp_fp16, 'emulate': False,
     }  # fmt: skip
     signature = {
         name: 'constexpr' if name in constants
@@ -147,6 +153,8 @@ def _compile_for_hopper(config: KernelConfig) -> str:
     [
         (KernelConfig(128, 128, 8, 3, pv_fp8=True, new_fp8=True, transposed_v=True, tma=True,
                       warp_specialize=True), {'e4m3.e4m3'}),
+        (KernelConfig(128, 128, 8, 3, pv_fp8=True, pv_split=True, new_fp8=True,
+                      transposed_v=True, tma=True, exp_fp16=True), {'e4m3.e4m3'}),
         (KernelConfig(128, 64, 8, 3, transposed_v=True, tma=True), {'e4m3.e4m3', 'bf16.bf16'}),
     ],
 )  # fmt: skip
@@ -158,6 +166,7 @@ def test_transposed_v_kernel_compiles_for_hopper_with_fp8_tensor_core_products(c
         set(re.findall(r'wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.(\w+\.\w+)', ptx)) == products
     )
     assert 'cp.async.bulk.tensor' in ptx
+    assert ('ex2.approx.f16x2' in ptx) == config.exp_fp16
 
 
 def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
