@@ -181,11 +181,12 @@ def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
 def test_op_is_registered_with_a_fake_that_compile_treats_as_one_call():
     operands = _operands()
     # (opcheck's schema test multiplies the inputs, which torch has no CPU kernel for in e4m3.)
-    torch.library.opcheck(
-        torch.ops.dreamzero.fp8_kv_attention.default,
-        operands,
-        test_utils=('test_faketensor', 'test_aot_dispatch_dynamic'),
-    )
+    for extra in ((), (fp8_attention_kernel.transposed_v(operands[2]),)):  # v_cached_t or not
+        torch.library.opcheck(
+            torch.ops.dreamzero.fp8_kv_attention.default,
+            (*operands, *extra),
+            test_utils=('test_faketensor', 'test_aot_dispatch_dynamic'),
+        )
     graphs = []
 
     def backend(graph, example_inputs):
