@@ -40,6 +40,7 @@ import torch
 
 from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
 from dreamzero_ros.engine.model.kv_cache import _quantize_rows
+from dreamzero_ros.engine.speed import fp8_attention_kernel
 from dreamzero_ros.engine.speed.fp8_attention_kernel import (
     KernelConfig,
     fp8_kv_attention,
@@ -102,6 +103,16 @@ class _Log:
                 file.write(line + '\n')
 
 
+def _one_line(error: BaseException) -> str:
+    """An exception as one line: its type and last line, and its cause's (compile errors)."""
+    parts = []
+    while error is not None and len(parts) < 3:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        parts.append(f'{type(error).__name__}: {lines[-1] if lines else ""}')
+        error = error.__cause__
+    return ' <- '.join(parts)[:400]
+
+
 def _error(out: torch.Tensor, reference: torch.Tensor) -> dict:
     diff = out.float() - reference.float()
     scale = reference.float().pow(2).mean().sqrt()
@@ -155,8 +166,7 @@ def _shape_rows(
                 }
                 _CONFIG_BY_NAME[config.name] = config
             except Exception as error:  # noqa: BLE001 - a configuration may not compile
-                message = str(error).strip().splitlines() or ['']
-                log(f'  {cached} cached, {config.name}: {type(error).__name__}: {message[0]}'[:300])
+                log(f'  {cached} cached, {config.name}: {_one_line(error)}')
     rows['dequant+cudnn']['vs_float32'] = _error(reference, exact)
     log(f'  {cached} cached + {queries} new keys ({flops / 1e12:.3f} TFLOP per call):')
     width = max(len(name) for name in rows)
@@ -207,7 +217,7 @@ def _summary(result: dict, log: _Log) -> None:
 
 
 def fp8_attention_benchmark(
-    device: torch.device, calls: int = 10, repeats: int = 10, budget_s: float = 140.0
+    device: torch.device, calls: int = 10, repeats: int = 10, budget_s: float = 120.0
 ) -> dict:
     """Time and error of every configuration at the DiT's self-attention shapes (see above)."""
     if device.type != 'cuda':
@@ -222,7 +232,10 @@ def fp8_attention_benchmark(
         return torch.randn(*shape, device=device, generator=g).bfloat16()
 
     log(f'\nFP8 K/V attention, {batch} x {queries} queries + new keys, {heads} x {head_dim}')
-    log(f'  {torch.cuda.get_device_name(device)}, torch {torch.__version__}')
+    log(
+        f'  {torch.cuda.get_device_name(device)}, torch {torch.__version__}, '
+        f'Triton {getattr(fp8_attention_kernel.triton, "__version__", "missing")}'
+    )
     result: dict = {}
     initial = kernel_config()
     try:
