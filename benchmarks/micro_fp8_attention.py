@@ -14,8 +14,10 @@ values with one scale per token and head, plus the call's 1785 new bf16 keys/val
 * ``vt <tiles>``: the same op with the ``transposed_v`` kernel, reading the cache's
   token-contiguous copy of V (made here once, outside the timing, as the cache keeps it):
   ``P V`` in bf16, FP8 (``pv-fp8``) or FP8 in two terms (``pv-fp8x2``); the new tokens in bf16
-  or quantized once per call (``new-fp8``); ``tma``: descriptor loads; ``ws``: warp-specialised
-  loops; ``exp16``: ``2 ** x`` of the FP8 blocks in float16.
+  or quantized once per call (``new-fp8``) or attended by torch's cuDNN / flash kernel with
+  its log-sum-exp, the kernel going on from there (``new-cudnn``, ``new-flash``); ``tma``:
+  descriptor loads; ``ws``: warp-specialised loops; ``exp16``: ``2 ** x`` of the FP8 blocks in
+  float16.
 
 Median ms per call (CUDA-graph replay of 10 calls), TFLOP/s, and the error of each against the
 reference: max |d| and rms of the difference over the rms of the reference output.  A
@@ -56,7 +58,13 @@ ERROR_BUDGET = 0.03
 
 
 def _vt(
-    block_m: int, block_n: int, warps: int, stages: int, pv: str, new_fp8: bool, **flags: bool
+    block_m: int,
+    block_n: int,
+    warps: int,
+    stages: int,
+    pv: str,
+    new_fp8: bool,
+    **flags: bool | str,
 ) -> KernelConfig:
     """A ``transposed_v`` configuration; ``pv``: ``bf16``, ``fp8`` or ``fp8x2``."""
     return KernelConfig(
@@ -66,23 +74,25 @@ def _vt(
 
 
 #: Configurations tried, the token-major kernel's default first.  A first H100 sweep of the
-#: transposed-V kernel (before exp16) found 64 x 128 tiles with 4 warps the fastest (two CTAs per
-#: SM), FP8 P V in one term beyond the error budget and new tokens in FP8 slower (their per-call
-#: quantization) and beyond it too: mostly 64 x 128 here, every precision.
+#: transposed-V kernel (before exp16 and new-cudnn/flash) found 64 x 128 tiles with 4 warps the
+#: fastest (two CTAs per SM; the new tokens in bf16 inside the kernel need shared memory for a
+#: second loop, one CTA per SM), FP8 P V in one term beyond the error budget and the new tokens
+#: in FP8 slower (their per-call quantization) and beyond it too.
 CONFIGS = [
     KernelConfig(128, 64, 8, 3),
+    _vt(64, 128, 4, 3, 'fp8x2', False, tma=True, exp_fp16=True, new_sdpa='cudnn'),
+    _vt(64, 128, 4, 3, 'fp8', False, tma=True, exp_fp16=True, new_sdpa='cudnn'),
+    _vt(64, 128, 4, 3, 'fp8x2', False, tma=True, new_sdpa='cudnn'),
+    _vt(64, 128, 4, 2, 'fp8x2', False, tma=True, exp_fp16=True, new_sdpa='cudnn'),
+    _vt(64, 64, 4, 3, 'fp8x2', False, tma=True, exp_fp16=True, new_sdpa='cudnn'),
+    _vt(128, 128, 8, 3, 'fp8x2', False, tma=True, exp_fp16=True, new_sdpa='cudnn'),
+    _vt(64, 128, 4, 3, 'fp8x2', False, tma=True, exp_fp16=True, new_sdpa='flash'),
     _vt(64, 128, 4, 3, 'fp8x2', False, tma=True, exp_fp16=True),
-    _vt(64, 128, 4, 3, 'fp8x2', False, tma=True),
-    _vt(64, 128, 4, 2, 'fp8x2', False, tma=True, exp_fp16=True),
-    _vt(64, 128, 4, 4, 'fp8x2', False, tma=True, exp_fp16=True),
-    _vt(64, 64, 4, 3, 'fp8x2', False, tma=True, exp_fp16=True),
-    _vt(64, 128, 4, 3, 'fp8', False, tma=True, exp_fp16=True),
     _vt(64, 128, 4, 3, 'bf16', False, tma=True),
     _vt(64, 128, 4, 3, 'fp8', True, tma=True),
     _vt(64, 128, 4, 3, 'fp8', True, tma=True, exp_fp16=True),
     _vt(64, 128, 4, 3, 'fp8x2', True, tma=True, exp_fp16=True),
     _vt(64, 128, 4, 3, 'fp8', True, tma=True, warp_specialize=True, exp_fp16=True),
-    _vt(128, 128, 8, 3, 'fp8', True, tma=True, exp_fp16=True),
     _vt(128, 64, 8, 3, 'fp8x2', False, tma=True, exp_fp16=True),
 ]
 

@@ -125,6 +125,16 @@ if __name__ == '__main__':
             KernelConfig(**vt, pv_fp8=True, new_fp8=True, tma=True, warp_specialize=True),
         ),
         'vt-40-fp8x2-new-fp8': (40, KernelConfig(**vt, pv_fp8=True, pv_split=True, new_fp8=True)),
+        # the new tokens by torch's attention (float32 on the CPU), the kernel going on from its
+        # output and log-sum-exp
+        'vt-40-fp8x2-new-sdpa': (
+            40,
+            KernelConfig(**vt, pv_fp8=True, pv_split=True, tma=True, new_sdpa='cudnn'),
+        ),
+        'vt-0-fp8x2-new-sdpa': (
+            0,
+            KernelConfig(**vt, pv_fp8=True, pv_split=True, new_sdpa='flash'),
+        ),
         # 2 ** x in float16 (rounded as the GPU's ex2.approx.f16x2 would, near enough)
         'vt-40-fp8-new-fp8-exp16': (
             40,

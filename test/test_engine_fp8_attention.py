@@ -91,7 +91,14 @@ def test_transposed_v_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted
 
 
 @pytest.mark.parametrize(
-    'case', ['vt-40-fp8x2-new-bf16', 'vt-40-fp8x2-new-fp8', 'vt-40-fp8x2-new-fp8-exp16']
+    'case',
+    [
+        'vt-40-fp8x2-new-bf16',
+        'vt-40-fp8x2-new-fp8',
+        'vt-40-fp8x2-new-fp8-exp16',
+        'vt-40-fp8x2-new-sdpa',
+        'vt-0-fp8x2-new-sdpa',
+    ],
 )
 def test_fp8_pv_in_two_terms_is_as_exact_as_bf16_pv(interpreted, case):
     checks = interpreted[case]
@@ -107,7 +114,8 @@ def test_new_tokens_are_quantized_as_the_cache_quantizes_them(interpreted):
     'case',
     ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16', 'vt-40-bf16-new-bf16',
      'vt-40-fp8-new-bf16', 'vt-40-fp8x2-new-bf16', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8',
-     'vt-40-fp8x2-new-fp8', 'vt-40-fp8-new-fp8-exp16', 'vt-40-fp8x2-new-fp8-exp16'],
+     'vt-40-fp8x2-new-fp8', 'vt-40-fp8-new-fp8-exp16', 'vt-40-fp8x2-new-fp8-exp16',
+     'vt-40-fp8x2-new-sdpa', 'vt-0-fp8x2-new-sdpa'],
 )  # fmt: skip
 def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
@@ -125,11 +133,12 @@ def _compile_for_hopper(config: KernelConfig) -> str:
     kernel = fp8_attention_kernel._vt_attention_kernel
     new = '*fp8e4nv' if config.new_fp8 else '*bf16'
     pointers = {'kc_ptr': '*fp8e4nv', 'vtc_ptr': '*fp8e4nv', 'kn_ptr': new, 'vn_ptr': new}
+    pointers['lse_ptr'] = '*fp32'
     constants = {
         'head_dim': 128, 'block_d': 128, 'block_m': config.block_m, 'block_n': config.block_n,
         'pv_fp8': config.pv_fp8, 'pv_split': config.pv_split, 'new_fp8': config.new_fp8,
         'tma': config.tma, 'warp_specialize': config.warp_specialize,
-        'exp_fp16': config.exp_fp16, 'emulate': False,
+        'exp_fp16': config.exp_fp16, 'has_init': bool(config.new_sdpa), 'emulate': False,
     }  # fmt: skip
     signature = {
         name: 'constexpr' if name in constants
@@ -156,6 +165,8 @@ def _compile_for_hopper(config: KernelConfig) -> str:
         (KernelConfig(128, 128, 8, 3, pv_fp8=True, pv_split=True, new_fp8=True,
                       transposed_v=True, tma=True, exp_fp16=True), {'e4m3.e4m3'}),
         (KernelConfig(128, 64, 8, 3, transposed_v=True, tma=True), {'e4m3.e4m3', 'bf16.bf16'}),
+        (KernelConfig(64, 128, 4, 3, pv_fp8=True, pv_split=True, transposed_v=True, tma=True,
+                      exp_fp16=True, new_sdpa='cudnn'), {'e4m3.e4m3'}),
     ],
 )  # fmt: skip
 def test_transposed_v_kernel_compiles_for_hopper_with_fp8_tensor_core_products(config, products):

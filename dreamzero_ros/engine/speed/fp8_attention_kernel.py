@@ -49,6 +49,7 @@ scaled-dot-product attention.  :func:`unsupported` says why a device cannot run 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 import os
 
@@ -66,6 +67,10 @@ __all__ = ['KernelConfig', 'fp8_kv_attention', 'kernel_config', 'unsupported']
 _INTERPRETED = os.environ.get('TRITON_INTERPRET') == '1'
 #: The first compute capability with FP8 tensor cores (Ada); Hopper is 9.0, Blackwell 10.0+.
 FP8_CAPABILITY = (8, 9)
+
+
+#: ``KernelConfig.new_sdpa``: torch's kernels that attend the new tokens and give the log-sum-exp.
+NEW_SDPA = ('cudnn', 'flash')
 
 
 @dataclass(frozen=True)
@@ -90,20 +95,26 @@ class KernelConfig:
     tma: bool = False
     warp_specialize: bool = False
     exp_fp16: bool = False
+    new_sdpa: str = ''
 
     def __post_init__(self) -> None:
-        options = (self.pv_split, self.tma, self.warp_specialize, self.exp_fp16)
+        options = (self.pv_split, self.tma, self.warp_specialize, self.exp_fp16, self.new_sdpa)
         if not self.transposed_v and any(options):
             raise ValueError(
-                'pv_split, tma, warp_specialize and exp_fp16 are options of transposed_v'
+                'pv_split, tma, warp_specialize, exp_fp16 and new_sdpa are options of transposed_v'
             )
         if (self.pv_split or self.exp_fp16) and not self.pv_fp8:
             raise ValueError('pv_split and exp_fp16 are options of an FP8 P V (pv_fp8)')
+        if self.new_sdpa not in ('', *NEW_SDPA):
+            raise ValueError(f'new_sdpa must be one of {NEW_SDPA} or empty, not {self.new_sdpa!r}')
+        if self.new_sdpa and self.new_fp8:
+            raise ValueError('new_sdpa attends the new tokens in the model dtype, not new_fp8')
 
     @property
     def name(self) -> str:
         """A short label: kernel, tiles, warps, stages and precisions."""
         pv = 'fp8x2' if self.pv_split else 'fp8' if self.pv_fp8 else 'bf16'
+        new = self.new_sdpa or ('fp8' if self.new_fp8 else 'bf16')
         extras = ''.join(
             f' {flag}'
             for flag, on in (
@@ -115,7 +126,7 @@ class KernelConfig:
         )
         return (
             f'{"vt" if self.transposed_v else "fp8"} {self.block_m}x{self.block_n} '
-            f'w{self.num_warps} s{self.num_stages} pv-{pv} new-{"fp8" if self.new_fp8 else "bf16"}'
+            f'w{self.num_warps} s{self.num_stages} pv-{pv} new-{new}'
             f'{extras}'
         )
 
@@ -554,17 +565,18 @@ if triton is not None:
         even_d: tl.constexpr, exp_fp16: tl.constexpr, emulate: tl.constexpr,
     ):  # fmt: skip
         """Every key/value block of one source (the cache, or the call's new tokens)."""
-        if tma:  # descriptors of this batch row and head
+        if tma:  # descriptors of this batch row and head (of one row at least: none is read)
+            rows = tl.maximum(count, 1)
             k_src = tl.make_tensor_descriptor(
-                k_ptr, [count, block_d], [k_stride, 1], [block_n, block_d]
+                k_ptr, [rows, block_d], [k_stride, 1], [block_n, block_d]
             )
             if fp8:  # V transposed: (head_dim, tokens)
                 v_src = tl.make_tensor_descriptor(
-                    v_ptr, [block_d, count], [v_stride, 1], [block_d, block_n]
+                    v_ptr, [block_d, rows], [v_stride, 1], [block_d, block_n]
                 )
             else:
                 v_src = tl.make_tensor_descriptor(
-                    v_ptr, [count, block_d], [v_stride, 1], [block_n, block_d]
+                    v_ptr, [rows, block_d], [v_stride, 1], [block_n, block_d]
                 )
         else:
             k_src = k_ptr
@@ -587,7 +599,7 @@ if triton is not None:
     @triton.jit
     def _vt_attention_kernel(
         q_ptr, kc_ptr, vtc_ptr, ks_ptr, vs_ptr, kn_ptr, vn_ptr, ksn_ptr, vsn_ptr, out_ptr,
-        q_len, cached, new, heads,
+        init_ptr, lse_ptr, q_len, cached, new, heads,
         q_strides_b, q_strides_l, q_strides_h,
         c_strides_b, c_strides_l, c_strides_h,
         vt_strides_b, vt_strides_h, vt_strides_d,
@@ -596,18 +608,22 @@ if triton is not None:
         vn_strides_b, vn_strides_1, vn_strides_2,
         sn_strides_b, sn_strides_l, sn_strides_h,
         o_strides_b, o_strides_l, o_strides_h,
+        init_strides_b, init_strides_l, init_strides_h,
+        lse_strides_b, lse_strides_h,
         qk_scale,
         head_dim: tl.constexpr, block_d: tl.constexpr, block_m: tl.constexpr,
         block_n: tl.constexpr, pv_fp8: tl.constexpr, pv_split: tl.constexpr,
         new_fp8: tl.constexpr, tma: tl.constexpr, warp_specialize: tl.constexpr,
-        exp_fp16: tl.constexpr, emulate: tl.constexpr,
+        exp_fp16: tl.constexpr, has_init: tl.constexpr, emulate: tl.constexpr,
     ):  # fmt: skip
         """Attention over the cache (e4m3 K, transposed e4m3 V) and the call's new tokens.
 
         The new tokens are e4m3 like the cache (``new_fp8``: quantized before the launch, V
         transposed: ``vn_strides_1, vn_strides_2`` are its head and channel strides) or in the
         model dtype (``vn`` token-major: its token and head strides); they are attended first,
-        so that the model-dtype queries are dead before the cache's loop.
+        so that the model-dtype queries are dead before the cache's loop.  ``has_init``: they
+        were attended already (``init (B, Lq, H, D)``, the output over them, and ``lse (B, H,
+        Lq)``, its natural log-sum-exp of the scaled scores): the kernel goes on from there.
         """
         pid_m = tl.program_id(0)
         row = tl.program_id(1)
@@ -623,46 +639,58 @@ if triton is not None:
             mask=m_mask[:, None] & d_mask[None, :],
             other=0.0,
         )  # fmt: skip
-        m_i = tl.full([block_m], float('-inf'), tl.float32)
-        l_i = tl.zeros([block_m], tl.float32)
-        acc = tl.zeros([block_m, block_d], tl.float32)
+        if has_init:  # the softmax state of the new tokens' output: m = its lse, l = 1
+            acc = tl.load(
+                init_ptr + b * init_strides_b + h * init_strides_h
+                + offs_m[:, None] * init_strides_l
+                + offs_d[None, :],
+                mask=m_mask[:, None] & d_mask[None, :],
+                other=0.0,
+            ).to(tl.float32)  # fmt: skip
+            lse = tl.load(
+                lse_ptr + b * lse_strides_b + h * lse_strides_h + offs_m, mask=m_mask, other=0.0
+            )
+            m_i = lse * 1.4426950408889634  # in log2 units, as the scores
+            l_i = tl.full([block_m], 1.0, tl.float32)
+        else:
+            m_i = tl.full([block_m], float('-inf'), tl.float32)
+            l_i = tl.zeros([block_m], tl.float32)
+            acc = tl.zeros([block_m, block_d], tl.float32)
         unit = 1.0
         kn = kn_ptr + b * kn_strides_b + h * kn_strides_h
-        if not new_fp8:  # the model-dtype queries are dead after this loop
-            if new > 0:
-                acc, m_i, l_i, unit = _vt_loop(
-                    acc, m_i, l_i, unit, q16, tl.full([block_m], qk_scale, tl.float32), kn,
-                    vn_ptr + b * vn_strides_b + h * vn_strides_2, ksn_ptr, vsn_ptr, new,
-                    kn_strides_l, vn_strides_1, sn_strides_l, offs_d, d_mask,
-                    False, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
-                    head_dim == block_d, exp_fp16, emulate,
-                )  # fmt: skip
+        if not new_fp8 and not has_init:  # the model-dtype queries are dead after this loop
+            acc, m_i, l_i, unit = _vt_loop(
+                acc, m_i, l_i, unit, q16, tl.full([block_m], qk_scale, tl.float32), kn,
+                vn_ptr + b * vn_strides_b + h * vn_strides_2, ksn_ptr, vsn_ptr, new,
+                kn_strides_l, vn_strides_1, sn_strides_l, offs_d, d_mask,
+                False, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+                head_dim == block_d, exp_fp16, emulate,
+            )  # fmt: skip
         q = q16.to(tl.float32)
         q_scale = tl.maximum(tl.max(tl.abs(q), axis=1), 1e-12) / 448.0
         q8 = _e4m3(q / q_scale[:, None], emulate)
         q_factor = q_scale * qk_scale  # qk_scale: softmax scale * log2(e)
         if new_fp8:
-            if new > 0:
-                acc, m_i, l_i, unit = _vt_loop(
-                    acc, m_i, l_i, unit, q8, q_factor, kn,
-                    vn_ptr + b * vn_strides_b + h * vn_strides_1,
-                    ksn_ptr + b * sn_strides_b + h * sn_strides_h,
-                    vsn_ptr + b * sn_strides_b + h * sn_strides_h, new,
-                    kn_strides_l, vn_strides_2, sn_strides_l, offs_d, d_mask,
-                    True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
-                    head_dim == block_d, exp_fp16, emulate,
-                )  # fmt: skip
-        if cached > 0:
             acc, m_i, l_i, unit = _vt_loop(
-                acc, m_i, l_i, unit, q8, q_factor,
-                kc_ptr + b * c_strides_b + h * c_strides_h,
-                vtc_ptr + b * vt_strides_b + h * vt_strides_h,
-                ks_ptr + b * s_strides_b + h * s_strides_h,
-                vs_ptr + b * s_strides_b + h * s_strides_h, cached,
-                c_strides_l, vt_strides_d, s_strides_l, offs_d, d_mask,
+                acc, m_i, l_i, unit, q8, q_factor, kn,
+                vn_ptr + b * vn_strides_b + h * vn_strides_1,
+                ksn_ptr + b * sn_strides_b + h * sn_strides_h,
+                vsn_ptr + b * sn_strides_b + h * sn_strides_h, new,
+                kn_strides_l, vn_strides_2, sn_strides_l, offs_d, d_mask,
                 True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
                 head_dim == block_d, exp_fp16, emulate,
             )  # fmt: skip
+        # (no runtime branch around the loops: their shared memory can then be reused)
+        acc, m_i, l_i, unit = _vt_loop(
+            acc, m_i, l_i, unit, q8, q_factor,
+            kc_ptr + b * c_strides_b + h * c_strides_h,
+            vtc_ptr + b * vt_strides_b + h * vt_strides_h,
+            ks_ptr + b * s_strides_b + h * s_strides_h,
+            vs_ptr + b * s_strides_b + h * s_strides_h, cached,
+            c_strides_l, vt_strides_d, s_strides_l, offs_d, d_mask,
+            True, block_n, block_d, pv_fp8, pv_split, tma, warp_specialize,
+            head_dim == block_d, exp_fp16, emulate,
+        )  # fmt: skip
         out = acc * (unit / l_i)[:, None]
         tl.store(
             out_ptr + b * o_strides_b + h * o_strides_h + offs_m[:, None] * o_strides_l
@@ -763,6 +791,27 @@ def _quantized(x: torch.Tensor, transposed: bool) -> tuple[torch.Tensor, torch.T
     return values, scale
 
 
+def _attend_new(
+    q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor, kernel: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(out (B, Lq, H, D), lse (B, H, Lq) float32)``: attention over the new tokens alone.
+
+    ``kernel``: torch's cuDNN or flash kernel (``NEW_SDPA``), each with its natural log-sum-exp
+    of the scaled scores; on the CPU (the interpreter) the same in float32.
+    """
+    batch, q_len, heads, head_dim = q.shape
+    if q.device.type != 'cuda':
+        scores = torch.einsum('bqhd,bkhd->bhqk', q.float(), k_new.float()) * head_dim**-0.5
+        out = torch.einsum('bhqk,bkhd->bqhd', scores.softmax(-1), v_new.float())
+        return out.to(q.dtype), scores.logsumexp(-1)
+    operands = (q.transpose(1, 2), k_new.transpose(1, 2), v_new.transpose(1, 2))
+    if kernel == 'cudnn':
+        result = torch.ops.aten._scaled_dot_product_cudnn_attention(*operands, None, True)
+    else:
+        result = torch.ops.aten._scaled_dot_product_flash_attention(*operands)
+    return result[0].transpose(1, 2), result[1].reshape(batch, heads, q_len).contiguous()
+
+
 def _tma_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
     """Global memory for the kernel's TMA descriptors (Triton asks for it per launch)."""
     return torch.empty(size, dtype=torch.int8, device='cuda')
@@ -790,7 +839,12 @@ def _launch_vt(
     """The transposed-V kernel (:class:`KernelConfig` ``transposed_v``)."""
     batch, q_len, heads, head_dim = q.shape
     block_d = triton.next_power_of_2(max(head_dim, 32))
-    if config.new_fp8 and k_new.shape[1]:
+    if (config.new_fp8 or config.new_sdpa) and not k_new.shape[1]:  # no new tokens
+        config = dataclasses.replace(config, new_fp8=False, new_sdpa='')
+    init, lse = out, k_scale  # not read
+    if config.new_sdpa:
+        init, lse = _attend_new(q, k_new, v_new, config.new_sdpa)
+    if config.new_fp8:
         k_new, k_new_scale = _quantized(k_new, transposed=False)
         v_new, v_new_scale = _quantized(v_new, transposed=True)
     else:
@@ -801,10 +855,10 @@ def _launch_vt(
     grid = (triton.cdiv(q_len, config.block_m), batch * heads)
     _vt_attention_kernel[grid](
         q, k_cached, v_cached_t, k_scale, v_scale, k_new, v_new, k_new_scale, v_new_scale, out,
-        q_len, k_cached.shape[1], k_new.shape[1], heads,
+        init, lse, q_len, k_cached.shape[1], 0 if config.new_sdpa else k_new.shape[1], heads,
         *q.stride()[:3], *k_cached.stride()[:3], *v_cached_t.stride()[:3],
         *k_scale.stride()[:3], *k_new.stride()[:3], *v_new.stride()[:3],
-        *k_new_scale.stride()[:3], *out.stride()[:3],
+        *k_new_scale.stride()[:3], *out.stride()[:3], *init.stride()[:3], *lse.stride()[:2],
         head_dim**-0.5 * 1.4426950408889634,
         head_dim=head_dim,
         block_d=block_d,
@@ -816,6 +870,7 @@ def _launch_vt(
         tma=tma,
         warp_specialize=config.warp_specialize,
         exp_fp16=config.exp_fp16,
+        has_init=bool(config.new_sdpa),
         emulate=_INTERPRETED,
         num_warps=config.num_warps,
         num_stages=config.num_stages,
