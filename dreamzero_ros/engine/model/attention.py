@@ -216,12 +216,14 @@ def kv_cache_attention(
     v_fp8: torch.Tensor | None = None,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    v_fp8_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Attention of ``q (B, Lq, H, D)`` over a layer's K/V cache window ``k, v (B, Lk, H, D)``.
 
     With ``k_fp8, v_fp8 (B, Lc, H, D)`` (e4m3) and ``k_scale, v_scale (B, Lc, H, 1)`` the
     window's first ``Lc`` tokens are those FP8 values times their scales (their places in
-    ``k, v`` are not read) and the FP8 kernel attends
+    ``k, v`` are not read; ``v_fp8_t (B, H, D, Lc)``, optional: the same values token-contiguous)
+    and the FP8 kernel attends
     (:func:`.fp8_attention_kernel.fp8_kv_attention`); otherwise the active function of
     :data:`ATTENTION_FUNCTIONS` attends over ``k, v``.
     """
@@ -230,7 +232,8 @@ def kv_cache_attention(
     from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention  # Triton
 
     cached = k_fp8.shape[1]
-    return fp8_kv_attention(q, k_fp8, v_fp8, k_scale, v_scale, k[:, cached:], v[:, cached:])
+    new_k, new_v = k[:, cached:], v[:, cached:]
+    return fp8_kv_attention(q, k_fp8, v_fp8, k_scale, v_scale, new_k, new_v, v_fp8_t)
 
 
 @kv_cache_attention.register_fake
@@ -242,6 +245,7 @@ def _(
     v_fp8: torch.Tensor | None = None,
     k_scale: torch.Tensor | None = None,
     v_scale: torch.Tensor | None = None,
+    v_fp8_t: torch.Tensor | None = None,
 ) -> torch.Tensor:
     return q.new_empty(q.shape)
 
