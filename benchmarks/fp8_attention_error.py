@@ -10,9 +10,11 @@ self-attention call over the FP8 K/V cache computes the output twice: through th
 then cuDNN: what ``kv_cache: fp8`` computes without FP8 attention).  Prints, over the calls,
 the distribution of the relative rms error (rms of the difference over the rms of the bf16
 output) and of the largest absolute difference, overall and for the calls with and without
-cached tokens.
+cached tokens.  ``--configs`` names kernel configurations of ``micro_fp8_attention.py`` by their
+index there (default: the token-major default, 0); every call is computed with each, the chunk
+goes on with the first one's output.
 
-    python benchmarks/fp8_attention_error.py --chunks 4
+    python benchmarks/fp8_attention_error.py --chunks 4 --configs 0 3 10
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
+from micro_fp8_attention import CONFIGS
 import numpy as np
 import torch
 
@@ -27,24 +30,38 @@ from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.memory.options import MemoryConfig
 from dreamzero_ros.engine.model import attention
 from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
+from dreamzero_ros.engine.model.kv_cache import LayerKV
 from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.speed.fp8_attention_kernel import KernelConfig, kernel_config
 
 
-def _probe(calls: list[dict]) -> None:
-    """Make ``Fp8KVCache.attend_written`` also compute the bf16 path and record the error."""
-    attend = Fp8KVCache.attend_written
+def _probe(calls: list[dict], configs: list[KernelConfig]) -> None:
+    """Make ``LayerKV.attend_written`` record each configuration's error against the bf16 path.
 
-    def probed(cache: Fp8KVCache, layer: int, q: torch.Tensor) -> torch.Tensor:
-        out = attend(cache, layer, q)
-        if attention.fp8_kv_attention_active():
-            with attention.attention_kernel('cudnn'):  # nested: the FP8 flag off
-                reference = attend(cache, layer, q)
-            diff = out.float() - reference.float()
+    It returns the first configuration's output.  (The blocks run eagerly, so that the probe
+    runs: the attention op runs eagerly either way.)
+    """
+    attend = LayerKV.attend_written
+
+    def probed(kv: LayerKV, q: torch.Tensor) -> torch.Tensor:
+        if kv.k_fp8 is None or kv.v_fp8 is None or kv.k_scale is None or kv.v_scale is None:
+            return attend(kv, q)
+        cached = kv.k_fp8.shape[1]
+        k, v = kv.k.clone(), kv.v.clone()  # the cached tokens dequantized, then bf16
+        k[:, :cached] = (kv.k_fp8.float() * kv.k_scale.float()).to(k.dtype)
+        v[:, :cached] = (kv.v_fp8.float() * kv.v_scale.float()).to(v.dtype)
+        with attention.attention_kernel('cudnn'):
+            reference = attention.attention(q, k, v)
+        outputs = []
+        for config in configs:
+            kernel_config(config)
+            outputs.append(attend(kv, q))
+            diff = outputs[-1].float() - reference.float()
             calls.append(
                 {
-                    'cached': cache.length,
+                    'config': config.name,
+                    'cached': cached,
                     'rel_rms': float(
                         diff.pow(2).mean().sqrt() / reference.float().pow(2).mean().sqrt()
                     ),
@@ -52,9 +69,10 @@ def _probe(calls: list[dict]) -> None:
                     'ref_max': float(reference.float().abs().max()),
                 }
             )
-        return out
+        kernel_config(configs[0])
+        return outputs[0]
 
-    Fp8KVCache.attend_written = probed
+    LayerKV.attend_written = probed
 
 
 def _line(name: str, calls: list[dict]) -> str:
@@ -74,36 +92,48 @@ def main() -> None:
     parser.add_argument('--preset', default='droid_14b')
     parser.add_argument('--device', default='cuda')
     parser.add_argument('--chunks', type=int, default=4, help='chunks (one context window: 4)')
+    parser.add_argument(
+        '--configs',
+        type=int,
+        nargs='+',
+        default=[0],
+        choices=range(len(CONFIGS)),
+        help='kernel configurations, by index in micro_fp8_attention.CONFIGS: '
+        + '; '.join(f'{i}: {c.name}' for i, c in enumerate(CONFIGS)),
+    )
     args = parser.parse_args()
+    configs = [CONFIGS[i] for i in args.configs]
     config = EngineConfig.preset(
         args.preset,
         device=args.device,
-        acceleration=AccelerationConfig(
-            compile=True, fp8_linear='rowwise', attention_backend='fp8'
-        ),
+        acceleration=AccelerationConfig(fp8_linear='rowwise', attention_backend='fp8'),
         memory=MemoryConfig(kv_cache='fp8'),
     )
     engine = DreamZeroEngine.from_config(config, seed=0)
     calls: list[dict] = []
-    _probe(calls)
+    _probe(calls, configs)
+    kernel_config(configs[0])
     for step in range(1, args.chunks + 1):
         engine.infer(random_observation(seed=step % 7, session_id='error', stamp=step / 15))
-    print(f'FP8 attention vs dequantize + cuDNN, {args.preset}, {args.chunks} chunks')
-    print(_line('all', calls))
-    for name, group in (
-        ('with cached tokens', [c for c in calls if c['cached']]),
-        ('no cached tokens', [c for c in calls if not c['cached']]),
-    ):
-        if group:
-            print(_line(name, group))
-    cached = sorted({c['cached'] for c in calls})
-    print(
-        'cached tokens per call: '
-        + ', '.join(
-            f'{n}: rel rms {statistics.fmean(c["rel_rms"] for c in calls if c["cached"] == n):.4f}'
-            for n in cached
+    for config in configs:
+        ours = [c for c in calls if c['config'] == config.name]
+        print(f'{config.name} vs dequantize + cuDNN, {args.preset}, {args.chunks} chunks')
+        print(_line('all', ours))
+        for name, group in (
+            ('with cached tokens', [c for c in ours if c['cached']]),
+            ('no cached tokens', [c for c in ours if not c['cached']]),
+        ):
+            if group:
+                print(_line(name, group))
+        cached = sorted({c['cached'] for c in ours})
+        print(
+            'cached tokens per call: '
+            + ', '.join(
+                f'{n}: rel rms '
+                f'{statistics.fmean(c["rel_rms"] for c in ours if c["cached"] == n):.4f}'
+                for n in cached
+            )
         )
-    )
     engine.close()
 
 

@@ -11,7 +11,7 @@ from bench_timing import timed_ms
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.speed.fast_blocks import _linear_gelu
+from dreamzero_ros.engine.speed.block_transforms import TanhGeluFFN
 
 
 def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:
@@ -30,11 +30,15 @@ def gelu_benchmark(device: torch.device, repeats: int = 20) -> dict:
 
     x, weight, bias = randn(3570, 5120), randn(13824, 5120, scale=0.02), randn(13824, scale=0.1)
     exact = F.gelu(F.linear(x.float(), weight.float(), bias.float()), approximate='tanh')
+    first = torch.nn.Linear(5120, 13824, device=device, dtype=torch.bfloat16).requires_grad_(False)
+    first.weight.data.copy_(weight)
+    first.bias.data.copy_(bias)
+    ffn = TanhGeluFFN(first, torch.nn.GELU(approximate='tanh'), torch.nn.Identity())
     result = {}
     print('\nFFN input product 3570 x 13824 x 5120, bf16, with tanh GELU')
     variants = {
         'separate GELU': lambda: F.gelu(F.linear(x, weight, bias), approximate='tanh'),
-        'GELU epilogue': lambda: _linear_gelu(x, (weight, None, bias)),  # the engine's
+        'GELU epilogue': lambda: ffn(x),  # the engine's
     }
     for label, call in variants.items():
         out = call()

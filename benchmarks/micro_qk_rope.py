@@ -10,8 +10,9 @@ from typing import Any
 from bench_timing import graph_ms
 import torch
 
+from dreamzero_ros.engine.model.dit import SelfAttention
+from dreamzero_ros.engine.model.rope import Rotary
 from dreamzero_ros.engine.speed import qk_rope_kernel
-from dreamzero_ros.engine.speed.fast_blocks import qk_norm_rope
 
 
 def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
@@ -40,9 +41,18 @@ def qk_rope_benchmark(device: torch.device, repeats: int = 20) -> dict:
         for name in ('eager', 'compiled', 'triton')
     }
 
+    attention = SelfAttention(dim, heads, qk_norm=True, eps=eps).to(device, torch.bfloat16)
+    attention.requires_grad_(False)
+    attention.norm_q.weight.data.copy_(weight_q)
+    attention.norm_k.weight.data.copy_(weight_k)
+    rotary = Rotary(cos, sin)
+
     def torch_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
-        """The fast runner's torch path (round 3)."""
-        return qk_norm_rope(qkv, weight_q, weight_k, cos, sin, heads, eps, k_out, v_out)[0]
+        """The reference block's torch path: norms, rotary embedding, cache write."""
+        q, k, v = attention.normalize_and_rotate(*qkv.chunk(3, dim=-1), rotary)
+        k_out.copy_(k)
+        v_out.copy_(v)
+        return q
 
     def triton_stage(qkv: torch.Tensor, k_out: torch.Tensor, v_out: torch.Tensor) -> torch.Tensor:
         return qk_rope_kernel.qk_norm_rope_into_cache(

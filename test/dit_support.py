@@ -8,9 +8,12 @@ import dataclasses
 import torch
 
 from dreamzero_ros.engine.checkpoint.layout import randomize_
-from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR, CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.speed.acceleration import quantize_dit_
-from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor, FastStages, stage_shard
+from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.speed.acceleration import (
+    BlockRuns,
+    compile_block,
+    transform_blocks_,
+)
 
 H, W = 4, 6
 #: Tokens per latent frame of the tiny DiT's (H, W) latents.
@@ -52,25 +55,30 @@ def call_inputs(dit, timesteps='uniform', seed=1):
     }
 
 
-def fast_processors(dit, compile_backend=None, fp8='off'):
-    """Fast block processors of ``dit`` (eager stages unless ``compile_backend``).
+def transformed(dit, compile_backend=None, fp8='off'):
+    """Transform ``dit``'s blocks in place (:func:`transform_blocks_`); return how they run.
 
-    With ``fp8`` the DiT's block linears are first held in FP8 (in place).
+    The blocks run eagerly unless ``compile_backend``; with ``fp8`` their linears are FP8.
     """
-    if fp8 != 'off':
-        quantize_dit_(dit, fp8)
-    stages = FastStages(compile_backend, dit.device, stage_shard(dit))
-    return [FastBlockProcessor(block, stages) for block in dit.blocks]
+    transform_blocks_(dit, fp8)
+    if compile_backend is None:
+        return eager(dit)
+    return BlockRuns(tuple(compile_block(block, compile_backend) for block in dit.blocks))
+
+
+def eager(dit):
+    """The blocks of ``dit`` running eagerly (as written, transformed or not)."""
+    return BlockRuns((None,) * len(dit.blocks))
 
 
 @torch.no_grad()
-def run_call(dit, x, processors=None):
+def run_call(dit, x, runs=None):
     """Prefill ``x['clean']`` into a fresh 2-row cache, then one denoising call on ``x['noisy']``.
 
-    The blocks compute through ``processors`` (the reference when None), restored afterwards.
+    The blocks run as ``runs`` says (eagerly when None), eagerly again afterwards.
     Returns the call's output and the cache.
     """
-    dit.set_block_processor(REFERENCE_PROCESSOR if processors is None else processors)
+    (runs or eager(dit)).install(dit)
     try:
         cache = dit.new_cache(2)
         dit.prefill(*x['clean'], x['context'], cache, 0)
@@ -85,7 +93,7 @@ def run_call(dit, x, processors=None):
             x['state'],
         )
     finally:
-        dit.set_block_processor(REFERENCE_PROCESSOR)
+        eager(dit).install(dit)
     return out, cache
 
 

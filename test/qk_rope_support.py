@@ -14,9 +14,12 @@ import torch
 
 sys.path.insert(0, __file__.rsplit('/', 1)[0])
 
-from dit_support import call_inputs, fast_processors, make_dit, rel, run_call  # noqa: E402
+import copy  # noqa: E402
 
-from dreamzero_ros.engine.speed.fast_blocks import qk_norm_rope  # noqa: E402
+from dit_support import call_inputs, make_dit, rel, run_call, transformed  # noqa: E402
+
+from dreamzero_ros.engine.model.dit import SelfAttention  # noqa: E402
+from dreamzero_ros.engine.model.rope import Rotary  # noqa: E402
 from dreamzero_ros.engine.speed.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
 
 EPS = 1e-6
@@ -36,7 +39,11 @@ def kernel_against_torch(dtype: torch.dtype) -> dict:
     slots = cache_k[:, start : start + tokens], cache_v[:, start : start + tokens]
     q = qk_norm_rope_into_cache(qkv, weight_q, weight_k, cos, sin, heads, EPS, *slots)
 
-    ref_q, ref_k, ref_v = qk_norm_rope(qkv, weight_q, weight_k, cos, sin, heads, EPS)
+    attention = SelfAttention(dim, heads, qk_norm=True, eps=EPS).to(dtype)
+    attention.norm_q.weight.data.copy_(weight_q)
+    attention.norm_k.weight.data.copy_(weight_k)
+    with torch.no_grad():
+        ref_q, ref_k, ref_v = attention.normalize_and_rotate(*qkv.chunk(3, -1), Rotary(cos, sin))
     outside = torch.cat([cache_k[:, :start], cache_k[:, start + tokens :], cache_v[:, :start]])
     return {
         'q_max_abs': float((q.float() - ref_q.float()).abs().max()),
@@ -49,20 +56,40 @@ def kernel_against_torch(dtype: torch.dtype) -> dict:
 
 
 def runner_against_reference() -> dict:
-    """One prefill + denoising call of the tiny DiT: the fast processors (kernel) vs reference."""
+    """One prefill + denoising call of the tiny DiT: the transformed blocks (kernel) vs reference.
+
+    Eager, and compiled by inductor (the kernel an op of the block's graph that writes into the
+    cache's slots).
+    """
     dit = make_dit()
     x = call_inputs(dit)
     reference, ref_cache = run_call(dit, x)
-    processors = fast_processors(dit)
-    fast, cache = run_call(dit, x, processors)
-    end = cache.length
-    return {
-        'uses_kernel': all(p.qk_kernel for p in processors),
-        'video_rel': rel(fast.video, reference.video),
-        'action_rel': rel(fast.action, reference.action),
-        'cache_k_max_abs': float((cache.k[:, :, :end] - ref_cache.k[:, :, :end]).abs().max()),
-        'cache_v_max_abs': float((cache.v[:, :, :end] - ref_cache.v[:, :, :end]).abs().max()),
-    }
+    end = ref_cache.length
+    checks = {}
+    for name, backend in (('eager', None), ('inductor', 'inductor')):
+        model = copy.deepcopy(dit)
+        runs = transformed(model, backend)
+        out, cache = run_call(model, x, runs)
+        checks[name] = {
+            'uses_kernel': all(block.self_attn.qk_kernel for block in model.blocks),
+            'video_rel': rel(out.video, reference.video),
+            'action_rel': rel(out.action, reference.action),
+            'cache_k_max_abs': float((cache.k[:, :, :end] - ref_cache.k[:, :, :end]).abs().max()),
+            'cache_v_max_abs': float((cache.v[:, :, :end] - ref_cache.v[:, :, :end]).abs().max()),
+        }
+    return checks
+
+
+def opcheck() -> dict:
+    """``torch.library.opcheck`` of the kernel op (fake implementation, mutations, schema)."""
+    g = torch.Generator().manual_seed(3)
+    qkv = torch.randn(2, 5, 3 * 16, generator=g)
+    weight = 0.5 + torch.rand(16, generator=g)
+    table = torch.rand(5, 4, generator=g)
+    cache = torch.zeros(2, 2, 9, 2, 8)
+    args = (qkv, weight, weight, table, table, 2, EPS, cache[0, :, 3:8], cache[1, :, 3:8])
+    result = torch.library.opcheck(torch.ops.dreamzero.qk_norm_rope_into_cache.default, args)
+    return {name: outcome == 'SUCCESS' for name, outcome in result.items()}
 
 
 def refusals() -> dict:
@@ -95,6 +122,7 @@ if __name__ == '__main__':
                 'float32': kernel_against_torch(torch.float32),
                 'bfloat16': kernel_against_torch(torch.bfloat16),
                 'runner': runner_against_reference(),
+                'opcheck': opcheck(),
                 'refusals': refusals(),
             }
         )

@@ -84,6 +84,10 @@ def test_speed_variants_and_view_preparation_are_compared(tmp_path):
     assert all(chunk['inputs'] > 0 for chunk in eager['chunks'])
     agreement = report['inputs']['agreement']
     assert all(row['differing'] == 0 for row in agreement.values())  # host == "device" (CPU)
+    # Two runs' files compare variant by variant (here a run with itself).
+    compare = _run([sys.executable, str(ROOT / 'benchmarks' / 'compare_actions.py'), out, out])
+    assert '[f8] actions over 3 chunks: rms 0.000e+00, max 0.000e+00' in compare.stdout
+    assert '[eager]        all: A ' in compare.stdout and 'B/A 1.000' in compare.stdout
 
 
 @pytest.mark.parametrize(

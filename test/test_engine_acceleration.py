@@ -12,14 +12,12 @@ import torch
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
-from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
 from dreamzero_ros.engine.speed.acceleration import (
     AccelerationConfig,
     VAEEncoding,
-    block_processors,
     held_fp8_mode,
+    prepare_blocks,
 )
-from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor
 from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 
@@ -44,12 +42,12 @@ def test_fa3_backend_is_refused_with_what_to_install_when_missing():
 
 
 def test_acceleration_settings_and_their_errors():
-    assert not AccelerationConfig().fast_blocks
+    assert not AccelerationConfig().transforms_blocks
     assert AccelerationConfig(compile=True).compile_backend == 'inductor'
     assert AccelerationConfig(compile='off').compile_backend is None
     assert AccelerationConfig(fp8_linear=True).fp8_linear == 'rowwise'
     config = EngineConfig.tiny(acceleration=AccelerationConfig('aot_eager', 'rowwise', 'flash'))
-    assert config.acceleration.fast_blocks
+    assert config.acceleration.transforms_blocks
     assert EngineConfig.tiny().acceleration == AccelerationConfig()
     with pytest.raises(ConfigError, match='bfloat16'):
         EngineConfig.tiny(dtype='float32', acceleration=AccelerationConfig(fp8_linear='rowwise'))
@@ -80,15 +78,16 @@ def test_engine_with_speed_options_predicts_like_the_reference():
     fp8 = DreamZeroEngine.from_config(
         EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise')), seed=3
     )
-    assert all(isinstance(p, FastBlockProcessor) for p in compiled.denoiser.block_processors)
-    assert reference.denoiser.block_processors == [REFERENCE_PROCESSOR] * 2
+    assert all(callable(call) for call in compiled.denoiser.block_runs.calls)
+    assert reference.denoiser.block_runs.calls == (None, None)
     for step in range(2):
         observation = random_observation(seed=step, session_id='s', stamp=step / 15)
-        # Each engine installs its own processors on the shared DiT before a chunk.
+        # Each engine installs how its blocks run on the shared DiT before a chunk.
         a = reference.infer(observation).actions
-        assert all(b.processor is REFERENCE_PROCESSOR for b in reference.modules.dit.blocks)
+        assert all(b._compiled_call_impl is None for b in reference.modules.dit.blocks)
         b = compiled.infer(observation).actions
-        assert all(isinstance(b.processor, FastBlockProcessor) for b in compiled.modules.dit.blocks)
+        calls = compiled.denoiser.block_runs.calls
+        assert [b._compiled_call_impl for b in compiled.modules.dit.blocks] == list(calls)
         c = fp8.infer(observation).actions
         assert a.shape == b.shape == c.shape == (24, 8)
         np.testing.assert_allclose(a, b, atol=1e-5)
@@ -119,4 +118,4 @@ def test_fp8_weights_are_held_instead_of_the_model_dtype_ones():
     with pytest.raises(ConfigError, match='holds its block linears in rowwise FP8'):
         DreamZeroEngine(EngineConfig.tiny(), bf16.modules, bf16.tokenizer, bf16.embodiment)
     with pytest.raises(ConfigError, match='tensorwise'):
-        block_processors(fp8.modules.dit, AccelerationConfig(fp8_linear='tensorwise'))
+        prepare_blocks(fp8.modules.dit, AccelerationConfig(fp8_linear='tensorwise'))

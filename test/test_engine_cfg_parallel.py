@@ -41,8 +41,8 @@ def test_cfg_parallel_actions_equal_batched_run(tmp_path, checkpoint, reference)
 
 
 def test_cfg_parallel_worker_follows_the_speed_options(tmp_path, checkpoint, reference):
-    # The workers get rank 0's sampling config, speed options included: here the fast block
-    # runner with dynamo tracing only (exact in float32).
+    # The workers get rank 0's sampling config, speed options included: here the transformed
+    # blocks compiled with dynamo tracing only (exact in float32).
     result, codes, outputs = run_group(
         tmp_path,
         checkpoint,

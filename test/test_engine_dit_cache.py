@@ -35,9 +35,16 @@ class MaskedFullAttention:
 
     def __init__(self, mask: torch.Tensor) -> None:
         self.mask = mask
+        self.k = self.v = None
 
-    def attend(self, layer, q, k, v):
-        return sdpa(q, k, v, self.mask)
+    def layer(self, index):
+        return self
+
+    def write(self, k, v):
+        self.k, self.v = k, v
+
+    def attend_written(self, q):
+        return sdpa(q, self.k, self.v, self.mask)
 
 
 def inputs(model: CausalWanDiT, seed: int = 1):

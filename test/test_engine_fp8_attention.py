@@ -12,6 +12,7 @@ there the kernel rounds to e4m3 in float32 (the same values).  On the GPU the be
 import json
 import os
 from pathlib import Path
+import re
 import subprocess
 import sys
 
@@ -20,10 +21,12 @@ import torch
 
 from dreamzero_ros.engine.memory.estimate import estimate_memory
 from dreamzero_ros.engine.memory.options import MemoryConfig
+from dreamzero_ros.engine.model.attention import attention_kernel
 from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.model.kv_cache import Fp8KVCache
 from dreamzero_ros.engine.speed import fp8_attention_kernel
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
+from dreamzero_ros.engine.speed.fp8_attention_kernel import KernelConfig, fp8_kv_attention
 from dreamzero_ros.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,13 +71,113 @@ def test_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted):
     assert checks['vs_quantized']['max_abs'] < 0.05
 
 
-@pytest.mark.parametrize('case', ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16'])
+def test_transposed_v_kernel_with_bf16_pv_computes_what_the_token_major_kernel_does(interpreted):
+    checks, token_major = interpreted['vt-40-bf16-new-bf16'], interpreted['40-bf16-new-bf16']
+    assert checks['shape'] == [2, 35, 3, 32] and checks['dtype'] == 'torch.bfloat16'
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+    assert abs(checks['vs_dequantized']['rms'] - token_major['vs_dequantized']['rms']) < 1e-3
+
+
+@pytest.mark.parametrize(
+    'case',
+    ['vt-40-fp8-new-bf16', 'vt-40-fp8-new-fp8', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8-exp16'],
+)
+def test_transposed_v_kernel_with_fp8_pv_adds_only_the_rounding_of_p(interpreted, case):
+    # (with TMA descriptor loads and a warp-specialised loop in 40-fp8-new-fp8)
+    checks = interpreted[case]
+    assert checks['vs_quantized']['rms'] < 0.04
+    assert checks['vs_quantized']['max_abs'] < 0.05
+
+
+@pytest.mark.parametrize(
+    'case',
+    [
+        'vt-40-fp8x2-new-bf16',
+        'vt-40-fp8x2-new-fp8',
+        'vt-40-fp8x2-new-fp8-exp16',
+        'vt-40-fp8x2-new-sdpa',
+        'vt-0-fp8x2-new-sdpa',
+    ],
+)
+def test_fp8_pv_in_two_terms_is_as_exact_as_bf16_pv(interpreted, case):
+    checks = interpreted[case]
+    assert checks['vs_quantized']['rms'] < 0.01
+    assert checks['vs_quantized']['max_abs'] < 0.01
+
+
+def test_new_tokens_are_quantized_as_the_cache_quantizes_them(interpreted):
+    assert interpreted['quantize'] == {'token_major': True, 'transposed': True}
+
+
+@pytest.mark.parametrize(
+    'case',
+    ['0-bf16', '40-bf16', '40-fp8', '40-bf16-new-bf16', 'vt-40-bf16-new-bf16',
+     'vt-40-fp8-new-bf16', 'vt-40-fp8x2-new-bf16', 'vt-0-fp8-new-fp8', 'vt-40-fp8-new-fp8',
+     'vt-40-fp8x2-new-fp8', 'vt-40-fp8-new-fp8-exp16', 'vt-40-fp8x2-new-fp8-exp16',
+     'vt-40-fp8x2-new-sdpa', 'vt-0-fp8x2-new-sdpa'],
+)  # fmt: skip
 def test_kernel_stays_near_the_dequantizing_path(interpreted, case):
     # Random operands with peaked scores: the rounding of Q (e4m3) dominates; the model's
     # figures are measured on the GPU.
     checks = interpreted[case]
     assert checks['vs_dequantized']['rms'] < 0.07
     assert checks['vs_dequantized']['max_abs'] < 0.15
+
+
+def _compile_for_hopper(config: KernelConfig) -> str:
+    """The transposed-V kernel compiled ahead of time for sm_90 (no GPU needed): its PTX."""
+    triton = pytest.importorskip('triton')
+    compiler = pytest.importorskip('triton.compiler')
+    backends = pytest.importorskip('triton.backends.compiler')
+    kernel = fp8_attention_kernel._vt_attention_kernel
+    new = '*fp8e4nv' if config.new_fp8 else '*bf16'
+    pointers = {'kc_ptr': '*fp8e4nv', 'vtc_ptr': '*fp8e4nv', 'kn_ptr': new, 'vn_ptr': new}
+    pointers['lse_ptr'] = '*fp32'
+    constants = {
+        'head_dim': 128, 'block_d': 128, 'block_m': config.block_m, 'block_n': config.block_n,
+        'pv_fp8': config.pv_fp8, 'pv_split': config.pv_split, 'new_fp8': config.new_fp8,
+        'tma': config.tma, 'warp_specialize': config.warp_specialize,
+        'exp_fp16': config.exp_fp16, 'has_init': bool(config.new_sdpa), 'emulate': False,
+    }  # fmt: skip
+    signature = {
+        name: 'constexpr' if name in constants
+        else pointers.get(name, '*bf16') if name.endswith('_ptr')
+        else 'fp32' if name == 'qk_scale'
+        else 'i32'
+        for name in kernel.arg_names
+    }  # fmt: skip
+    source = compiler.ASTSource(
+        kernel,
+        signature,
+        constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()},
+    )
+    options = {'num_warps': config.num_warps, 'num_stages': config.num_stages}
+    compiled = triton.compile(source, target=backends.GPUTarget('cuda', 90, 32), options=options)
+    return compiled.asm['ptx']
+
+
+@pytest.mark.parametrize(
+    ('config', 'products'),
+    [
+        (KernelConfig(128, 128, 8, 3, pv_fp8=True, new_fp8=True, transposed_v=True, tma=True,
+                      warp_specialize=True), {'e4m3.e4m3'}),
+        (KernelConfig(128, 128, 8, 3, pv_fp8=True, pv_split=True, new_fp8=True,
+                      transposed_v=True, tma=True, exp_fp16=True), {'e4m3.e4m3'}),
+        (KernelConfig(128, 64, 8, 3, transposed_v=True, tma=True), {'e4m3.e4m3', 'bf16.bf16'}),
+        (KernelConfig(64, 128, 4, 3, pv_fp8=True, pv_split=True, transposed_v=True, tma=True,
+                      exp_fp16=True, new_sdpa='cudnn'), {'e4m3.e4m3'}),
+    ],
+)  # fmt: skip
+def test_transposed_v_kernel_compiles_for_hopper_with_fp8_tensor_core_products(config, products):
+    # FP8 P V: every product on FP8 tensor cores (wgmma e4m3); bf16 P V and new tokens: Q K^T
+    # over the cache in FP8, the rest in bf16.  Keys and values through TMA.
+    ptx = _compile_for_hopper(config)
+    assert (
+        set(re.findall(r'wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.(\w+\.\w+)', ptx)) == products
+    )
+    assert 'cp.async.bulk.tensor' in ptx
+    assert ('ex2.approx.f16x2' in ptx) == config.exp_fp16
 
 
 def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
@@ -89,11 +192,12 @@ def _operands(cached: int = 6, new: int = 5) -> tuple[torch.Tensor, ...]:
 def test_op_is_registered_with_a_fake_that_compile_treats_as_one_call():
     operands = _operands()
     # (opcheck's schema test multiplies the inputs, which torch has no CPU kernel for in e4m3.)
-    torch.library.opcheck(
-        torch.ops.dreamzero.fp8_kv_attention.default,
-        operands,
-        test_utils=('test_faketensor', 'test_aot_dispatch_dynamic'),
-    )
+    for extra in ((), (fp8_attention_kernel.transposed_v(operands[2]),)):  # v_cached_t or not
+        torch.library.opcheck(
+            torch.ops.dreamzero.fp8_kv_attention.default,
+            (*operands, *extra),
+            test_utils=('test_faketensor', 'test_aot_dispatch_dynamic'),
+        )
     graphs = []
 
     def backend(graph, example_inputs):
@@ -148,6 +252,53 @@ def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkey
         device='cuda',
     )
     assert estimate_memory(config, 2).total > 0
+    # one byte per value more than kv_cache fp8 alone: the cache's token-contiguous values
+    c = config.dit
+    with attention_kernel('fp8'):
+        cache = Fp8KVCache(c.num_layers, 2, c.num_heads, c.head_dim, c.max_attention_tokens,
+                           c.register_tokens, torch.bfloat16, 'meta')  # fmt: skip
+    kv_only = EngineConfig.tiny(memory=MemoryConfig(kv_cache='fp8'), device='cuda')
+    extra = estimate_memory(config, 2).kv_cache - estimate_memory(kv_only, 2).kv_cache
+    assert extra == cache.vt8.numel() > 0
+
+
+def _prefill(cache: Fp8KVCache, g: torch.Generator, tokens: int = 4) -> None:
+    cache.begin(tokens, 0)
+    for layer in range(2):
+        cache.store(layer, *(torch.randn(2, tokens, 2, 16, generator=g).bfloat16() for _ in 'kv'))
+    cache.commit()
+
+
+def _assert_transposed(cache: Fp8KVCache) -> None:
+    cached = cache.length
+    assert cache.vt8.stride(-1) == 1 and cache.vt8.shape[-1] % 16 == 0
+    expected = cache.v8[:, :, :cached].permute(0, 1, 3, 4, 2).float()
+    assert torch.equal(cache.vt8[..., :cached].float(), expected)
+
+
+def test_fp8_attention_keeps_the_cached_values_token_contiguous_too():
+    g = torch.Generator().manual_seed(0)
+    geometry = (2, 2, 2, 16, 6, 2, torch.bfloat16, 'cpu')
+    with attention_kernel('fp8'):
+        cache = Fp8KVCache(*geometry)  # built for FP8 attention: the copy is allocated with it
+        assert cache.vt8.shape == (2, 2, 2, 16, 16)
+        for _ in range(2):  # two prefills of 4 tokens: the window drops the 2 oldest
+            _prefill(cache, g)
+        assert cache.length == 6
+        _assert_transposed(cache)
+        view = cache.rows(1)
+        assert view.vt8.data_ptr() == cache.vt8.data_ptr() and view.vt8.shape[1] == 1
+        view.begin(0, 2)
+        q, k, v = (torch.randn(1, 2, 2, 16, generator=g).bfloat16() for _ in 'qkv')
+        assert view.attend(0, q, k, v).shape == (1, 2, 2, 16)
+    lazy = Fp8KVCache(*geometry)  # built outside: made from the store on first use
+    _prefill(lazy, g)
+    assert lazy.vt8 is None
+    with attention_kernel('fp8'):
+        lazy.rows(2)
+    _assert_transposed(lazy)
+    _prefill(lazy, g)  # written with the store from then on
+    _assert_transposed(lazy)
 
 
 def test_a_nested_attention_context_replaces_the_fp8_choice():

@@ -6,9 +6,8 @@
 import pytest
 
 from dreamzero_ros.engine.loader import cached_random_checkpoint, engine_arguments, load_engine
-from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor
+from dreamzero_ros.engine.speed.block_transforms import FusedQKVSelfAttention
 from dreamzero_ros.openpi.cli import build_parser
 from dreamzero_ros.replay.cli import build_replay_parser
 
@@ -32,7 +31,9 @@ def test_command_line_speed_options_reach_the_engine(argv):
         assert config.acceleration == AccelerationConfig(False, 'rowwise', 'math')
         assert config.step_cache.mode == 'dynamic'
         assert (config.device, config.dtype) == ('cpu', 'bfloat16')
-        assert all(isinstance(p, FastBlockProcessor) for p in engine.denoiser.block_processors)
+        blocks = engine.modules.dit.blocks
+        assert all(isinstance(b.self_attn, FusedQKVSelfAttention) for b in blocks)
+        assert engine.denoiser.block_runs.calls == (None, None)  # FP8, not compiled
     finally:
         engine.close()
 
@@ -42,7 +43,10 @@ def test_defaults_are_the_reference_path_in_float32_on_the_cpu():
     engine = load_engine(None, preset=args.preset, **engine_arguments(args))
     assert engine.config.acceleration == AccelerationConfig()
     assert engine.config.dtype == 'float32' and engine.config.step_cache.mode == 'static'
-    assert engine.denoiser.block_processors == [REFERENCE_PROCESSOR] * 2
+    assert engine.denoiser.block_runs.calls == (None, None)
+    assert not any(
+        isinstance(b.self_attn, FusedQKVSelfAttention) for b in engine.modules.dit.blocks
+    )
 
 
 def test_a_checkpoint_or_a_preset_is_required(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from dit_support import call_inputs, fast_processors, make_dit, rel
+from dit_support import call_inputs, make_dit, rel, transformed
 from node_support import child_pids
 import numpy as np
 import pytest
@@ -27,7 +27,6 @@ from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, 
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.memory.offload import stream_parts_, streamed_device
 from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR
 from dreamzero_ros.engine.model.kv_cache import Fp8KVCache, KVCache
 from dreamzero_ros.engine.model.modules import build_dit
 from dreamzero_ros.engine.parallel.cfg_parallel import load_worker_dit
@@ -169,7 +168,8 @@ def _cache_pair(dit):
 @pytest.mark.parametrize('fast', [False, True])
 def test_fp8_kv_cache_attends_within_fp8_rounding(fast):
     dit = make_dit(torch.bfloat16)
-    dit.set_block_processor(fast_processors(dit) if fast else REFERENCE_PROCESSOR)
+    if fast:
+        transformed(dit)
     with torch.no_grad():
         (exact, out), (fp8, out8) = _cache_pair(dit)
     assert isinstance(fp8, Fp8KVCache) and type(exact) is KVCache

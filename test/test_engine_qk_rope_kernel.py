@@ -53,11 +53,16 @@ def test_kernel_in_bfloat16_stays_within_rounding(interpreted):
     assert checks['v_equal'] and checks['outside_untouched']
 
 
-def test_fast_processor_with_the_kernel_computes_the_reference_blocks(interpreted):
-    checks = interpreted['runner']
+@pytest.mark.parametrize('run', ['eager', 'inductor'])
+def test_blocks_with_the_kernel_compute_the_reference_blocks(interpreted, run):
+    checks = interpreted['runner'][run]
     assert checks['uses_kernel']
     assert checks['video_rel'] < 1e-5 and checks['action_rel'] < 1e-5
     assert checks['cache_k_max_abs'] < 1e-5 and checks['cache_v_max_abs'] < 1e-5
+
+
+def test_kernel_op_passes_opcheck(interpreted):
+    assert interpreted['opcheck'] and all(interpreted['opcheck'].values()), interpreted['opcheck']
 
 
 def test_kernel_refuses_inputs_it_would_misread(interpreted):

@@ -1,13 +1,14 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""A tensor-parallel DiT computes the unsharded one's calls, with every block processor option.
+"""A tensor-parallel DiT computes the unsharded one's calls, with every block option.
 
 Two spawned processes over gloo each shard the same tiny DiT (rank 0 and rank 1 of 2) and run a
-prefill and a denoising call through the reference processor, the fast one, the fast one with
-``torch.compile`` (inductor: its all-reduces are functional collectives inside the compiled
-graphs) and FP8 linears.  The test process runs the unsharded DiT: the reference processor (all
-three compute the reference function), and FP8 linears.
+prefill and a denoising call through the reference blocks, the transformed ones (fused q/k/v,
+GELU epilogue), the transformed ones compiled by ``torch.compile`` (inductor: the all-reduces are
+functional collectives inside the compiled block) and FP8 linears.  The test process runs the
+unsharded DiT: the reference blocks (all three compute the reference function), and FP8
+linears.
 
 A shard built before it holds values (a worker rank's, rank 0's of a parallel engine) loads its
 part of each checkpoint tensor, or of the whole model's random draw, and quantizes FP8 weights
@@ -17,7 +18,7 @@ after the cut: the same weights as cutting, then quantizing the whole model.
 import multiprocessing
 import traceback
 
-from dit_support import call_inputs, fast_processors, make_dit, rel, run_call
+from dit_support import call_inputs, make_dit, rel, run_call, transformed
 import pytest
 import torch
 import torch.distributed as dist
@@ -34,18 +35,18 @@ from dreamzero_ros.engine.parallel.tensor_parallel import (
 )
 from dreamzero_ros.engine.speed.acceleration import (
     AccelerationConfig,
-    block_processors,
     held_fp8_mode,
+    prepare_blocks,
     quantize_dit_,
 )
 from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-#: name -> (model dtype, acceleration options; None: the fast processor, eager)
+#: name -> (model dtype, acceleration options; None: the transformed blocks, eager)
 VARIANTS = {
     'reference': (torch.float32, AccelerationConfig()),
-    'fast': (torch.float32, None),
+    'transformed': (torch.float32, None),
     'inductor': (torch.float32, AccelerationConfig(compile=True)),
     'fp8': (torch.bfloat16, AccelerationConfig(fp8_linear='rowwise')),
 }
@@ -53,8 +54,8 @@ TIMEOUT_S = 300
 
 
 def _outputs(dit, options: AccelerationConfig | None) -> dict[str, torch.Tensor]:
-    processors = fast_processors(dit) if options is None else block_processors(dit, options)
-    out, _ = run_call(dit, call_inputs(dit), processors)
+    runs = transformed(dit) if options is None else prepare_blocks(dit, options)
+    out, _ = run_call(dit, call_inputs(dit), runs)
     return {'video': out.video, 'action': out.action}
 
 
@@ -102,7 +103,7 @@ def unsharded():
     return _outputs(make_dit(), AccelerationConfig())
 
 
-@pytest.mark.parametrize('variant', ['reference', 'fast', 'inductor'])
+@pytest.mark.parametrize('variant', ['reference', 'transformed', 'inductor'])
 def test_sharded_calls_equal_the_unsharded_dit(sharded, unsharded, variant):
     want = unsharded
     for result in sharded:
@@ -215,4 +216,4 @@ def test_a_shard_refuses_to_compute_before_it_joined_its_group():
     with pytest.raises(RuntimeError, match='not joined its tensor-parallel group'):
         run_call(dit, call_inputs(dit))
     with pytest.raises(RuntimeError, match='not joined its tensor-parallel group'):
-        fast_processors(dit)
+        run_call(dit, call_inputs(dit), transformed(dit))

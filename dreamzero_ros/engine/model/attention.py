@@ -1,27 +1,38 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Attention kernels of the DiT: one place that calls torch's scaled-dot-product attention.
+"""Attention of the DiT: torch custom ops in front of a registry of attention functions.
 
 Tensors are kept in the ``(batch, tokens, heads, head_dim)`` layout that the linear projections
 produce and that flash attention consumes natively; :func:`sdpa` hands torch transposed views
 (no copies), so the flash / cuDNN / memory-efficient kernels are used on the GPU and the math
 kernel on the CPU.
 
-Self-attention of a DiT call goes through a :class:`SelfAttentionBackend`: the K/V cache
-(:class:`.kv_cache.KVCache`) is the one used at inference; tests plug in a
-masked full-sequence backend to check the cache against the block-causal reference.
+The DiT block attends through two ops, which ``torch.compile`` keeps as one opaque call each
+(their fake implementations give the output's shape), so a compiled block has no graph break
+and the kernel is chosen when the op runs, not when the block is traced:
 
-:func:`attention_kernel` picks the kernel torch uses (``auto`` leaves the choice to torch, the
-reference); a named kernel is tried first and torch falls back to the others where it cannot run
-a call (on the CPU only ``math`` and torch's CPU flash kernel exist).  ``fa3`` is
-FlashAttention-3 (Hopper), not part of torch: the ``flash_attn_3`` package built from
-Dao-AILab/flash-attention's ``hopper/`` folder; with it the unmasked bf16/fp16 CUDA calls run
-in FlashAttention-3 (which takes the same ``(B, L, H, D)`` layout) and the others in torch's
-kernels, cuDNN first.  ``fp8`` is the engine's own FP8 attention over an FP8 K/V cache
-(:mod:`.fp8_attention_kernel`, Triton, GPUs with FP8 tensor cores): inside its context
-:meth:`.kv_cache.Fp8KVCache.attend_written` calls the op ``torch.ops.dreamzero.fp8_kv_attention``
-(:func:`fp8_kv_attention_active`); the other calls run in torch's kernels, cuDNN first.
+* ``torch.ops.dreamzero.attention`` (:func:`attention`): ``q`` over ``k, v``, unmasked
+  (cross-attention);
+* ``torch.ops.dreamzero.kv_cache_attention`` (:func:`kv_cache_attention`): ``q`` over a layer's
+  K/V cache window (self-attention), whose cached tokens may be held in FP8.
+
+Both run the function of :data:`ATTENTION_FUNCTIONS` that the active :func:`attention_kernel`
+names (a registry, as diffusers' ``attention_dispatch``): ``sdpa`` -- torch's
+scaled-dot-product attention, ``auto`` leaving the kernel to torch (the reference), a named
+kernel tried first and torch falling back to the others where it cannot run a call (on the CPU
+only ``math`` and torch's CPU flash kernel exist) -- or ``fa3``: FlashAttention-3 (Hopper), not
+part of torch but the ``flash_attn_3`` package built from Dao-AILab/flash-attention's
+``hopper/`` folder, which takes the unmasked bf16/fp16 CUDA calls (same ``(B, L, H, D)``
+layout) and leaves the others to torch, cuDNN first.  ``fp8`` is the engine's own FP8
+attention over an FP8 K/V cache (:mod:`.fp8_attention_kernel`, Triton, GPUs with FP8 tensor
+cores): the FP8 cache hands the op its FP8 tokens (:func:`fp8_kv_attention_active`) and the op
+calls ``torch.ops.dreamzero.fp8_kv_attention``; the other calls run in torch's kernels, cuDNN
+first.
+
+Self-attention of a DiT call goes through a :class:`SelfAttentionBackend`: the K/V cache
+(:class:`.kv_cache.KVCache`) is the one used at inference; tests plug in a masked
+full-sequence backend to check the cache against the block-causal reference.
 """
 
 from __future__ import annotations
@@ -40,11 +51,15 @@ import torch.nn.functional as F  # noqa: N812
 from dreamzero_ros.engine.option_names import ATTENTION_BACKENDS
 
 __all__ = [
+    'ATTENTION_FUNCTIONS',
     'ATTENTION_KERNELS',
+    'LayerAttention',
     'SelfAttentionBackend',
+    'attention',
     'attention_kernel',
     'flash_attention_3',
     'fp8_kv_attention_active',
+    'kv_cache_attention',
     'sdpa',
 ]
 
@@ -61,8 +76,8 @@ _PREFERRED = {
 ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
     name: _PREFERRED.get(name) for name in ATTENTION_BACKENDS
 }
-#: The FlashAttention-3 forward op while ``attention_kernel('fa3')`` is active, else None.
-_FA3_FORWARD: ContextVar[Callable | None] = ContextVar('fa3_forward', default=None)
+#: The attention function of the active :func:`attention_kernel` (a key of ATTENTION_FUNCTIONS).
+_FUNCTION: ContextVar[str] = ContextVar('attention_function', default='sdpa')
 #: Whether ``attention_kernel('fp8')`` is active (the FP8 K/V cache attends in FP8).
 _FP8_KV: ContextVar[bool] = ContextVar('fp8_kv_attention', default=False)
 _FALLBACK_ORDER = (
@@ -95,11 +110,12 @@ def flash_attention_3() -> Callable:
 def _kernel_context(name: str) -> Iterator[None]:
     """The context of :func:`attention_kernel`.
 
-    Every name sets both the FA3 and the FP8 flag, so a context nested in another one replaces
-    its choice.
+    Every name sets both the attention function and the FP8 flag, so a context nested in
+    another one replaces its choice.
     """
-    fa3 = flash_attention_3() if name == 'fa3' else None
-    fa3_token = _FA3_FORWARD.set(fa3)
+    if name == 'fa3':
+        flash_attention_3()  # refused on entry where it is missing
+    function_token = _FUNCTION.set('fa3' if name == 'fa3' else 'sdpa')
     fp8_token = _FP8_KV.set(name == 'fp8')
     try:
         preferred = ATTENTION_KERNELS[name]
@@ -111,7 +127,7 @@ def _kernel_context(name: str) -> Iterator[None]:
                 yield
     finally:
         _FP8_KV.reset(fp8_token)
-        _FA3_FORWARD.reset(fa3_token)
+        _FUNCTION.reset(function_token)
 
 
 def fp8_kv_attention_active() -> bool:
@@ -120,7 +136,9 @@ def fp8_kv_attention_active() -> bool:
 
 
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
-    """Context in which :func:`sdpa` prefers the kernel ``name`` (see :data:`ATTENTION_KERNELS`).
+    """Context in which the attention ops and :func:`sdpa` prefer the kernel ``name``.
+
+    (See :data:`ATTENTION_KERNELS`; ``fa3`` and ``fp8`` pick the ops' function or FP8 path.)
 
     ``fa3`` raises RuntimeError on entry when FlashAttention-3 is not installed.
     """
@@ -131,15 +149,6 @@ def attention_kernel(name: str) -> contextlib.AbstractContextManager:
     return _kernel_context(name)
 
 
-def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether FlashAttention-3 can take an unmasked call (CUDA, 16-bit, unit last stride)."""
-    return (
-        q.is_cuda
-        and q.dtype in (torch.bfloat16, torch.float16)
-        and all(t.stride(-1) == 1 for t in (q, k, v))
-    )
-
-
 def sdpa(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -148,25 +157,114 @@ def sdpa(
 ) -> torch.Tensor:
     """Attention of ``q (B, Lq, H, D)`` over ``k, v (B, Lk, H, D)``; returns ``(B, Lq, H, D)``.
 
-    ``mask`` (optional, boolean, broadcastable to ``(B, H, Lq, Lk)``) marks allowed pairs.
-    The softmax scale is ``D ** -0.5``.
+    Torch's scaled-dot-product attention, the kernel of its choice (or of the active
+    :func:`attention_kernel`).  ``mask`` (optional, boolean, broadcastable to
+    ``(B, H, Lq, Lk)``) marks allowed pairs.  The softmax scale is ``D ** -0.5``.
     """
-    forward = _FA3_FORWARD.get()
-    if forward is not None and mask is None and _fa3_takes(q, k, v):
-        return forward(q, k, v)[0]
     out = F.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
     )
     return out.transpose(1, 2)
 
 
-class SelfAttentionBackend(Protocol):
-    """How a DiT layer's self-attention sees keys and values beyond the tokens of the call."""
+def _fa3_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether FlashAttention-3 can take a call (CUDA, 16-bit, unit last stride)."""
+    return (
+        q.is_cuda
+        and q.dtype in (torch.bfloat16, torch.float16)
+        and all(t.stride(-1) == 1 for t in (q, k, v))
+    )
 
-    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Attention output ``(B, L, H, D)`` for the call's rotated ``q, k`` and ``v``."""
+
+def _fa3(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """FlashAttention-3 where it takes the call, else :func:`sdpa`."""
+    if _fa3_takes(q, k, v):
+        return flash_attention_3()(q, k, v)[0]
+    return sdpa(q, k, v)
+
+
+#: The attention functions the ops dispatch to, ``(q, k, v) -> out`` in ``(B, L, H, D)``.
+ATTENTION_FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]
+ATTENTION_FUNCTIONS = {'sdpa': sdpa, 'fa3': _fa3}
+
+
+def _dispatch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The active function's attention, contiguous (as the ops' fake implementations)."""
+    return ATTENTION_FUNCTIONS[_FUNCTION.get()](q, k, v).contiguous()
+
+
+@torch.library.custom_op('dreamzero::attention', mutates_args=())
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Unmasked attention of ``q (B, Lq, H, D)`` over ``k, v (B, Lk, H, D)``: ``(B, Lq, H, D)``.
+
+    Runs the active :func:`attention_kernel`'s function; softmax scale ``D ** -0.5``.
+    """
+    return _dispatch(q, k, v)
+
+
+@attention.register_fake
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return q.new_empty(q.shape)
+
+
+@torch.library.custom_op('dreamzero::kv_cache_attention', mutates_args=())
+def kv_cache_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    k_fp8: torch.Tensor | None = None,
+    v_fp8: torch.Tensor | None = None,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
+    v_fp8_t: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Attention of ``q (B, Lq, H, D)`` over a layer's K/V cache window ``k, v (B, Lk, H, D)``.
+
+    With ``k_fp8, v_fp8 (B, Lc, H, D)`` (e4m3) and ``k_scale, v_scale (B, Lc, H, 1)`` the
+    window's first ``Lc`` tokens are those FP8 values times their scales (their places in
+    ``k, v`` are not read; ``v_fp8_t (B, H, D, Lc)``, optional: the same values token-contiguous)
+    and the FP8 kernel attends
+    (:func:`.fp8_attention_kernel.fp8_kv_attention`); otherwise the active function of
+    :data:`ATTENTION_FUNCTIONS` attends over ``k, v``.
+    """
+    if k_fp8 is None or v_fp8 is None or k_scale is None or v_scale is None:
+        return _dispatch(q, k, v)
+    from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention  # Triton
+
+    cached = k_fp8.shape[1]
+    new_k, new_v = k[:, cached:], v[:, cached:]
+    return fp8_kv_attention(q, k_fp8, v_fp8, k_scale, v_scale, new_k, new_v, v_fp8_t)
+
+
+@kv_cache_attention.register_fake
+def _(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    k_fp8: torch.Tensor | None = None,
+    v_fp8: torch.Tensor | None = None,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
+    v_fp8_t: torch.Tensor | None = None,
+) -> torch.Tensor:
+    return q.new_empty(q.shape)
+
+
+class LayerAttention(Protocol):
+    """One DiT layer's self-attention over the call's tokens and what the backend holds."""
+
+    def write(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Keep the call's rotated ``k`` and ``v`` (``(B, L, H, D)``)."""
         ...
 
-    def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Keep the call's rotated ``k`` and ``v`` without attending (a prefill's last block)."""
+    def attend_written(self, q: torch.Tensor) -> torch.Tensor:
+        """Attention output ``(B, L, H, D)`` of the call's rotated ``q`` over what is kept."""
+        ...
+
+
+class SelfAttentionBackend(Protocol):
+    """How the DiT's self-attention sees keys and values beyond the tokens of the call."""
+
+    def layer(self, index: int) -> LayerAttention:
+        """The self-attention of layer ``index`` in the current call."""
         ...

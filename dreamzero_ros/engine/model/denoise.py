@@ -71,7 +71,7 @@ from dreamzero_ros.engine.model.dit import CausalWanDiT, CrossAttentionContext, 
 from dreamzero_ros.engine.model.kv_cache import KVCache
 from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler, sample_noise
 from dreamzero_ros.engine.option_names import KV_CACHE_KINDS
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, block_processors
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig, StepSchedule
 
 __all__ = [
@@ -299,8 +299,8 @@ class ChunkDenoiser:
             FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
             for _ in range(2)
         ]
-        #: How the DiT's blocks compute for this denoiser (installed before every chunk).
-        self.block_processors = block_processors(dit, self.config.acceleration)
+        #: How the DiT's blocks run for this denoiser (installed before every chunk).
+        self.block_runs = prepare_blocks(dit, self.config.acceleration)
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""
@@ -376,7 +376,7 @@ class ChunkDenoiser:
         self.validate(session, inputs)
         self.layout.before_chunk(session, inputs)
         try:
-            self.dit.set_block_processor(self.block_processors)
+            self.block_runs.install(self.dit)
             with attention_kernel(self.config.acceleration.attention_backend):
                 return self._run(session, inputs)
         except BaseException:

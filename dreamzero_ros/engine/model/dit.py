@@ -31,10 +31,14 @@ projected once per context window by :meth:`CausalWanDiT.prepare_context` (upstr
 them every call; the result is the same).  A prefill needs only the keys and values of its clean
 frames, so its last block stops once they are cached.
 
-This is the reference model.  Speed is applied from outside, as diffusers does for Wan: each
-block computes through its :attr:`DiTBlock.processor` (here :class:`ReferenceBlockProcessor`),
-which :mod:`.acceleration` replaces by an equal, faster one; attention runs in
-:func:`.attention.sdpa`, the one function that owns the attention kernel.
+This is the reference model, and the one that runs: speed is applied from outside, as diffusers
+does for Wan (:mod:`.acceleration`): module transforms that compute the same function (one q/k/v
+product, FP8 linears, the FFN's GELU in its product's epilogue) and ``torch.compile`` of each
+:class:`DiTBlock` as written.  Attention runs in the ops of :mod:`.attention`
+(``dreamzero::kv_cache_attention`` over the K/V cache, ``dreamzero::attention`` for the
+cross-attention), which own the attention kernel.  A tensor-parallel shard
+(:mod:`.tensor_parallel`) sums the outputs of its row-parallel linears over its group
+(:func:`.collectives.all_reduce_sum`, identity for a whole model).
 
 Numerics follow upstream: RMSNorm in float32, sinusoidal time features in float64 cast to the
 model dtype, rotary embeddings in float32 (upstream: float64) cast back to the model dtype.
@@ -42,30 +46,30 @@ model dtype, rotary embeddings in float32 (upstream: float64) cast back to the m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.attention import SelfAttentionBackend, sdpa
+from dreamzero_ros.engine.model.attention import LayerAttention, SelfAttentionBackend, attention
 from dreamzero_ros.engine.model.kv_cache import KV_CACHES, KVCache
 from dreamzero_ros.engine.model.rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
+from dreamzero_ros.engine.parallel.collectives import all_reduce_sum
 
 if TYPE_CHECKING:
     from dreamzero_ros.engine.parallel.tensor_parallel import TensorParallelShard
 
 __all__ = [
-    'BlockProcessor',
     'CausalWanDiT',
     'CrossAttentionContext',
+    'DiTBlock',
     'DiTConfig',
     'DiTOutput',
     'Modulation',
-    'ReferenceBlockProcessor',
 ]
 
 #: Keys and values of a block's cross-attention: ``(k_text, v_text, k_image, v_image)``.
@@ -255,42 +259,32 @@ class Modulation:
     frames: int
     uniform: bool
 
+    def per_token(self, vectors: torch.Tensor, tokens: int) -> torch.Tensor:
+        """Each token's vector of ``vectors (B, frames + R, C)`` (one per frame and register).
 
-class BlockProcessor(Protocol):
-    """How a :class:`DiTBlock` computes: the reference, or an equal function that is faster."""
-
-    def __call__(
-        self,
-        block: DiTBlock,
-        x: torch.Tensor,
-        modulation: Modulation,
-        rotary: Rotary,
-        cross_kv: CrossKV,
-        backend: SelfAttentionBackend,
-        layer: int,
-    ) -> torch.Tensor:
-        """The block's output for tokens ``x (B, L, C)``."""
-        ...
-
-    def cache_keys_values(
-        self,
-        block: DiTBlock,
-        x: torch.Tensor,
-        modulation: Modulation,
-        rotary: Rotary,
-        backend: SelfAttentionBackend,
-        layer: int,
-    ) -> None:
-        """Only the self-attention keys and values of ``x``, stored in ``backend``."""
-        ...
+        Returns ``(B, tokens, C)``, or ``(B, 1, C)`` where every token shares one vector: in a
+        uniform call one vector is broadcast over the video tokens (selected by token position
+        where register tokens follow), otherwise each token's is gathered by its segment.
+        """
+        frames = self.frames
+        registers = vectors.shape[1] - frames
+        video = tokens - registers
+        if self.uniform:
+            if not registers:
+                return vectors[:, :1]
+            register = torch.arange(tokens, device=vectors.device)[:, None] >= video
+            return torch.where(register, vectors[:, frames : frames + 1], vectors[:, :1])
+        segment = torch.cat(
+            [
+                torch.arange(video, device=vectors.device) // (video // frames),
+                frames + torch.arange(registers, device=vectors.device),
+            ]
+        )
+        return vectors[:, segment]
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return x * (1 + scale) + shift
-
-
-def _gated_residual(x: torch.Tensor, y: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-    return x + y * gate
 
 
 class RMSNorm(nn.Module):
@@ -350,7 +344,7 @@ class ActionEncoder(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Causal self-attention projections with QK RMSNorm (attention itself in the backend)."""
+    """Causal self-attention: projections with QK RMSNorm; attention in the layer's backend."""
 
     def __init__(self, dim: int, num_heads: int, qk_norm: bool, eps: float) -> None:
         super().__init__()
@@ -362,21 +356,27 @@ class SelfAttention(nn.Module):
         self.norm_q = RMSNorm(dim, eps) if qk_norm else nn.Identity()
         self.norm_k = RMSNorm(dim, eps) if qk_norm else nn.Identity()
 
-    def project(
-        self, x: torch.Tensor, rotary: Rotary
+    def normalize_and_rotate(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotary: Rotary
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Rotated queries and keys and the values of ``x``, ``(B, L, heads, head_dim)`` each."""
-        b, s, _ = x.shape
-        q = self.norm_q(self.q(x)).view(b, s, self.num_heads, -1)
-        k = self.norm_k(self.k(x)).view(b, s, self.num_heads, -1)
-        v = self.v(x).view(b, s, self.num_heads, -1)
-        return apply_rotary(q, rotary), apply_rotary(k, rotary), v
+        """QK RMSNorm and rotary embedding of ``q, k, v (B, L, dim)``: ``(B, L, heads, D)`` each."""
+        heads = self.num_heads
+        q = apply_rotary(self.norm_q(q).unflatten(-1, (heads, -1)), rotary)
+        k = apply_rotary(self.norm_k(k).unflatten(-1, (heads, -1)), rotary)
+        return q, k, v.unflatten(-1, (heads, -1))
 
-    def forward(
-        self, x: torch.Tensor, rotary: Rotary, backend: SelfAttentionBackend, layer: int
+    def write_keys_values(
+        self, x: torch.Tensor, rotary: Rotary, kv: LayerAttention
     ) -> torch.Tensor:
-        q, k, v = self.project(x, rotary)
-        return self.o(backend.attend(layer, q, k, v).flatten(2))
+        """Write the rotated keys and the values of ``x`` into ``kv``; return the queries."""
+        q, k, v = self.normalize_and_rotate(self.q(x), self.k(x), self.v(x), rotary)
+        kv.write(k, v)
+        return q
+
+    def forward(self, x: torch.Tensor, rotary: Rotary, kv: LayerAttention) -> torch.Tensor:
+        """The attention output of ``x (B, L, C)``, before any tensor-parallel sum."""
+        q = self.write_keys_values(x, rotary, kv)
+        return self.o(kv.attend_written(q).flatten(2))
 
 
 class I2VCrossAttention(nn.Module):
@@ -408,61 +408,20 @@ class I2VCrossAttention(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, kv: CrossKV) -> torch.Tensor:
-        b, s, _ = x.shape
+        """The attention output of ``x (B, L, C)``, before any tensor-parallel sum."""
         k_text, v_text, k_img, v_img = kv
-        q = self.norm_q(self.q(x)).view(b, s, self.num_heads, -1)
-        out = sdpa(q, k_text, v_text).flatten(2) + sdpa(q, k_img, v_img).flatten(2)
-        return self.o(out)
-
-
-class ReferenceBlockProcessor:
-    """The reference computation of a :class:`DiTBlock` (upstream's, module by module)."""
-
-    def __call__(
-        self,
-        block: DiTBlock,
-        x: torch.Tensor,
-        modulation: Modulation,
-        rotary: Rotary,
-        cross_kv: CrossKV,
-        backend: SelfAttentionBackend,
-        layer: int,
-    ) -> torch.Tensor:
-        """``x (B, L, C)`` through the block, modulated per segment (see :class:`Modulation`)."""
-        frames = modulation.frames
-        mod = (block.modulation.unsqueeze(0) + modulation.e0).unbind(2)
-        shift1, scale1, gate1, shift2, scale2, gate2 = mod
-        h = _segmentwise(_modulate, frames, (block.norm1(x),), (shift1, scale1))
-        y = block.self_attn(h, rotary, backend, layer)
-        x = _segmentwise(_gated_residual, frames, (x, y), (gate1,))
-        x = x + block.cross_attn(block.norm3(x), cross_kv)
-        h = _segmentwise(_modulate, frames, (block.norm2(x),), (shift2, scale2))
-        return _segmentwise(_gated_residual, frames, (x, block.ffn(h)), (gate2,))
-
-    def cache_keys_values(
-        self,
-        block: DiTBlock,
-        x: torch.Tensor,
-        modulation: Modulation,
-        rotary: Rotary,
-        backend: SelfAttentionBackend,
-        layer: int,
-    ) -> None:
-        """The self-attention keys and values of ``x``, stored in ``backend``."""
-        shift1, scale1 = (block.modulation[:, :2].unsqueeze(0) + modulation.e0[:, :, :2]).unbind(2)
-        h = _segmentwise(_modulate, modulation.frames, (block.norm1(x),), (shift1, scale1))
-        _, k, v = block.self_attn.project(h, rotary)
-        backend.store(layer, k, v)
-
-
-#: The processor every block starts with.
-REFERENCE_PROCESSOR = ReferenceBlockProcessor()
+        q = self.norm_q(self.q(x)).unflatten(-1, (self.num_heads, -1))
+        return self.o(
+            attention(q, k_text, v_text).flatten(2) + attention(q, k_img, v_img).flatten(2)
+        )
 
 
 class DiTBlock(nn.Module):
     """Self-attention, cross-attention and FFN with per-token AdaLN modulation.
 
-    :attr:`processor` computes it (:class:`ReferenceBlockProcessor` unless replaced).
+    ``tp_group``: the process group of a tensor-parallel shard (:mod:`.tensor_parallel`), over
+    which the outputs of the row-parallel linears (``self_attn.o``, ``cross_attn.o``,
+    ``ffn.2``) are summed; None for a whole model.
     """
 
     def __init__(self, config: DiTConfig) -> None:
@@ -484,7 +443,7 @@ class DiTBlock(nn.Module):
         )
         self.modulation = nn.Parameter(torch.empty(1, 6, dim))
         nn.init.normal_(self.modulation, std=dim**-0.5)
-        self.processor: BlockProcessor = REFERENCE_PROCESSOR
+        self.tp_group: str | None = None
 
     def forward(
         self,
@@ -492,22 +451,27 @@ class DiTBlock(nn.Module):
         modulation: Modulation,
         rotary: Rotary,
         cross_kv: CrossKV,
-        backend: SelfAttentionBackend,
-        layer: int,
+        kv: LayerAttention,
     ) -> torch.Tensor:
-        """``x (B, L, C)`` through the block (see :class:`BlockProcessor`)."""
-        return self.processor(self, x, modulation, rotary, cross_kv, backend, layer)
+        """``x (B, L, C)`` through the block, each token modulated by its own vectors."""
+        tokens = x.shape[1]
+        mod = (self.modulation.unsqueeze(0) + modulation.e0).unbind(2)
+        shift1, scale1, gate1, shift2, scale2, gate2 = (
+            modulation.per_token(m, tokens) for m in mod
+        )
+        y = self.self_attn(_modulate(self.norm1(x), shift1, scale1), rotary, kv)
+        x = x + all_reduce_sum(y, self.tp_group) * gate1
+        x = x + all_reduce_sum(self.cross_attn(self.norm3(x), cross_kv), self.tp_group)
+        y = self.ffn(_modulate(self.norm2(x), shift2, scale2))
+        return x + all_reduce_sum(y, self.tp_group) * gate2
 
-    def cache_keys_values(
-        self,
-        x: torch.Tensor,
-        modulation: Modulation,
-        rotary: Rotary,
-        backend: SelfAttentionBackend,
-        layer: int,
+    def write_keys_values(
+        self, x: torch.Tensor, modulation: Modulation, rotary: Rotary, kv: LayerAttention
     ) -> None:
-        """Only the self-attention keys and values of ``x``, into ``backend`` (a prefill)."""
-        self.processor.cache_keys_values(self, x, modulation, rotary, backend, layer)
+        """Only the self-attention keys and values of ``x``, written into ``kv`` (a prefill)."""
+        mod = (self.modulation[:, :2].unsqueeze(0) + modulation.e0[:, :, :2]).unbind(2)
+        shift1, scale1 = (modulation.per_token(m, x.shape[1]) for m in mod)
+        self.self_attn.write_keys_values(_modulate(self.norm1(x), shift1, scale1), rotary, kv)
 
 
 class Head(nn.Module):
@@ -554,7 +518,6 @@ class CausalWanDiT(nn.Module):
         out = dit(noisy_latents, y, t_video, ctx, cache, start_frame,
                   action=noisy_actions, timestep_action=t_action, state=state)
 
-    :meth:`set_block_processor` replaces how the blocks compute (see :mod:`.acceleration`).
     """
 
     def __init__(self, config: DiTConfig) -> None:
@@ -586,19 +549,6 @@ class CausalWanDiT(nn.Module):
     def device(self) -> torch.device:
         """Device of the parameters."""
         return self.patch_embedding.weight.device
-
-    def set_block_processor(self, processor: BlockProcessor | Sequence[BlockProcessor]) -> None:
-        """Let every block compute through ``processor``, or block ``i`` through ``processor[i]``.
-
-        Processors change how the blocks compute, never what (see :mod:`.acceleration`).
-        """
-        processors = (
-            list(processor) if isinstance(processor, Sequence) else [processor] * len(self.blocks)
-        )
-        if len(processors) != len(self.blocks):
-            raise ValueError(f'{len(processors)} processors for {len(self.blocks)} blocks')
-        for block, block_processor in zip(self.blocks, processors, strict=True):
-            block.processor = block_processor
 
     @property
     def dtype(self) -> torch.dtype:
@@ -712,7 +662,7 @@ class CausalWanDiT(nn.Module):
     ) -> torch.Tensor:
         """All blocks on tokens ``x`` laid out as ``modulation.frames`` frames then registers."""
         for i, block in enumerate(self.blocks):
-            x = block(x, modulation, rotary, context.layers[i], backend, i)
+            x = block(x, modulation, rotary, context.layers[i], backend.layer(i))
         return x
 
     def unpatchify(self, x: torch.Tensor, grid: tuple[int, int, int]) -> torch.Tensor:
@@ -768,8 +718,8 @@ class CausalWanDiT(nn.Module):
         cache.begin(x.shape[1], 0)
         *body, last = self.blocks
         for i, block in enumerate(body):
-            x = block(x, modulation, rotary, context.layers[i], cache, i)
-        last.cache_keys_values(x, modulation, rotary, cache, len(body))
+            x = block(x, modulation, rotary, context.layers[i], cache.layer(i))
+        last.write_keys_values(x, modulation, rotary, cache.layer(len(body)))
         cache.commit()
 
     def forward(

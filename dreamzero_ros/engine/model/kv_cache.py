@@ -15,20 +15,69 @@ happens in practice; it is kept for fidelity.
 
 Buffers are allocated once at full capacity, ``(layers, batch, capacity, heads, head_dim)``, so
 shapes inside a chunk are static (CUDA-graph and torch.compile friendly) and no per-step
-concatenation of the context is needed.  For batched CFG the batch holds the conditional rows
-followed by the unconditional rows, i.e. each branch keeps its own cache rows.
+concatenation of the context is needed.  The capacity has one spare token: no call's window
+(:meth:`KVCache.layer`) is a whole buffer, so every window of a many-row cache has the same
+memory layout (its rows not contiguous with each other), and code compiled for one serves all.
+For batched CFG the batch holds the conditional rows followed by the unconditional rows, i.e.
+each branch keeps its own cache rows.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.model.attention import fp8_kv_attention_active, sdpa
+from dreamzero_ros.engine.model.attention import fp8_kv_attention_active, kv_cache_attention
 from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE, FP8_MAX
 
-__all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache']
+__all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache', 'LayerKV']
+
+
+@dataclass(frozen=True)
+class LayerKV:
+    """One layer's K/V cache window in a DiT call: the cached tokens, then the call's ``new``.
+
+    ``k, v (B, cached + new, H, D)`` are views of the cache's buffers in the model dtype.  Where
+    the cache holds its tokens in FP8 and the FP8 kernel attends, ``k_fp8, v_fp8 (B, cached, H,
+    D)`` and ``k_scale, v_scale (B, cached, H, 1)`` hold the cached tokens instead (then the
+    cached part of ``k, v`` is not read), and ``v_fp8_t (B, H, D, cached)`` the same values
+    token-contiguous.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+    new: int
+    k_fp8: torch.Tensor | None = None
+    v_fp8: torch.Tensor | None = None
+    k_scale: torch.Tensor | None = None
+    v_scale: torch.Tensor | None = None
+    v_fp8_t: torch.Tensor | None = None
+
+    def slots(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of the window's places of the call's new keys and values."""
+        cached = self.k.shape[1] - self.new
+        return self.k[:, cached:], self.v[:, cached:]
+
+    def write(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the call's rotated ``k`` and ``v`` into the window, after the cached tokens."""
+        if k.shape[1] != self.new:
+            raise RuntimeError(f'got {k.shape[1]} new tokens, the call announced {self.new}')
+        k_slot, v_slot = self.slots()
+        k_slot.copy_(k)
+        v_slot.copy_(v)
+
+    def attend_written(self, q: torch.Tensor) -> torch.Tensor:
+        """Attend ``q`` over the cached tokens and the new ones already written to the slots."""
+        return kv_cache_attention(
+            q, self.k, self.v, self.k_fp8, self.v_fp8, self.k_scale, self.v_scale, self.v_fp8_t
+        )
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Write the call's ``k, v`` into the window and attend ``q`` over it."""
+        self.write(k, v)
+        return self.attend_written(q)
 
 
 class KVCache:
@@ -56,7 +105,7 @@ class KVCache:
     ) -> None:
         self.max_video_tokens = max_video_tokens
         self.max_register_tokens = max_register_tokens
-        capacity = max_video_tokens + max_register_tokens
+        capacity = max_video_tokens + max_register_tokens + 1  # the spare token (above)
         self._allocate((num_layers, batch, capacity, num_heads, head_dim), dtype, device)
         self.length = 0
         self._new_video = 0
@@ -122,37 +171,29 @@ class KVCache:
         view._is_view = True
         return view
 
+    def layer(self, index: int) -> LayerKV:
+        """Layer ``index``'s window in the current call (views of the buffers)."""
+        end = self.length + self._new_total
+        return LayerKV(self.k[index, :, :end], self.v[index, :, :end], self._new_total)
+
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Write the call's ``k, v`` after the cache and attend ``q`` over cache + new tokens."""
-        self.store(layer, k, v)
-        return self.attend_written(layer, q)
+        return self.layer(layer).attend(q, k, v)
 
     def slots(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Views of ``layer``'s key and value buffers that hold the call's new tokens.
-
-        A block processor may write the new keys/values straight into them (instead of
-        :meth:`store`), then call :meth:`attend_written`.
-        """
-        end = self.length + self._new_total
-        return self.k[layer, :, self.length : end], self.v[layer, :, self.length : end]
+        """Views of ``layer``'s key and value buffers that hold the call's new tokens."""
+        return self.layer(layer).slots()
 
     def attend_written(self, layer: int, q: torch.Tensor) -> torch.Tensor:
         """Attend ``q`` over the cache and the new tokens already written to :meth:`slots`."""
-        end = self.length + self._new_total
-        return sdpa(q, self.k[layer, :, :end], self.v[layer, :, :end])
+        return self.layer(layer).attend_written(q)
 
     def store(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         """Write the call's ``k, v`` after the cache without attending.
 
         (The last layer of a prefill: nothing reads its attention output.)
         """
-        if k.shape[1] != self._new_total:
-            raise RuntimeError(
-                f'layer {layer}: got {k.shape[1]} new tokens, begin() announced {self._new_total}'
-            )
-        k_slot, v_slot = self.slots(layer)
-        k_slot.copy_(k)
-        v_slot.copy_(v)
+        self.layer(layer).write(k, v)
 
     def commit(self) -> None:
         """Keep the video tokens of the last call (a prefill) in the cache."""
@@ -179,18 +220,23 @@ class Fp8KVCache(KVCache):
     Each cached key and value vector (one token, one head) is stored as e4m3 values with one
     scale in the model dtype (``amax / 448``).  A call's new keys and values are written in the
     model dtype into a working buffer of one layer, ``(batch, capacity, heads, head_dim)``,
-    right after the cached tokens (:meth:`slots`); attention dequantizes the layer's cached
-    tokens into the same buffer and attends over it, so a call attends its own tokens exactly.
+    right after the cached tokens (:meth:`layer`, which first dequantizes the layer's cached
+    tokens into the same buffer), and attention reads that buffer, so a call attends its own
+    tokens exactly.
     A prefill's new tokens (a call without register tokens: the only calls that are committed)
     are quantized into the store when the next layer starts writing and on :meth:`commit`; a
     denoising call's are never stored.
 
     Under ``attention_backend: fp8`` (:func:`.attention.fp8_kv_attention_active`) attention reads
-    the store and the new tokens directly (:func:`.fp8_attention_kernel.fp8_kv_attention`): no
-    cached token is dequantized.
+    the store and the new tokens directly (:func:`.fp8_attention_kernel.fp8_kv_attention`, through
+    :func:`.attention.kv_cache_attention`): no cached token is dequantized.  The cache then also
+    keeps the values token-contiguous, ``vt8 (layers, batch, heads, head_dim, capacity rounded
+    up to 16)``, the same e4m3 values written with the store (FP8 ``P V`` on Hopper reads V that
+    way round); made when the cache is built inside ``attention_kernel('fp8')``, else on first
+    use.
 
-    Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2, plus the working buffer of
-    one layer.
+    Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2 (one more byte per cached
+    value with ``vt8``), plus the working buffer of one layer.
     """
 
     def _allocate(
@@ -203,8 +249,34 @@ class Fp8KVCache(KVCache):
         self.v_scale = torch.zeros(scales, dtype=dtype, device=device)
         self.work_k = torch.zeros(shape[1:], dtype=dtype, device=device)
         self.work_v = torch.zeros(shape[1:], dtype=dtype, device=device)
+        self.vt8: torch.Tensor | None = None
+        if fp8_kv_attention_active():
+            self.vt8 = self._new_transposed()
         self._pending: int | None = None
         self._prefill = False
+
+    def _new_transposed(self) -> torch.Tensor:
+        """An empty ``vt8`` buffer (see the class docstring)."""
+        layers, batch, capacity, heads, head_dim = self.v8.shape
+        padded = -(-capacity // 16) * 16  # TMA reads rows of multiples of 16 bytes
+        shape = (layers, batch, heads, head_dim, padded)
+        return torch.zeros(shape, dtype=FP8_DTYPE, device=self.v8.device)
+
+    def _transposed_values(self) -> torch.Tensor:
+        """``vt8``, made from the store on first use."""
+        if self.vt8 is None:
+            if self._is_view:
+                raise RuntimeError('a row view of the cache cannot add transposed values')
+            vt8 = self._new_transposed()
+            vt8[..., : self.length] = self.v8[:, :, : self.length].permute(0, 1, 3, 4, 2)
+            self.vt8 = vt8
+        return self.vt8
+
+    def _drop_oldest(self, count: int) -> None:
+        if self.vt8 is not None:
+            keep = self.length - count
+            self.vt8[..., :keep] = self.vt8[..., count : self.length].clone()
+        super()._drop_oldest(count)
 
     def _stores(self) -> tuple[torch.Tensor, ...]:
         return self.k8, self.v8, self.k_scale, self.v_scale
@@ -225,8 +297,11 @@ class Fp8KVCache(KVCache):
         if not 0 < count <= self.batch:
             raise ValueError(f'rows must be in [1, {self.batch}], got {count}')
         self._flush()
+        if fp8_kv_attention_active():
+            self._transposed_values()
         view = copy.copy(self)
         view.k8, view.v8, view.k_scale, view.v_scale = (t[:, :count] for t in self._stores())
+        view.vt8 = None if self.vt8 is None else self.vt8[:, :count]
         view.work_k, view.work_v = self.work_k[:count], self.work_v[:count]
         view._is_view = True
         return view
@@ -244,36 +319,25 @@ class Fp8KVCache(KVCache):
             values, scales = _quantize_rows(work[:, new], work.dtype)
             store[layer, :, new] = values
             scale[layer, :, new] = scales
+        if self.vt8 is not None:  # the values just stored, token-contiguous
+            self.vt8[layer, ..., new] = self.v8[layer, :, new].permute(0, 2, 3, 1)
 
-    def slots(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The working buffer's slots of the call's new tokens (quantized later)."""
-        self._flush()
-        self._pending = layer
-        end = self.length + self._new_total
-        return self.work_k[:, self.length : end], self.work_v[:, self.length : end]
+    def layer(self, index: int) -> LayerKV:
+        """Layer ``index``'s window: the working buffer, or the FP8 store and the new tokens.
 
-    def attend_written(self, layer: int, q: torch.Tensor) -> torch.Tensor:
-        """Attend ``q`` over ``layer``'s cached tokens and the new ones.
-
-        The cached tokens are dequantized next to the new ones in the working buffer, or read in
-        FP8 by the FP8 attention op where it is active.
+        The last layer's pending new tokens are quantized first; then the layer's cached tokens
+        are dequantized into the working buffer next to the new ones, or, where the FP8
+        attention op is active, handed to it in FP8 (no cached token is dequantized).
         """
-        end = self.length + self._new_total
-        cached = self.length
-        if fp8_kv_attention_active():  # the kernels import Triton: here, not with the model
-            from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention
-
-            new = slice(cached, end)
-            return fp8_kv_attention(
-                q,
-                self.k8[layer, :, :cached],
-                self.v8[layer, :, :cached],
-                self.k_scale[layer, :, :cached],
-                self.v_scale[layer, :, :cached],
-                self.work_k[:, new],
-                self.work_v[:, new],
-            )
-        if cached:
+        self._flush()
+        self._pending = index
+        cached, end = self.length, self.length + self._new_total
+        window = (self.work_k[:, :end], self.work_v[:, :end], self._new_total)
+        if fp8_kv_attention_active():
+            stores = (t[index, :, :cached] for t in self._stores())
+            v_fp8_t = self._transposed_values()[index, ..., :cached]
+            return LayerKV(*window, *stores, v_fp8_t=v_fp8_t)
+        if cached:  # the kernel imports Triton: here, not with the model
             from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
 
             for work, store, scale in (
@@ -281,9 +345,9 @@ class Fp8KVCache(KVCache):
                 (self.work_v, self.v8, self.v_scale),
             ):
                 dequantize_into(
-                    store[layer, :, :cached], scale[layer, :, :cached], work[:, :cached]
+                    store[index, :, :cached], scale[index, :, :cached], work[:, :cached]
                 )
-        return sdpa(q, self.work_k[:, :end], self.work_v[:, :end])
+        return LayerKV(*window)
 
     def commit(self) -> None:
         """Quantize the last layer's new tokens, then keep the call's video tokens."""

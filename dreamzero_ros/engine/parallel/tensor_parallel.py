@@ -24,10 +24,11 @@ rank's shard with its own scales.  :func:`join_group_` then gives the shard its 
 
 Embeddings, time projections, modulations, the video head and the action/state MLPs stay
 replicated (a few percent of the FLOPs).  Per block that is three all-reduces of ``(B, L, dim)``
-and four tiny ones; outputs equal the unsharded model's up to float summation order.  The
-all-reduces run in forward hooks, so the DiT code is the same with and without sharding.
-The fast block processor (:mod:`.fast_blocks`), which reads the weights directly, does the same
-reductions itself.
+and four tiny ones; outputs equal the unsharded model's up to float summation order.  Every
+one is :func:`.collectives.all_reduce_sum` over the group: the DiT block calls it after its
+row-parallel linears (:attr:`~.dit.DiTBlock.tp_group`), the sharded QK norms on their
+statistics; eager and compiled blocks alike (a functional collective, which ``torch.compile``
+traces).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from torch import nn
 import torch.distributed as dist
 
 from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig, RMSNorm
+from dreamzero_ros.engine.parallel.collectives import all_reduce_sum
 from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 __all__ = [
@@ -136,8 +138,8 @@ def shard_problem(dit: CausalWanDiT, tp_size: int, tp_rank: int) -> str:
 class ShardedRMSNorm(nn.Module):
     """RMSNorm over a dimension split across ranks; holds this rank's weight slice.
 
-    Its ``group`` is set when the shard joins its group (:func:`join_group_`); before, it
-    refuses to run.
+    Its ``group`` (the name of the tensor-parallel process group) is set when the shard joins
+    its group (:func:`join_group_`); before, it refuses to run.
     """
 
     def __init__(self, weight: torch.Tensor, full_dim: int, eps: float) -> None:
@@ -145,25 +147,16 @@ class ShardedRMSNorm(nn.Module):
         self.weight = nn.Parameter(weight, requires_grad=False)
         self.full_dim = full_dim
         self.eps = eps
-        self.group: dist.ProcessGroup | None = None
+        self.group: str | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise ``x`` (this rank's channels) by the RMS over all ranks' channels."""
         if self.group is None:
             raise RuntimeError('the DiT shard has not joined its tensor-parallel group yet')
         xf = x.float()
-        squares = xf.pow(2).sum(dim=-1, keepdim=True)
-        dist.all_reduce(squares, group=self.group)
+        squares = all_reduce_sum(xf.pow(2).sum(dim=-1, keepdim=True), self.group)
         normed = xf * torch.rsqrt(squares / self.full_dim + self.eps)
         return normed.type_as(x) * self.weight
-
-
-def _all_reduce_output(group: dist.ProcessGroup):
-    def hook(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
-        dist.all_reduce(output, group=group)
-        return output
-
-    return hook
 
 
 class _Cutter:
@@ -245,9 +238,9 @@ def shard_dit_(dit: CausalWanDiT, rank: int, size: int) -> CausalWanDiT:
 def join_group_(dit: CausalWanDiT, group: dist.ProcessGroup) -> None:
     """Give the shard ``dit`` its tensor-parallel ``group`` (once), so that it computes.
 
-    Registers the all-reduces of the row-parallel outputs (``o``, cross-attention ``o``,
-    ``ffn.2``; forward hooks, for the reference block processor) and the group of the sharded
-    QK norms.  ``group`` must hold ``size`` ranks, this one at the shard's rank.
+    Every block then sums the outputs of its row-parallel linears (``o``, cross-attention
+    ``o``, ``ffn.2``) over the group, and the sharded QK norms their statistics.  ``group``
+    must hold ``size`` ranks, this one at the shard's rank.
     """
     shard = dit.tensor_parallel
     if shard is None or shard.group is not None:
@@ -256,9 +249,8 @@ def join_group_(dit: CausalWanDiT, group: dist.ProcessGroup) -> None:
     if (rank, size) != (shard.rank, shard.size):
         raise ValueError(f'shard {shard.rank} of {shard.size} cannot be rank {rank} of {size}')
     for block in dit.blocks:
-        for row_parallel in (block.self_attn.o, block.cross_attn.o, block.ffn[2]):
-            row_parallel.register_forward_hook(_all_reduce_output(group))
+        block.tp_group = group.group_name
         for module in block.modules():
             if isinstance(module, ShardedRMSNorm):
-                module.group = group
+                module.group = group.group_name
     dit.tensor_parallel = replace(shard, group=group)

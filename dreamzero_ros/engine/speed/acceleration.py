@@ -5,44 +5,54 @@
 
 :class:`AccelerationConfig` holds the options (the defaults are the reference path):
 
-* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: the stages of every DiT
-  block between its attention calls are compiled (the repeated block, compiled once for all
-  40); on CUDA the VAE encoder's norm/SiLU/time padding are compiled into one kernel per layer,
-  its activations kept ``channels_last_3d``, and cuDNN picks its fastest convolutions;
+* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: every DiT block is
+  compiled as written (diffusers' repeated-blocks compilation: each block instance, one graph
+  shared by all 40, attention an opaque op inside it); on CUDA the VAE encoder's
+  norm/SiLU/time padding are compiled into one kernel per layer, its activations kept
+  ``channels_last_3d``, and cuDNN picks its fastest convolutions;
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
   instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
-* ``attention_backend``: the attention kernel :func:`.attention.sdpa` prefers (``auto``: torch's
-  choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``: FlashAttention-3, or ``fp8``:
+* ``attention_backend``: the attention kernel the attention ops of :mod:`.attention` prefer
+  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``:
+  FlashAttention-3, or ``fp8``:
   the engine's FP8 attention over the FP8 K/V cache, :mod:`.fp8_attention_kernel`, which needs
   ``kv_cache: fp8`` and a GPU with FP8 tensor cores: :func:`check_attention_device`);
 * ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
 
-They are applied to a DiT from outside, as diffusers does for Wan: :func:`block_processors`
-fuses the projections in place and gives every block a
-:class:`.fast_blocks.FastBlockProcessor` when ``compile`` or ``fp8_linear`` is set (the
-reference processor otherwise), which the denoiser installs.  The fast processor computes the
-same function as the reference (``test_engine_fast_blocks.py`` holds them equal).
+They are applied to a DiT from outside, as diffusers does for Wan.  With ``compile`` or
+``fp8_linear`` set, :func:`prepare_blocks` transforms the blocks' modules in place
+(:mod:`.block_transforms`: FP8 linears, one q/k/v product with the QK-norm/rotary/K/V-write
+kernel, the FFN's GELU in its product's epilogue -- same values, same checkpoint keys, so
+engines sharing the DiT compute with them too) and, with ``compile``, compiles each block;
+the denoiser installs its engine's blocks (:meth:`BlockRuns.install`) before every chunk.  The
+blocks' code is the reference's; ``test_engine_block_transforms.py`` holds the transformed and
+compiled blocks equal to the reference ones.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from dreamzero_ros.engine.model.attention import ATTENTION_KERNELS, flash_attention_3
-from dreamzero_ros.engine.model.dit import REFERENCE_PROCESSOR, BlockProcessor, CausalWanDiT
+from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTBlock
+from dreamzero_ros.engine.model.kv_cache import LayerKV
 from dreamzero_ros.engine.option_names import FP8_MODES
 from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_linears_
 from dreamzero_ros.errors import ConfigError
 
 __all__ = [
     'AccelerationConfig',
+    'BlockRuns',
     'VAEEncoding',
-    'block_processors',
     'check_attention_device',
+    'compile_block',
     'held_fp8_mode',
+    'prepare_blocks',
     'quantize_dit_',
+    'transform_blocks_',
 ]
 
 _OFF = (False, None, 'off', 'none', '')
@@ -90,8 +100,8 @@ class AccelerationConfig:
         return 'inductor' if self.compile is True else str(self.compile)
 
     @property
-    def fast_blocks(self) -> bool:
-        """Whether the DiT blocks compute through :class:`.fast_blocks.FastBlockProcessor`."""
+    def transforms_blocks(self) -> bool:
+        """Whether the DiT blocks' modules are transformed (:mod:`.block_transforms`)."""
         return self.compile_backend is not None or self.fp8_linear != 'off'
 
 
@@ -126,21 +136,86 @@ def quantize_dit_(dit: CausalWanDiT, mode: str) -> None:
     In place: each model-dtype weight is released as its FP8 layer replaces it (on the ``meta``
     device only the shapes are taken).  The other weights (embeddings, heads) stay.
     """
+    from dreamzero_ros.engine.speed.block_transforms import unfuse_qkv_
+
     for block in dit.blocks:
-        block.self_attn.__dict__.pop('_fused_qkv', None)  # drop the fused model-dtype q/k/v
+        unfuse_qkv_(block.self_attn)  # drop the fused model-dtype q/k/v
         quantize_linears_(block, mode)
 
 
-def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[BlockProcessor]:
-    """The processors of ``dit``'s blocks under ``config``: fast ones, or the reference.
+def _allow_recompiles(limit: int = 64) -> None:
+    """Let the block keep a compiled graph per shape and variant (torch's default is 8)."""
+    config = torch._dynamo.config
+    name = 'recompile_limit' if hasattr(config, 'recompile_limit') else 'cache_size_limit'
+    setattr(config, name, max(getattr(config, name), limit))
 
-    Building fast processors fuses each block's q/k/v weights in place (same values and
-    checkpoint keys).  With ``fp8_linear`` a DiT that still holds model-dtype block linears is
-    quantized in place (:func:`quantize_dit_`): of a tensor-parallel DiT, the rank's shard (the
-    DiT is sharded before its processors are built).  Engines sharing the DiT then compute in
-    FP8 too, so a DiT held in FP8 refuses ``fp8_linear: off``.  Install the processors with
-    :meth:`~.dit.CausalWanDiT.set_block_processor`; the denoiser does before
-    every chunk, so engines that share one DiT each compute with their own.
+
+#: How a block is called: ``block(x, modulation, rotary, cross_kv, kv)``.
+BlockCall = Callable[..., torch.Tensor]
+
+
+def compile_block(block: DiTBlock, backend: str) -> BlockCall:
+    """``block``'s call compiled with ``backend`` (``nn.Module.compile``'s, as a function).
+
+    One graph per call shape serves every block (the parameters are graph inputs); attention is
+    one op in it.  A layer's K/V cache window grows with the cached tokens: its length is
+    marked dynamic (only the attention op and the slice of the new tokens read it), so the
+    graph is not specialised to each cache length.
+    """
+    _allow_recompiles()
+    compiled = torch.compile(block._call_impl, backend=backend, dynamic=False, fullgraph=True)
+
+    def call(*args: object) -> torch.Tensor:
+        kv = args[-1]
+        if isinstance(kv, LayerKV):
+            for window in (kv.k, kv.v, kv.k_fp8, kv.v_fp8, kv.k_scale, kv.v_scale):
+                if window is not None:
+                    torch._dynamo.maybe_mark_dynamic(window, 1)
+        return compiled(*args)
+
+    return call
+
+
+@dataclass(frozen=True)
+class BlockRuns:
+    """How an engine's DiT blocks run: eagerly, or each through its compiled call."""
+
+    calls: tuple[BlockCall | None, ...]
+
+    def install(self, dit: CausalWanDiT) -> None:
+        """Let ``dit``'s blocks run this way (engines sharing a DiT install theirs per chunk)."""
+        for block, call in zip(dit.blocks, self.calls, strict=True):
+            block._compiled_call_impl = call
+
+
+def transform_blocks_(dit: CausalWanDiT, fp8_linear: str = 'off') -> None:
+    """Apply the module transforms of :mod:`.block_transforms` to ``dit``'s blocks, in place.
+
+    FP8 linears first (``fp8_linear``: a scaling, or ``off``), then one q/k/v product with the
+    QK-norm/rotary/K/V-write kernel where it runs, then the FFN's GELU epilogue.
+    """
+    from dreamzero_ros.engine.speed import qk_rope_kernel  # Triton: only with the transforms
+    from dreamzero_ros.engine.speed.block_transforms import fuse_gelu_epilogue_, fuse_qkv_
+
+    if fp8_linear != held_fp8_mode(dit):
+        quantize_dit_(dit, fp8_linear)
+    # The kernel's statistics cover only the heads it sees: unsharded DiTs only.
+    qk_kernel = qk_rope_kernel.available(dit.device) and dit.tensor_parallel is None
+    for block in dit.blocks:
+        fuse_qkv_(block.self_attn, qk_kernel)
+        fuse_gelu_epilogue_(block.ffn)
+
+
+def prepare_blocks(dit: CausalWanDiT, config: AccelerationConfig) -> BlockRuns:
+    """Apply ``config``'s transforms to ``dit``'s blocks in place; return how they run.
+
+    With ``compile`` or ``fp8_linear`` the blocks' modules are transformed
+    (:mod:`.block_transforms`; same values and checkpoint keys).  With ``fp8_linear`` a DiT that
+    still holds model-dtype block linears is quantized in place (:func:`quantize_dit_`): of a
+    tensor-parallel DiT, the rank's shard (the DiT is sharded before).  Engines sharing the DiT
+    then compute in FP8 too, so a DiT held in FP8 refuses ``fp8_linear: off``.  With
+    ``compile`` each block is compiled (:func:`compile_block`).  Install the result with
+    :meth:`BlockRuns.install`; the denoiser does before every chunk.
     """
     held = held_fp8_mode(dit)
     if held != config.fp8_linear and held != 'off':
@@ -148,16 +223,15 @@ def block_processors(dit: CausalWanDiT, config: AccelerationConfig) -> list[Bloc
             f'the DiT holds its block linears in {held} FP8 (built or quantized for '
             f'fp8_linear: {held}); fp8_linear {config.fp8_linear!r} needs another model'
         )
-    if not config.fast_blocks:
-        return [REFERENCE_PROCESSOR] * len(dit.blocks)
-    from dreamzero_ros.engine.speed.fast_blocks import FastBlockProcessor, FastStages, stage_shard
-
+    if not config.transforms_blocks:
+        return BlockRuns((None,) * len(dit.blocks))
     if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
-    if config.fp8_linear != held:
-        quantize_dit_(dit, config.fp8_linear)
-    stages = FastStages(config.compile_backend, dit.device, stage_shard(dit))
-    return [FastBlockProcessor(block, stages) for block in dit.blocks]
+    transform_blocks_(dit, config.fp8_linear)
+    backend = config.compile_backend
+    if backend is None:
+        return BlockRuns((None,) * len(dit.blocks))
+    return BlockRuns(tuple(compile_block(block, backend) for block in dit.blocks))
 
 
 @dataclass(frozen=True)

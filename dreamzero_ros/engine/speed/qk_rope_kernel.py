@@ -3,14 +3,17 @@
 
 """QK RMSNorm, rotary embedding and the K/V cache write of a self-attention in one Triton kernel.
 
-The fast block processor's fused q/k/v product gives every token ``[q | k | v]``, each
+The fused q/k/v product (:mod:`.block_transforms`) gives every token ``[q | k | v]``, each
 ``heads x head_dim`` wide.  :func:`qk_norm_rope_into_cache` then makes one pass over them, one
 program per token and part: q and k get the Wan RMSNorm over all heads (float32 statistics, the
 normalised values rounded to the model dtype, times the weight, rounded again) and the rotary
 embedding of adjacent pairs (float32, rounded); q goes to a new tensor, k into the K/V cache's
 slot; v is copied into its slot.  Those are the operations and roundings of the torch path,
-``fast_blocks.qk_norm_rope``; only the float32 sums run in another order.  Compiled, the
-torch path takes two kernels and reads q and k twice.
+:meth:`.dit.SelfAttention.normalize_and_rotate` and the cache write; only the float32 sums run
+in another order.  Compiled, the torch path takes two kernels and reads q and k twice.
+
+It is the op ``torch.ops.dreamzero.qk_norm_rope_into_cache`` (a custom op that writes its
+``k_out, v_out`` arguments), so a compiled DiT block calls it as one opaque kernel.
 
 Triton is optional: :func:`available` says whether the kernel can run on a device (CUDA, or any
 device under ``TRITON_INTERPRET=1``, Triton's CPU interpreter used by the tests).
@@ -100,6 +103,7 @@ if triton is not None:
     )(_qk_norm_rope_kernel)
 
 
+@torch.library.custom_op('dreamzero::qk_norm_rope_into_cache', mutates_args=('k_out', 'v_out'))
 def qk_norm_rope_into_cache(
     qkv: torch.Tensor,
     weight_q: torch.Tensor,
@@ -155,3 +159,19 @@ def qk_norm_rope_into_cache(
         block=triton.next_power_of_2(dim // 2),
     )
     return q
+
+
+@qk_norm_rope_into_cache.register_fake
+def _(
+    qkv: torch.Tensor,
+    weight_q: torch.Tensor,
+    weight_k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    heads: int,
+    eps: float,
+    k_out: torch.Tensor,
+    v_out: torch.Tensor,
+) -> torch.Tensor:
+    batch, tokens, width = qkv.shape
+    return qkv.new_empty((batch, tokens, heads, width // 3 // heads))
