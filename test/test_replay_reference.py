@@ -149,7 +149,13 @@ def test_replay_interrupted_while_writing_leaves_no_output_folder(tmp_path, monk
 
     monkeypatch.setattr(report, 'write_outputs', write_outputs)
     assert replay_main([*arguments, '-o', str(out)]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    notes = captured.err.splitlines()  # what it does, and the load per checkpoint shard
+    assert notes[0] == f'dreamzero-replay: checking {bag} (topics, stamps, CRCs)'
+    assert any(n.startswith('dreamzero-replay: loading weights: ') for n in notes), notes
+    for shard in ('file 1/2 model-00001-of-00002', 'file 2/2 model-00002-of-00002'):
+        assert any(n.startswith(f'dreamzero-replay: loaded weights: {shard}') for n in notes)
     assert summary['outputs']['report'] == str(out / 'report.html')
     assert (out / 'report.html').is_file() and (out / 'metrics.json').is_file()
     assert sorted(path.name for path in tmp_path.iterdir()) == ['bag', 'replay']
