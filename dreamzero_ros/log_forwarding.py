@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import contextlib
 import logging
 
-PACKAGE_LOGGER = 'dreamzero_ros.engine'
+ENGINE_LOGGER = 'dreamzero_ros.engine'
 
 
 class _Forward(logging.Handler):
@@ -30,7 +30,7 @@ class _Forward(logging.Handler):
 
 
 @contextlib.contextmanager
-def forwarded_logs(log: Callable[[str], None], name: str = PACKAGE_LOGGER) -> Iterator[None]:
+def forwarded_logs(log: Callable[[str], None], name: str = ENGINE_LOGGER) -> Iterator[None]:
     """INFO and higher records of logger ``name`` (and below it) go to ``log`` in the block.
 
     They do not also reach the root logger's handlers meanwhile (a tool whose ``log`` is itself

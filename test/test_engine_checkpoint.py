@@ -110,6 +110,18 @@ def test_loading_logs_a_line_per_shard_read(checkpoint, caplog):
         ), line
 
 
+def test_forwarded_logs_give_the_load_lines_to_a_tool_and_only_to_it(checkpoint, caplog):
+    from dreamzero_ros.log_forwarding import forwarded_logs
+
+    lines = []
+    engine_logger = logging.getLogger('dreamzero_ros.engine')
+    with caplog.at_level(logging.INFO), forwarded_logs(lines.append):
+        load_weights(checkpoint, _tiny_modules())
+    assert len(lines) == 4 and lines[-1].startswith('loaded weights: file 3/3 '), lines
+    assert caplog.records == []  # not also printed by the root logger's handlers
+    assert engine_logger.propagate and engine_logger.handlers == []
+
+
 def test_loading_casts_to_the_engine_dtype(checkpoint):
     modules = _tiny_modules('float32')
     load_weights(checkpoint, modules)
