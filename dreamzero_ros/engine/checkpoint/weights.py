@@ -25,8 +25,8 @@ ranks' weights nor its model-dtype block weights.
 
 Tensors are copied file by file (a shard, the base's shards, an encoder file), and each file
 read is logged at INFO on this module's logger (``loaded weights: file 2/5 <name>, <bytes> in
-<seconds>``): a 14-billion-parameter checkpoint takes tens of seconds, and a tool that shows the
-``dreamzero_ros`` loggers' INFO lines shows it advancing.
+<seconds>``), the total first: a 14-billion-parameter checkpoint takes tens of seconds, and the
+tools and the node print these lines (:func:`dreamzero_ros.log_forwarding.forwarded_logs`).
 """
 
 from __future__ import annotations
