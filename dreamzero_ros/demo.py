@@ -383,6 +383,11 @@ def run(options: argparse.Namespace) -> int:
     """Run the demo; returns the exit status."""
     options.cache_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
+    print(
+        f'dreamzero-demo: the policy node on a random-weight {options.preset!r} model driving a '
+        f'simulated arm, {options.chunks} chunks (checkpoint and logs in {options.cache_dir})',
+        flush=True,
+    )
     checkpoint, written = demo_checkpoint(options.cache_dir, options.preset)
     print(
         f'{"wrote" if written else "using"} a random-weight {options.preset!r} DreamZero '

@@ -8,6 +8,7 @@ from pathlib import Path
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from node_support import ros_env
@@ -107,11 +108,13 @@ def test_make_bag_interrupted_leaves_no_folder_and_stale_ones_are_cleaned(tmp_pa
 def test_live_replay_with_no_node_says_nothing_was_recorded(tmp_path):
     bag = _bag(tmp_path)
     result = _run(
-        'dreamzero-live-replay', bag, '--record', tmp_path / 'chunks', '--wait', '0',
+        'dreamzero-live-replay', bag, '-o', tmp_path / 'chunks', '--wait', '0',
         '--linger', '0.2', '--rate', '4',
     )  # fmt: skip
     line = _one_line(result, 1)
     assert 'nothing recorded' in line and 'use_sim_time:=true' in line
+    assert not (tmp_path / 'chunks').exists()  # no empty recording that looks finished
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['bag']
 
 
 def test_tools_name_their_policy_alike(tmp_path):
@@ -131,3 +134,77 @@ def test_tools_name_their_policy_alike(tmp_path):
             server.parse_args(argv)
     with pytest.raises(SystemExit):
         replay.parse_args(['bag', '--preset', 'huge'])
+
+
+#: Each tool with arguments that start real work, the module its console script imports, and
+#: the line it must print first.
+FIRST_LINES = {
+    'dreamzero-make-bag': (
+        ['-o', '{tmp}/new_bag', '--frames', '8', '--source', 'synthetic'],
+        'dreamzero_ros.replay.cli',
+        'dreamzero-make-bag: writing',
+    ),
+    'dreamzero-replay': (
+        ['{bag}', '--preset', 'tiny', '--max-chunks', '1'],
+        'dreamzero_ros.replay.cli',
+        'dreamzero-replay: checking',
+    ),
+    'dreamzero-live-replay': (
+        ['{bag}', '--wait', '0', '--linger', '0.2'],
+        'dreamzero_ros.replay.cli',
+        'dreamzero-live-replay: playing',
+    ),
+    'dreamzero-openpi-server': (
+        ['--preset', 'tiny', '--port', '0'],
+        'dreamzero_ros.openpi.cli',
+        'loading the model',
+    ),
+    'dreamzero-preflight': (
+        ['--duration', '1'],
+        'dreamzero_ros.ros.preflight',
+        'dreamzero-preflight: listening 1 s',
+    ),
+    'dreamzero-sim-arm': ([], 'dreamzero_ros.ros.sim_arm', 'ready:'),
+    'dreamzero-demo-stream': ([], 'dreamzero_ros.ros.demo_stream', 'publishing'),
+    'dreamzero-demo': (
+        ['--cache-dir', '{tmp}/cache'],
+        'dreamzero_ros.demo',
+        'dreamzero-demo: the policy node',
+    ),
+}
+
+
+def _seconds_to_first_line(command, env) -> tuple[float, str]:
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    try:
+        line = process.stdout.readline()
+        return time.monotonic() - started, line
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+@pytest.mark.parametrize('name', sorted(FIRST_LINES))
+def test_every_tool_says_what_it_does_first(tmp_path, name):
+    """Its first line comes before any slow work: about as soon as Python has imported it.
+
+    The bound is derived from the machine's load: the time Python takes to import the tool's
+    module now, twice, plus a second.
+    """
+    args, module, first = FIRST_LINES[name]
+    bag = _bag(tmp_path) if '{bag}' in args else None
+    env = {**ros_env(), 'PYTHONUNBUFFERED': '1'}
+    started = time.monotonic()
+    subprocess.run([sys.executable, '-c', f'import {module}'], check=True, env=env)
+    import_s = time.monotonic() - started
+    command = [installed_script(name), *(a.format(tmp=tmp_path, bag=bag) for a in args)]
+    seconds, line = _seconds_to_first_line(command, env)
+    assert first in line, line
+    assert seconds < 2 * import_s + 1.0, (seconds, import_s, line)

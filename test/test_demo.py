@@ -22,6 +22,10 @@ def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=200, env=env)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
+    assert result.stdout.startswith(  # what it does, before the checkpoint is written
+        "dreamzero-demo: the policy node on a random-weight 'small' model driving a simulated "
+        f'arm, 2 chunks (checkpoint and logs in {tmp_path})'
+    ), output
     assert "wrote a random-weight 'small' DreamZero checkpoint" in output
     assert (tmp_path / 'random-small' / 'config.json').is_file()
     chunks = re.findall(
@@ -36,6 +40,7 @@ def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
         assert float(latency) > 0 and len(first_row.split()) == 8
     assert re.search(r'summary: 2 chunks in [\d.]+ s', output), output
     assert 'latency p50' in output and 'node (since it started' in output
+    assert 'late (too late to apply: fewer than 2 steps still ahead on arrival)' in output
     assert 'random weights' in output
     # commands enabled through the service, the loop closed over the simulated arm
     assert 'dreamzero_policy/enable: commands enabled' in output

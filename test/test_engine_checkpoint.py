@@ -4,6 +4,8 @@
 """Checkpoint layout: write, load back, and strict errors naming the tensor or the shard."""
 
 import json
+import logging
+import re
 
 import numpy as np
 import pytest
@@ -91,6 +93,33 @@ def test_weights_round_trip_exactly(tmp_path):
         assert loaded.keys() == original.keys()
         for key, tensor in original.items():
             assert torch.equal(loaded[key], tensor), key
+
+
+def test_loading_logs_a_line_per_shard_read(checkpoint, caplog):
+    modules = _tiny_modules()
+    with caplog.at_level(logging.INFO, logger='dreamzero_ros.engine.checkpoint.weights'):
+        load_weights(checkpoint, modules)
+    lines = [record.getMessage() for record in caplog.records]
+    assert re.fullmatch(r'loading weights: [\d.]+ (kB|MB) from 3 file\(s\)', lines[0]), lines
+    _, shards = _shards(checkpoint)
+    assert len(lines) == 1 + len(shards)
+    for number, (line, shard) in enumerate(zip(lines[1:], shards, strict=True), start=1):
+        assert re.fullmatch(
+            rf'loaded weights: file {number}/3 {re.escape(shard)}, [\d.]+ (kB|MB) in [\d.]+ s',
+            line,
+        ), line
+
+
+def test_forwarded_logs_give_the_load_lines_to_a_tool_and_only_to_it(checkpoint, caplog):
+    from dreamzero_ros.log_forwarding import forwarded_logs
+
+    lines = []
+    engine_logger = logging.getLogger('dreamzero_ros.engine')
+    with caplog.at_level(logging.INFO), forwarded_logs(lines.append):
+        load_weights(checkpoint, _tiny_modules())
+    assert len(lines) == 4 and lines[-1].startswith('loaded weights: file 3/3 '), lines
+    assert caplog.records == []  # not also printed by the root logger's handlers
+    assert engine_logger.propagate and engine_logger.handlers == []
 
 
 def test_loading_casts_to_the_engine_dtype(checkpoint):

@@ -16,6 +16,9 @@ import sys
 
 from interface_support import control_msgs_env
 from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, ros_env
+import pytest
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 120.0
 

@@ -207,6 +207,7 @@ def _assert_same(expected, actual, name):
         assert expected == actual, (name, expected, actual)
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 @pytest.mark.parametrize('config_name', ['droid.yaml', 'cpu_small.yaml'])
 def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, config_name):
     """The node reads the file and the launch's overrides exactly; read back via its services."""
@@ -242,6 +243,7 @@ def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, confi
         node.stop()
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_unknown_parameter_stops_the_node(tmp_path):
     bad = tmp_path / 'typo.yaml'
     bad.write_text((CONFIG / 'cpu_small.yaml').read_text().replace('max_skew:', 'max_skwe:'))
@@ -251,6 +253,7 @@ def test_unknown_parameter_stops_the_node(tmp_path):
     node.stop()
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_parameters_change_while_unconfigured_with_ranges_enforced(harness, tmp_path):
     node = NodeProcess(
         tmp_path / 'node.log', 'autostart:=false', params_file=CONFIG / 'cpu_small.yaml'

@@ -16,6 +16,8 @@ import yaml
 
 from dreamzero_ros.core.node_config import defaults, read_params_file
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 90.0  # the CPU is shared with other test processes
 UR_ARM = [
     'shoulder_pan_joint',

@@ -33,6 +33,8 @@ from dreamzero_ros.core.messages import stamp_seconds, to_ns
 from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 60.0  # generous: the CPU is shared with other test processes
 MAX_DELTA = 0.1  # safety.max_step_delta of the arm joints (default)
 #: A Franka pose with joint 4 at +0.40 rad, above its upper limit -0.0698 rad.

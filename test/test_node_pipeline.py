@@ -11,7 +11,17 @@ trajectory at 15 Hz and records what the node publishes.
 import socket
 import time
 
-from node_support import ARM, CONFIG, JOINTS, NODE, Harness, NodeProcess, RobotStream, latched_qos
+from node_support import (
+    ARM,
+    CONFIG,
+    JOINTS,
+    NODE,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    latched_qos,
+    loaded_input_tolerances,
+)
 import numpy as np
 import pytest
 
@@ -99,6 +109,7 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_fil
         'openpi_bridge.enabled:=true',
         f'openpi_bridge.port:={bridge_port}',
         f'openpi_bridge.api_key_file:={bridge_key_file}',
+        *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
         params_file=CONFIG / 'cpu_small.yaml',
     )
     stream = RobotStream(harness, clips)
@@ -136,6 +147,11 @@ def test_dry_run_publishes_previews_and_nothing_to_the_controller(system):
     assert previews[0].joint_names == ARM
     assert harness.messages('controller') == []
     assert harness.messages('step') == []
+    # the load showed its progress in the node's log: a line per checkpoint shard
+    log = node.log()
+    assert 'loading weights: ' in log and ' from 2 file(s)' in log, log[-3000:]
+    for shard in ('file 1/2 model-00001-of-00002', 'file 2/2 model-00002-of-00002'):
+        assert f'loaded weights: {shard}.safetensors' in log, log[-3000:]
 
 
 def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):

@@ -12,6 +12,9 @@ import sys
 import time
 
 from node_support import ros_env
+import pytest
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 PUBLISHER = """
 import sys, time

@@ -13,6 +13,8 @@ import pytest
 
 from dreamzero_ros.core.node_config import PARAMETERS
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 90.0
 #: The remote server's key; the node reads it from a file, no parameter shows it.
 KEY = 'remote-key-91c2'

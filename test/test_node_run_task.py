@@ -11,6 +11,7 @@ records every trajectory sent to the controller. The tests run in file order on 
 import time
 from types import SimpleNamespace
 
+from machine_load import load_factor
 from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
 import pytest
 
@@ -126,7 +127,8 @@ def test_a_goal_runs_with_feedback_until_its_time_limit_then_holds(system):
     status, result, arrived = _result(system, goal)
     assert status == GoalStatus.STATUS_SUCCEEDED, result
     assert result.outcome == 'time_limit' and 'time limit of 3 s' in result.message
-    assert 3.0 <= result.elapsed < 3.5, result
+    # never before the limit; after it by at most a control tick's lateness, longer under load
+    assert 3.0 <= result.elapsed < 3.0 + 0.5 * load_factor(), result
     counts = [f.chunks_executed for f in goal.feedback]
     assert len(counts) >= 2 and counts == list(range(1, len(counts) + 1)), counts
     assert result.chunks_executed == counts[-1]

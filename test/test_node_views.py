@@ -19,6 +19,8 @@ import pytest
 from dreamzero_ros.core.image_codec import decode_compressed
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
+
 TIMEOUT = 90.0
 STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
 HORIZON = 24

@@ -19,6 +19,9 @@ import sys
 
 from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, is_hold, ros_env
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 120.0
 TABLE = 0.3

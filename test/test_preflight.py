@@ -103,6 +103,7 @@ SYSTEM = (
 )
 
 
+@pytest.mark.slow  # a live system over DDS: see pytest.ini
 def test_preflight_passes_on_a_healthy_system(live_system):
     result = _preflight(*SYSTEM, f'engine.checkpoint:={live_system}')
     lines = result.stdout.splitlines()
@@ -121,6 +122,7 @@ def test_preflight_passes_on_a_healthy_system(live_system):
         assert any(line.startswith(expected) for line in lines), (expected, result.stdout)
 
 
+@pytest.mark.slow  # a live system over DDS: see pytest.ini
 def test_preflight_names_what_to_fix(live_system):
     result = _preflight(
         *SYSTEM,

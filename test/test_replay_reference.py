@@ -100,8 +100,13 @@ def test_make_bag_console_script(tmp_path, capsys):
         '--command-topic', 'joint_command', '-p', 'joint_states_topic:=/robot/joints',
     ])  # fmt: skip
     assert status == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
     assert summary['camera_frames'] == 4 and summary['storage'] == 'sqlite3'
+    lines = captured.err.splitlines()  # what it does first, then its progress
+    assert lines[0] == f'dreamzero-make-bag: writing {out} (sqlite3)'
+    assert lines[1].startswith('make-bag [') and lines[-1].startswith('make-bag [#####')
+    assert '100.0% 0.3/0.3 s of bag' in lines[-1]
     with BagReader(out) as reader:
         assert reader.topics['/robot/joints'] == 'sensor_msgs/msg/JointState'
         assert reader.topics['/joint_command'] == 'sensor_msgs/msg/JointState'
@@ -119,3 +124,38 @@ def test_progress_bar_prints_every_tenth_when_not_a_terminal():
     assert len(lines) == 11
     assert lines[0].startswith('replay [') and '0.0%' in lines[0]
     assert '100.0%' in lines[-1] and '6.7/6.7 s' in lines[-1]
+
+
+def test_replay_interrupted_while_writing_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
+    from dreamzero_ros.console import EXIT_INTERRUPTED
+    from dreamzero_ros.replay import report
+    from dreamzero_ros.replay.cli import replay_main
+
+    bag = tmp_path / 'bag'
+    assert make_bag_main(['-o', str(bag), '--frames', '8', '--source', 'synthetic']) == 0
+    arguments = [str(bag), '--preset', 'tiny', '--max-chunks', '1', '--no-progress']
+    write_outputs = report.write_outputs
+
+    def interrupted(evaluation, out_dir, *args):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)  # as write_outputs does
+        (Path(out_dir) / 'metrics.json').write_text('{}')  # half written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, 'write_outputs', interrupted)
+    out = tmp_path / 'replay'
+    assert replay_main([*arguments, '-o', str(out)]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.splitlines()[-1] == 'dreamzero-replay: interrupted'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['bag']  # nor a partial one
+
+    monkeypatch.setattr(report, 'write_outputs', write_outputs)
+    assert replay_main([*arguments, '-o', str(out)]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    notes = captured.err.splitlines()  # what it does, and the load per checkpoint shard
+    assert notes[0] == f'dreamzero-replay: checking {bag} (topics, stamps, CRCs)'
+    assert any(n.startswith('dreamzero-replay: loading weights: ') for n in notes), notes
+    for shard in ('file 1/2 model-00001-of-00002', 'file 2/2 model-00002-of-00002'):
+        assert any(n.startswith(f'dreamzero-replay: loaded weights: {shard}') for n in notes)
+    assert summary['outputs']['report'] == str(out / 'report.html')
+    assert (out / 'report.html').is_file() and (out / 'metrics.json').is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['bag', 'replay']

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from dreamzero_ros.core.node_config import EngineSettings
 from dreamzero_ros.core.process_lifetime import die_with_parent
+from dreamzero_ros.log_forwarding import forwarded_logs
 
 T = TypeVar('T')
 
@@ -383,7 +384,8 @@ def load_from_arguments(
 
     options = {**engine_arguments(args), **settings}
     if args.cfg_parallel * args.tensor_parallel == 1:
-        return load_engine(args.checkpoint, preset=args.preset, **options), None
+        with forwarded_logs(log):  # a line per checkpoint file read
+            return load_engine(args.checkpoint, preset=args.preset, **options), None
     device, dtype = resolve_device_dtype(options.pop('device'), options.pop('dtype'))
     with tempfile.TemporaryDirectory(prefix='dreamzero-ranks-') as folder:
         checkpoint = args.checkpoint
@@ -405,8 +407,16 @@ def load_from_arguments(
         )
         return load_on_ranks(
             ranks,
-            lambda layout: load_engine(
-                checkpoint, device=device, dtype=dtype, layout=layout, **options
+            lambda layout: _load_logged(
+                log, checkpoint, device=device, dtype=dtype, layout=layout, **options
             ),
             log,
         )
+
+
+def _load_logged(log: Callable[[str], None], *args: Any, **options: Any) -> Any:
+    """``load_engine(*args, **options)``, its progress lines passed to ``log``."""
+    from dreamzero_ros.engine.loader import load_engine
+
+    with forwarded_logs(log):
+        return load_engine(*args, **options)

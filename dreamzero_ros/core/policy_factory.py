@@ -26,6 +26,7 @@ from dreamzero_ros.core.engine_workers import EngineRanks, load_on_ranks
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.log_forwarding import forwarded_logs
 from dreamzero_ros.policy_types import Observation, Policy
 
 if TYPE_CHECKING:  # torch, loaded with the engine
@@ -73,7 +74,8 @@ def create_policy(
 
     def load(layout: BranchLayout | None) -> DreamZeroEngine:
         log(f'loading DreamZero from {folder} on {device} ({dtype})')
-        return load_engine(folder, layout=layout, **options.load_arguments())
+        with forwarded_logs(log):  # a line per checkpoint file read
+            return load_engine(folder, layout=layout, **options.load_arguments())
 
     start = time.monotonic()
     engine, on_close = load_on_ranks(EngineRanks.of(options), load, log, stop_requested)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,12 +78,17 @@ def load_frames(spec: BagSpec) -> tuple[dict[str, np.ndarray], str]:
     return droid_clips.demo_clips(spec.num_frames)
 
 
-def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
+def make_bag(
+    path: str | Path,
+    spec: BagSpec = BagSpec(),
+    progress: Callable[[float, float], None] | None = None,
+) -> dict[str, object]:
     """Write the bag described by ``spec`` to the new folder ``path``; return a summary.
 
     Camera frame ``i`` is stamped ``start + i / 15 Hz``; joint states cover the same span at
     ``joint_rate_hz`` from :func:`droid_clips.demo_joint_trajectory` (gripper included). Header
-    stamps equal log times.
+    stamps equal log times.  ``progress(done_s, total_s)`` is called as the frames are encoded
+    (the slow part), in seconds of the bag.
     """
     if Path(path).exists():
         raise BagError(f'{path} exists; rosbag2 writes a new folder')
@@ -114,6 +120,8 @@ def make_bag(path: str | Path, spec: BagSpec = BagSpec()) -> dict[str, object]:
             )
             command = np.concatenate(lead, axis=1)[0]
             records.append((stamp, topics.command, BAG_MESSAGES.joint_state(stamp, names, command)))
+        if progress is not None:
+            progress((index + 1) / droid_clips.CLIP_FPS, duration)
     for index, offset in enumerate(joint_times):
         stamp = to_ns(spec.start_s + offset)
         records.append(

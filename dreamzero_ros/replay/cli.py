@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import dataclasses
 import importlib.metadata
 import json
 from pathlib import Path
+import shutil
 import sys
 
 from dreamzero_ros.cli_options import (
@@ -34,6 +35,7 @@ from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
+from dreamzero_ros.replay.progress import ProgressBar
 from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -196,13 +198,11 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _replay(argv: list[str]) -> int:
-    from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
-    from dreamzero_ros.replay.progress import ProgressBar
-    from dreamzero_ros.replay.report import write_outputs
-    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
-
     parser = build_replay_parser()
     args = parser.parse_args(argv)
+    _note(f'checking {args.bag} (topics, stamps, CRCs)')
+    from dreamzero_ros.replay.evaluation import EvaluationConfig, check_bag, evaluate_bag
+
     try:
         settings = settings_from_args(args)
         topics = ReplayTopics.from_settings(settings, args.command_topic, args.image_transport)
@@ -229,6 +229,9 @@ def _replay(argv: list[str]) -> int:
         return 2
     _note(f'bag {args.bag} checked; loading the policy ({_policy_name(args)})')
     policy, end_workers = load_policy(args)
+    from dreamzero_ros.replay.report import write_outputs
+    from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
+
     try:
         try:
             layout = RobotLayout.from_metadata(policy.metadata)
@@ -261,20 +264,23 @@ def _replay(argv: list[str]) -> int:
             )
             if progress is not None:
                 progress.close()
-            video_path = (
-                video.write(args.bag, topics, out / 'prediction.mp4', args.allow_partial)
-                if video
-                else None
-            )
-            figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
+            with _output_folder(out) as folder:
+                video_path = (
+                    video.write(args.bag, topics, folder / 'prediction.mp4', args.allow_partial)
+                    if video
+                    else None
+                )
+                figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
+                video_name = video_path.name if video_path else None
+                written = write_outputs(evaluation, folder, video_name, figures)
+                if video_path is not None:
+                    written['video'] = video_path
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
+        written = {name: out / path.name for name, path in written.items()}
         if video is not None and video_path is None:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        written = write_outputs(evaluation, out, video_path.name if video_path else None, figures)
-        if video_path is not None:
-            written['video'] = video_path
         print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
         if args.preset:
             _note('random weights: the scores measure nothing about DreamZero (see the report)')
@@ -286,6 +292,21 @@ def _replay(argv: list[str]) -> int:
     finally:
         if end_workers is not None:
             end_workers()
+
+
+@contextlib.contextmanager
+def _output_folder(out: Path) -> Iterator[Path]:
+    """Where to write the outputs: an existing folder itself; a new one staged.
+
+    A new folder appears only once every output is written: an interrupt or an error while
+    writing the video or the report leaves none (:func:`.staged_folder.staged_folder`).
+    """
+    if out.is_dir():
+        yield out
+        return
+    with staged_folder(out) as folder:
+        folder.mkdir()
+        yield folder
 
 
 def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
@@ -361,8 +382,10 @@ def _make_bag(argv: list[str]) -> int:
         return 2
     out = args.output or Path(DEFAULT_BAG)
     print(f'dreamzero-make-bag: writing {out} ({args.storage})', file=sys.stderr)
+    progress = ProgressBar('make-bag', unit='s of bag')
     with staged_folder(out) as folder:
-        summary = {**make_bag(folder, spec), 'path': str(out)}
+        summary = {**make_bag(folder, spec, progress), 'path': str(out)}
+    progress.close()
     print(json.dumps(summary, indent=1))
     return 0
 
@@ -484,12 +507,15 @@ def _live(argv: list[str]) -> int:
     with contextlib.ExitStack() as stack:
         record = stack.enter_context(staged_folder(args.output)) if args.output else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
+        empty = record is not None and not any(result.recorded.values())
+        if empty:  # an empty recording is not kept: the folder stays free for the next try
+            shutil.rmtree(record)
     summary = dict(result.__dict__)
-    if args.output and not any(result.recorded.values()):
+    if empty:
         print(json.dumps(summary, indent=1))
         print(
-            f'dreamzero-live-replay: nothing recorded into {args.output}: no policy node '
-            'published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
+            f'dreamzero-live-replay: nothing recorded (no {args.output} written): no policy '
+            'node published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
             '--node-name if it is not the default)',
             file=sys.stderr,
         )

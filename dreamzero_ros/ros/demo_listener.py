@@ -186,8 +186,9 @@ class DemoListener(Node):
         if d:
             lines.append(
                 f'  node (since it started, before the enable too): '
-                f'{d.get("chunks_applied")} chunks applied, {d.get("chunks_late")} late, '
-                f'{d.get("steps_dropped")} past steps dropped, inference p50 '
+                f'{d.get("chunks_applied")} chunks applied, {d.get("chunks_late")} late (too '
+                f'late to apply: fewer than 2 steps still ahead on arrival), '
+                f'{d.get("steps_dropped")} steps dropped (already past on arrival), inference p50 '
                 f'{d.get("inference_p50_ms")} ms, {d.get("frames_received")} frames received, '
                 f'{d.get("observations_refused")} observations refused; {d.get("message")}'
             )

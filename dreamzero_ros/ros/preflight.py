@@ -184,6 +184,12 @@ def _preflight(args: list[str]) -> int:
     except ValueError as error:
         print(f'[FAIL] parameters: {error}')
         return 2
+    print(
+        f'dreamzero-preflight: listening {options.duration:g} s to the cameras and joint states, '
+        'then checking',
+        file=sys.stderr,
+        flush=True,
+    )
     import rclpy
 
     rclpy.init(args=['dreamzero-preflight'])

@@ -110,6 +110,10 @@ class EncoderFile:
         """Where ``name`` is read from, for messages."""
         return f'{name!r} from {self.path}'
 
+    def file(self, name: str) -> str:
+        """The encoder file's name."""
+        return self.path.name
+
     def shape(self, name: str) -> tuple[int, ...]:
         """Shape of tensor ``name``."""
         return tuple(self.tensors[name].shape)

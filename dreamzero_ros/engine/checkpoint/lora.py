@@ -169,6 +169,10 @@ class CheckpointTensors:
         """``'<key>' in <shard>`` (and the label), for messages."""
         return f'{stored.key!r} in {stored.shard}{self.label}'
 
+    def file(self, stored: _Stored) -> str:
+        """The shard holding a stored tensor (and the label)."""
+        return f'{stored.shard}{self.label}'
+
     def shape(self, stored: _Stored) -> tuple[int, ...]:
         """Shape of a stored tensor, without reading it."""
         return tuple(self._handle(stored.shard).get_slice(stored.key).get_shape())
@@ -244,6 +248,11 @@ class MergedWeights:
         """Where ``name`` is read from, for messages."""
         source, stored = self._source(name)
         return source.where(stored)
+
+    def file(self, name: str) -> str:
+        """The shard ``name`` is read from (its adapters' shards are read with it)."""
+        source, stored = self._source(name)
+        return source.file(stored)
 
     def shape(self, name: str) -> tuple[int, ...]:
         """Shape of tensor ``name`` (adapters do not change it)."""

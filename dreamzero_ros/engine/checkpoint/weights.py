@@ -22,13 +22,20 @@ tensor-parallel shard of the DiT (:func:`.tensor_parallel.shard_dit_`) takes its
 tensor it cut, and the weights of FP8 layers (:class:`~.fp8.Fp8Linear`) are quantized one at a
 time as they arrive (a shard's part, with its own scales): such a DiT never holds the other
 ranks' weights nor its model-dtype block weights.
+
+Tensors are copied file by file (a shard, the base's shards, an encoder file), and each file
+read is logged at INFO on this module's logger (``loaded weights: file 2/5 <name>, <bytes> in
+<seconds>``), the total first: a 14-billion-parameter checkpoint takes tens of seconds, and the
+tools and the node print these lines (:func:`dreamzero_ros.log_forwarding.forwarded_logs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 import contextlib
+import logging
 from pathlib import Path
+import time
 from typing import Protocol
 
 import torch
@@ -54,6 +61,8 @@ from dreamzero_ros.errors import CheckpointError
 
 __all__ = ['WeightSource', 'load_checkpoint', 'load_weights', 'open_checkpoint']
 
+logger = logging.getLogger(__name__)
+
 
 class WeightSource(Protocol):
     """Tensors by checkpoint name: what :func:`load_weights` copies from."""
@@ -73,6 +82,10 @@ class WeightSource(Protocol):
 
     def where(self, name: str) -> str:
         """Where ``name`` is read from, for messages."""
+        ...
+
+    def file(self, name: str) -> str:
+        """The file ``name`` is read from (a shard, an encoder file), for progress."""
         ...
 
 
@@ -96,6 +109,9 @@ class _Sources:
 
     def where(self, name: str) -> str:
         return self._owner[name].where(name)
+
+    def file(self, name: str) -> str:
+        return self._owner[name].file(name)
 
 
 def _config_json(folder: Path) -> Mapping:
@@ -172,9 +188,27 @@ def load_weights(source: WeightSource, modules: Mapping[str, nn.Module]) -> None
         if isinstance(layer, Fp8Linear)
     }
     parts = _shard_parts(modules)
+    by_file: dict[str, list[str]] = {}
+    for name in targets:
+        by_file.setdefault(source.file(name), []).append(name)
+    total = sum(target.numel() * target.element_size() for target in targets.values())
+    logger.info('loading weights: %s from %d file(s)', _size_text(total), len(by_file))
     with torch.no_grad():
-        for name, target in targets.items():
-            _copy_tensor(source, name, target, fp8_layers.get(id(target)), parts.get(name))
+        for index, (file, names) in enumerate(sorted(by_file.items()), start=1):
+            started = time.monotonic()
+            size = 0
+            for name in names:
+                target = targets[name]
+                _copy_tensor(source, name, target, fp8_layers.get(id(target)), parts.get(name))
+                size += target.numel() * target.element_size()
+            logger.info(
+                'loaded weights: file %d/%d %s, %s in %.1f s',
+                index,
+                len(by_file),
+                file,
+                _size_text(size),
+                time.monotonic() - started,
+            )
 
 
 def _shard_parts(modules: Mapping[str, nn.Module]) -> dict[str, ShardPart]:
@@ -256,6 +290,14 @@ def all_finite(tensor: torch.Tensor) -> bool:
     if bool(torch.isfinite(tensor.sum())):
         return True
     return bool(torch.isfinite(tensor).all())
+
+
+def _size_text(size: int) -> str:
+    """Bytes as ``12.3 GB`` / ``45.6 MB`` / ``789 kB``."""
+    for unit, scale in (('GB', 1e9), ('MB', 1e6)):
+        if size >= scale:
+            return f'{size / scale:.1f} {unit}'
+    return f'{size / 1e3:.0f} kB'
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
