@@ -242,8 +242,17 @@ def test_fp8_attention_is_refused_at_configure_on_a_device_without_fp8_tensor_co
         EngineConfig.tiny(acceleration=acceleration, memory=memory, device='cuda')
 
 
-def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkeypatch):
-    # A Hopper GPU (9.0); the estimate builds the model on the meta device, where nothing runs.
+@pytest.fixture
+def transposed_v():
+    """The kernel that reads V token-contiguous selected (as a benchmark does), then the former."""
+    initial = fp8_attention_kernel.kernel_config()
+    fp8_attention_kernel.kernel_config(KernelConfig(transposed_v=True))
+    yield
+    fp8_attention_kernel.kernel_config(initial)
+
+
+def _hopper_cache(monkeypatch) -> tuple[EngineConfig, Fp8KVCache]:
+    """A configuration with FP8 attention on a Hopper GPU (9.0) and its cache (meta device)."""
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (9, 0))
     config = EngineConfig.tiny(
@@ -251,15 +260,38 @@ def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkey
         memory=MemoryConfig(kv_cache='fp8'),
         device='cuda',
     )
-    assert estimate_memory(config, 2).total > 0
-    # one byte per value more than kv_cache fp8 alone: the cache's token-contiguous values
     c = config.dit
     with attention_kernel('fp8'):
         cache = Fp8KVCache(c.num_layers, 2, c.num_heads, c.head_dim, c.max_attention_tokens,
                            c.register_tokens, torch.bfloat16, 'meta')  # fmt: skip
+    return config, cache
+
+
+def _cache_bytes(cache: Fp8KVCache) -> int:
+    tensors = [t for t in vars(cache).values() if isinstance(t, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def test_fp8_attention_on_an_fp8_gpu_is_accepted_and_its_memory_estimated(monkeypatch):
+    # The estimate builds the model on the meta device, where nothing runs.
+    config, cache = _hopper_cache(monkeypatch)
+    assert estimate_memory(config, 2).total > 0
+    # The default kernel reads the store as it is: no token-contiguous copy, nothing counted.
+    assert cache.vt8 is None
+    kv_only = EngineConfig.tiny(memory=MemoryConfig(kv_cache='fp8'), device='cuda')
+    kv_cache = estimate_memory(config, 2).kv_cache
+    assert kv_cache == estimate_memory(kv_only, 2).kv_cache == _cache_bytes(cache)
+
+
+def test_the_transposed_v_kernel_adds_the_token_contiguous_values_to_the_estimate(
+    monkeypatch, transposed_v
+):
+    config, cache = _hopper_cache(monkeypatch)
+    # one byte per value more than kv_cache fp8 alone: the cache's token-contiguous values
     kv_only = EngineConfig.tiny(memory=MemoryConfig(kv_cache='fp8'), device='cuda')
     extra = estimate_memory(config, 2).kv_cache - estimate_memory(kv_only, 2).kv_cache
     assert extra == cache.vt8.numel() > 0
+    assert estimate_memory(config, 2).kv_cache == _cache_bytes(cache)
 
 
 def _prefill(cache: Fp8KVCache, g: torch.Generator, tokens: int = 4) -> None:
@@ -276,7 +308,7 @@ def _assert_transposed(cache: Fp8KVCache) -> None:
     assert torch.equal(cache.vt8[..., :cached].float(), expected)
 
 
-def test_fp8_attention_keeps_the_cached_values_token_contiguous_too():
+def test_the_transposed_v_kernel_keeps_the_cached_values_token_contiguous_too(transposed_v):
     g = torch.Generator().manual_seed(0)
     geometry = (2, 2, 2, 16, 6, 2, torch.bfloat16, 'cpu')
     with attention_kernel('fp8'):
@@ -299,6 +331,28 @@ def test_fp8_attention_keeps_the_cached_values_token_contiguous_too():
     _assert_transposed(lazy)
     _prefill(lazy, g)  # written with the store from then on
     _assert_transposed(lazy)
+
+
+def test_token_contiguous_values_exist_only_while_the_kernel_that_reads_them_is_selected():
+    g = torch.Generator().manual_seed(0)
+    cache = Fp8KVCache(2, 2, 2, 16, 6, 2, torch.bfloat16, 'cpu')
+    with attention_kernel('fp8'):  # the default kernel reads the store as it is
+        assert cache.vt8 is None
+        _prefill(cache, g)
+        cache.begin(0, 2)
+        assert cache.vt8 is None and cache.layer(0).v_fp8_t is None
+        initial = fp8_attention_kernel.kernel_config()
+        try:
+            fp8_attention_kernel.kernel_config(KernelConfig(transposed_v=True))
+            cache.begin(0, 2)
+            assert cache.layer(1).v_fp8_t.shape == (2, 2, 16, 4)  # made from the store
+            _assert_transposed(cache)
+            _prefill(cache, g)  # written with the store from then on
+            _assert_transposed(cache)
+        finally:
+            fp8_attention_kernel.kernel_config(initial)
+        _prefill(cache, g)  # the default kernel again: dropped
+        assert cache.vt8 is None and cache.layer(0).v_fp8_t is None
 
 
 def test_a_nested_attention_context_replaces_the_fp8_choice():

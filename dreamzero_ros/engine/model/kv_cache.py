@@ -43,7 +43,7 @@ class LayerKV:
     the cache holds its tokens in FP8 and the FP8 kernel attends, ``k_fp8, v_fp8 (B, cached, H,
     D)`` and ``k_scale, v_scale (B, cached, H, 1)`` hold the cached tokens instead (then the
     cached part of ``k, v`` is not read), and ``v_fp8_t (B, H, D, cached)`` the same values
-    token-contiguous.
+    token-contiguous where the selected kernel reads them that way (else None).
     """
 
     k: torch.Tensor
@@ -214,6 +214,13 @@ def _quantize_rows(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, t
     return values, scale
 
 
+def _transposed_kernel() -> bool:
+    """Whether the selected FP8 attention kernel reads V token-contiguous (``transposed_v``)."""
+    from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config  # imports Triton
+
+    return kernel_config().transposed_v
+
+
 class Fp8KVCache(KVCache):
     """A :class:`KVCache` that keeps its tokens in FP8 e4m3: about half the memory of bf16.
 
@@ -229,11 +236,12 @@ class Fp8KVCache(KVCache):
 
     Under ``attention_backend: fp8`` (:func:`.attention.fp8_kv_attention_active`) attention reads
     the store and the new tokens directly (:func:`.fp8_attention_kernel.fp8_kv_attention`, through
-    :func:`.attention.kv_cache_attention`): no cached token is dequantized.  The cache then also
-    keeps the values token-contiguous, ``vt8 (layers, batch, heads, head_dim, capacity rounded
-    up to 16)``, the same e4m3 values written with the store (FP8 ``P V`` on Hopper reads V that
-    way round); made when the cache is built inside ``attention_kernel('fp8')``, else on first
-    use.
+    :func:`.attention.kv_cache_attention`): no cached token is dequantized.  Where the selected
+    kernel reads V token-contiguous (:class:`.fp8_attention_kernel.KernelConfig` ``transposed_v``,
+    which benchmarks select), the cache also keeps ``vt8 (layers, batch, heads, head_dim,
+    capacity rounded up to 16)``, the same e4m3 values written with the store (FP8 ``P V`` on
+    Hopper reads V that way round); made when the cache is built inside ``attention_kernel('fp8')``
+    with that kernel selected, else on first use, and dropped once another kernel is selected.
 
     Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2 (one more byte per cached
     value with ``vt8``), plus the working buffer of one layer.
@@ -250,7 +258,7 @@ class Fp8KVCache(KVCache):
         self.work_k = torch.zeros(shape[1:], dtype=dtype, device=device)
         self.work_v = torch.zeros(shape[1:], dtype=dtype, device=device)
         self.vt8: torch.Tensor | None = None
-        if fp8_kv_attention_active():
+        if fp8_kv_attention_active() and _transposed_kernel():
             self.vt8 = self._new_transposed()
         self._pending: int | None = None
         self._prefill = False
@@ -262,8 +270,10 @@ class Fp8KVCache(KVCache):
         shape = (layers, batch, heads, head_dim, padded)
         return torch.zeros(shape, dtype=FP8_DTYPE, device=self.v8.device)
 
-    def _transposed_values(self) -> torch.Tensor:
-        """``vt8``, made from the store on first use."""
+    def _transposed_values(self) -> torch.Tensor | None:
+        """``vt8`` if the selected kernel reads it (made from the store on first use), else None."""
+        if not _transposed_kernel():
+            return None
         if self.vt8 is None:
             if self._is_view:
                 raise RuntimeError('a row view of the cache cannot add transposed values')
@@ -308,6 +318,8 @@ class Fp8KVCache(KVCache):
 
     def _flush(self) -> None:
         """Quantize the pending layer's new tokens from the working buffer into the store."""
+        if self.vt8 is not None and not _transposed_kernel():
+            self.vt8 = None  # no kernel reads it: made again from the store if one does
         layer, self._pending = self._pending, None
         if layer is None or not self._new_total or not self._prefill:
             return
@@ -335,7 +347,8 @@ class Fp8KVCache(KVCache):
         window = (self.work_k[:, :end], self.work_v[:, :end], self._new_total)
         if fp8_kv_attention_active():
             stores = (t[index, :, :cached] for t in self._stores())
-            v_fp8_t = self._transposed_values()[index, ..., :cached]
+            vt8 = self._transposed_values()
+            v_fp8_t = None if vt8 is None else vt8[index, ..., :cached]
             return LayerKV(*window, *stores, v_fp8_t=v_fp8_t)
         if cached:  # the kernel imports Triton: here, not with the model
             from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
