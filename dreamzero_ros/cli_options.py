@@ -27,6 +27,7 @@ __all__ = [
     'HelpFormatter',
     'ListingHelpFormatter',
     'add_api_key_file',
+    'add_image_transport',
     'add_node_name',
     'add_node_parameter_options',
     'add_output',
@@ -212,4 +213,25 @@ def add_node_name(parser: argparse.ArgumentParser | Any, default: str, use: str)
     """``--node-name NAME``: the policy node's name (``use``: what the tool needs it for)."""
     parser.add_argument(
         '--node-name', default=default, metavar='NAME', help=f'policy node name ({use})'
+    )
+
+
+def add_image_transport(
+    parser: argparse.ArgumentParser | Any,
+    choices: Sequence[str],
+    default: str,
+    help_text: str,
+    *aliases: str,
+) -> None:
+    """``--image-transport NAME``: how camera images travel (the node's ``image_transport``).
+
+    ``aliases``: earlier names of the option that still work (e.g. ``--transport``).
+    """
+    parser.add_argument(
+        '--image-transport',
+        *aliases,
+        dest='image_transport',
+        default=default,
+        choices=tuple(choices),
+        help=help_text,
     )

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dreamzero_ros.cli_options import add_preset, new_parser
+from dreamzero_ros.cli_options import add_image_transport, add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
@@ -483,13 +483,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--chunks', type=int, default=3, help='chunks to print before stopping')
     add_preset(parser, RANDOM_PRESETS, 'small')
-    parser.add_argument(
-        '--image-transport',
+    add_image_transport(
+        parser,
+        IMAGE_TRANSPORTS,
+        'raw',
+        "how the demo cameras publish (the node's image_transport)",
         '--transport',
-        dest='image_transport',
-        default='raw',
-        choices=IMAGE_TRANSPORTS,
-        help="how the demo cameras publish (the node's image_transport)",
     )
     parser.add_argument(
         '--cache-dir',

@@ -17,6 +17,7 @@ import sys
 
 from dreamzero_ros.cli_options import (
     add_api_key_file,
+    add_image_transport,
     add_node_name,
     add_node_parameter_options,
     add_output,
@@ -131,11 +132,11 @@ def build_replay_parser() -> argparse.ArgumentParser:
     parser.add_argument('--video', action='store_true', help='write predicted-vs-real video')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     add_allow_partial(parser)
-    parser.add_argument(
-        '--image-transport',
-        choices=('auto', *IMAGE_TRANSPORTS),
-        default='auto',
-        help='camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
+    add_image_transport(
+        parser,
+        ('auto', *IMAGE_TRANSPORTS),
+        'auto',
+        'camera images on <topic> (raw) or <topic>/compressed; auto: whichever is in the bag',
     )
     add_engine_arguments(parser)
     add_node_arguments(parser)

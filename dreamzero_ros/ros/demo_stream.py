@@ -22,7 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
-from dreamzero_ros.cli_options import new_parser
+from dreamzero_ros.cli_options import add_image_transport, new_parser
 from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
@@ -130,14 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SUPPORTED_ENCODINGS,
         help='pixel encoding of the raw images',
     )
-    parser.add_argument(
-        '--image-transport',
-        '--transport',
-        dest='image_transport',
-        default='raw',
-        choices=IMAGE_TRANSPORTS,
-        help='raw: Image on each camera topic; compressed: CompressedImage (jpeg) on '
+    add_image_transport(
+        parser,
+        IMAGE_TRANSPORTS,
+        'raw',
+        'raw: Image on each camera topic; compressed: CompressedImage (jpeg) on '
         "<topic>/compressed (the node's image_transport)",
+        '--transport',
     )
     parser.add_argument(
         '--duration',
