@@ -35,6 +35,7 @@ __all__ = [
     'DatasetLayout',
     'VectorPart',
     'layout_for',
+    'rate_number',
 ]
 
 #: LeRobot dataset format written.
@@ -84,6 +85,11 @@ INDEX_COLUMNS = (
     ('frame_index', 'int64'),
     ('index', 'int64'),
 )
+
+
+def rate_number(fps: float) -> float | int:
+    """A rate as LeRobot writes it in JSON: ``15.0`` -> ``15``."""
+    return int(fps) if float(fps).is_integer() else float(fps)
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ class DatasetLayout:
                     'video.codec': VIDEO_CODEC,
                     'video.pix_fmt': PIX_FMT,
                     'video.is_depth_map': False,
-                    'video.fps': self.fps,
+                    'video.fps': rate_number(self.fps),
                     'video.channels': 3,
                     'has_audio': False,
                 },

@@ -28,7 +28,7 @@ limit), or fewer frames than the minimum.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -330,11 +330,12 @@ def sample_bag(
     prompts: PromptTimeline,
     open_sink: Callable[[], FrameSink],
     progress: Callable[[float], None] | None = None,
-) -> list[SampledEpisode | EpisodeRefusedError]:
-    """Sample every span of one bag in one pass; each becomes an episode or its refusal.
+) -> Iterator[SampledEpisode | EpisodeRefusedError]:
+    """Sample every span of one bag in one pass; yield each one's episode or refusal in order.
 
-    ``open_sink()`` is called when an episode's first frame is certain; the sink of a refused
-    episode is discarded. ``progress(seconds)`` reports the bag time reached.
+    Each is yielded as soon as the bag is read past its end. ``open_sink()`` is called when an
+    episode's first frame is certain; the sink of a refused episode is discarded, an accepted
+    one's is the caller's to close. ``progress(seconds)`` reports the bag time reached.
 
     Raises:
         BagError: a camera or joint-state topic absent, empty or of another type; a damaged
@@ -353,12 +354,10 @@ def sample_bag(
     samplers = [_EpisodeSampler(s, options, cache, prompts, open_sink) for s in spans]
     owner = [index for index, grid in enumerate(grids) for _ in grid]
     watch = _ClockWatch(options.max_clock_jump)
-    results: list[SampledEpisode | EpisodeRefusedError | None] = [None] * len(spans)
     times = [time for grid in grids for time in grid]
 
-    def close(index: int) -> None:
-        sampler = samplers[index]
-        span = spans[index]
+    def close(index: int) -> SampledEpisode | EpisodeRefusedError:
+        sampler, span = samplers[index], spans[index]
         jumps = [text for time, text in watch.jumps if span.start <= time <= span.end]
         if jumps:
             sampler.refuse('clock_jump', jumps[0])
@@ -367,21 +366,20 @@ def sample_bag(
             if trajectory is not None:
                 _command_targets(episode, trajectory, len(cache.arm_joints), options.fps)
             _check_limits(episode, options, cache.joint_names)
-            results[index] = episode
         except EpisodeRefusedError as refusal:
             sampler.refuse(refusal.reason, refusal.detail)
-            results[index] = refusal
+            return refusal
+        return episode
 
     current = 0
     stream = observations(reader, topics, cache, times, '', on_message=watch.on_message)
     for position, query in enumerate(stream):
         index = owner[position]
         while current < index:
-            close(current)
+            yield close(current)
             current += 1
         samplers[index].add(query.time, query.result)
         if progress is not None:
             progress(query.time)
     for index in range(current, len(spans)):
-        close(index)
-    return [result for result in results if result is not None]
+        yield close(index)
