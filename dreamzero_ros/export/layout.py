@@ -23,17 +23,25 @@ Video features are ``observation.images.<camera key>`` at each camera's dataset 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.errors import DatasetError
+from dreamzero_ros.engine.model.embodiment import (
+    EMBODIMENTS_DIR,
+    NORMALIZATIONS,
+    Embodiment,
+    read_yaml,
+)
+from dreamzero_ros.errors import DatasetError, EmbodimentError
 
 __all__ = [
     'CODEBASE_VERSION',
     'DROID_TAG',
     'DatasetLayout',
     'VectorPart',
+    'embodiment_for_export',
     'layout_for',
     'rate_number',
 ]
@@ -269,3 +277,41 @@ def layout_for(
         relative_keys=tuple(key.key for key in embodiment.action if key.relative),
         action_horizon=action_horizon,
     )
+
+
+def _placeholder_statistics(data: Any) -> dict[str, Any]:
+    """Zero statistics for every key of an embodiment file (an export never normalises)."""
+    names = sorted({name for names in NORMALIZATIONS.values() for name in names})
+    stats: dict[str, Any] = {}
+    for group in ('state', 'action'):
+        entries = data.get(group, []) if isinstance(data, Mapping) else []
+        stats[group] = {
+            entry['key']: {name: [0.0] * entry['dim'] for name in names}
+            for entry in entries if isinstance(entry, Mapping)
+            and isinstance(entry.get('key'), str) and isinstance(entry.get('dim'), int)
+            and entry['dim'] > 0
+        }  # fmt: skip
+    return stats
+
+
+def embodiment_for_export(source: str) -> Embodiment:
+    """The embodiment of a shipped tag (``oxe_droid``) or an embodiment file, statistics or not.
+
+    An export needs its cameras, keys and rate only; a file without statistics is read as if it
+    had them.
+
+    Raises:
+        EmbodimentError: no such tag or file, or a malformed one (naming the field).
+
+    """
+    path = Path(source)
+    if not path.suffix and (EMBODIMENTS_DIR / f'{source}.yaml').is_file():
+        path = EMBODIMENTS_DIR / f'{source}.yaml'
+    if not path.is_file():
+        shipped = sorted(p.stem for p in EMBODIMENTS_DIR.glob('*.yaml'))
+        raise EmbodimentError(f'no embodiment file {source} (shipped: {", ".join(shipped)})')
+    data = read_yaml(path, EmbodimentError)
+    statistics = None
+    if isinstance(data, Mapping) and 'statistics' not in data:
+        statistics = _placeholder_statistics(data)
+    return Embodiment.from_mapping(data, str(path), statistics)
