@@ -76,7 +76,7 @@ def video_frames(root: Path, meta: dict, episode: int, key: str, times: np.ndarr
 
 
 def upstream_stats(root: Path, info: dict) -> dict:
-    """upstream's ``calculate_dataset_statistics`` over ``data/*/*.parquet``, float features."""
+    """Upstream's ``calculate_dataset_statistics`` over ``data/*/*.parquet``, float features."""
     paths = sorted(root.glob('data/*/*.parquet'))
     data = pd.concat([pd.read_parquet(path) for path in paths], axis=0)
     features = [name for name, spec in info['features'].items() if 'float' in spec['dtype']]
@@ -95,7 +95,7 @@ def upstream_stats(root: Path, info: dict) -> dict:
 
 
 def upstream_relative_stats(root: Path, meta: dict, key: str, horizon: int) -> dict:
-    """upstream's ``_calculate_relative_stats_for_key`` (state delta [0], actions 0..horizon-1)."""
+    """Upstream's ``_calculate_relative_stats_for_key`` (state delta [0], actions 0..horizon-1)."""
     deltas = list(range(horizon))
     pooled = []
     for row in meta['episodes']:
@@ -134,3 +134,104 @@ def latest_at(messages: list[tuple[int, object]], time_s: float) -> object:
             break
         chosen = message
     return chosen
+
+
+ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+NAMES = (*ARM, 'panda_gripper')
+CAMERAS = ('wrist_image_left', 'exterior_image_1_left', 'exterior_image_2_left')
+START = 1_700_000_000.0
+
+
+def task_event(
+    stamp_s: float, goal: str, event: int, instruction: str, outcome: str = ''
+) -> object:
+    """A ``dreamzero_ros/msg/TaskEvent`` as the node publishes it."""
+    from dreamzero_ros.core.messages import to_ns
+    from dreamzero_ros.replay.typestore import BAG_MESSAGES, bag_message_type
+
+    return bag_message_type('dreamzero_ros/msg/TaskEvent')(
+        header=BAG_MESSAGES.header(to_ns(stamp_s)),
+        goal_id=goal,
+        event=event,
+        instruction=instruction,
+        time_limit=0.0,
+        outcome=outcome,
+        chunks_executed=3,
+        elapsed=0.0,
+        message='',
+    )
+
+
+def std_message(kind: str, value: object) -> object:
+    """``std_msgs/<kind>`` with ``data``."""
+    from dreamzero_ros.replay.typestore import bag_message_type
+
+    return bag_message_type(f'std_msgs/msg/{kind}')(data=value)
+
+
+def write_bag(
+    path: Path,
+    seconds: float,
+    storage: str = 'mcap',
+    extra: dict | None = None,
+    drop_frames: tuple[float, float] | None = None,
+    joints: callable | None = None,
+    stamp_shift: tuple[float, float] | None = None,
+    cameras: tuple[str, ...] = CAMERAS,
+    image_format: str = 'rgb8',
+) -> Path:
+    """A DROID bag written with the project's BagWriter.
+
+    Synthetic 180x320 frames at 15 Hz, Franka joint states at 50 Hz (``joints(t)`` overrides
+    them), ``extra`` topics
+    ``{topic: (msgtype, [(seconds, message), ...])}``; frames of every camera inside
+    ``drop_frames`` (seconds) left out; from ``stamp_shift[0]`` on, the stamps of the joint
+    states moved by ``stamp_shift[1]`` seconds against their log times.
+    """
+    from dreamzero_ros import droid_clips
+    from dreamzero_ros.core.messages import to_ns
+    from dreamzero_ros.replay.bag_io import BagWriter
+    from dreamzero_ros.replay.typestore import BAG_MESSAGES
+
+    count = int(round(seconds * 15))
+    frames = droid_clips.synthetic_clips(count)
+    records = []
+    topic_of = {c: f'/{c}/compressed' if image_format == 'jpeg' else f'/{c}' for c in cameras}
+    for index in range(count):
+        t = index / 15
+        if drop_frames and drop_frames[0] <= t < drop_frames[1]:
+            continue
+        for camera in cameras:
+            build = BAG_MESSAGES.compressed_image if image_format == 'jpeg' else BAG_MESSAGES.image
+            message = build(to_ns(START + t), frames[camera][index], camera)
+            records.append((START + t, topic_of[camera], message))
+    for t in np.arange(0.0, seconds, 0.02):
+        values = joints(t) if joints else droid_clips_state(t)
+        stamp = START + t + (stamp_shift[1] if stamp_shift and t >= stamp_shift[0] else 0.0)
+        records.append(
+            (START + t, '/joint_states', BAG_MESSAGES.joint_state(to_ns(stamp), NAMES, values))
+        )
+    types = {
+        topic: (
+            'sensor_msgs/msg/CompressedImage' if image_format == 'jpeg' else 'sensor_msgs/msg/Image'
+        )
+        for topic in topic_of.values()
+    }
+    types['/joint_states'] = 'sensor_msgs/msg/JointState'
+    for topic, (msgtype, messages) in (extra or {}).items():
+        types[topic] = msgtype
+        records += [(START + t, topic, message) for t, message in messages]
+    records.sort(key=lambda record: record[0])
+    with BagWriter(path, storage) as writer:
+        for topic, msgtype in types.items():
+            writer.add_topic(topic, msgtype)
+        for t, topic, message in records:
+            writer.write(topic, to_ns(t), message)
+    return path
+
+
+def droid_clips_state(t: float) -> np.ndarray:
+    """The bag maker's joints and gripper at ``t`` seconds."""
+    from dreamzero_ros import droid_clips
+
+    return np.concatenate(droid_clips.demo_joint_trajectory(np.array([t])), axis=1)[0]

@@ -14,15 +14,17 @@ The action of frame ``k`` is the joint position the robot is sent to for the nex
 (DROID's: the target one control step ahead):
 
 * ``next-state``: the measured state of frame ``k + 1``;
-* ``command``: the command topic (JointTrajectory or JointState) at ``t_k + 1 / fps``; joints it
-  does not name (a gripper with its own action interface) from the next measured state.
+* ``command``: the command topic (JointTrajectory or JointState) at ``t_k + 1 / fps``, the
+  last command holding after it; joints it does not name (a gripper with its own action
+  interface) from the next measured state. Frames before the first command are trimmed.
 
 The last sampled frame only gives the action of the one before it. Leading frames without a full
 observation (sources not yet seen) are trimmed, and so are trailing frames after the first
-source ends. An episode is refused, with the first reason, for: a gap (an input stale, skewed or
-unusable between good frames), a NaN joint or command, a joint outside the robot's limits (state
-or action), a clock jump (a message's stamp moving against its log time by more than the
-limit), or fewer frames than the minimum.
+source ends. An episode is refused, with the first reason (its code first), for: a gap (an
+input ``stale``, ``skewed`` or ``missing`` between good frames), a NaN joint (``bad_joints``) or
+command (``nan``), a ``bad_image``, a joint outside the robot's limits (``joint_limits``, state
+or action), a ``clock_jump`` (a message's stamp moving against its log time by more than the
+limit), or fewer frames than the minimum (``too_short``).
 """
 
 from __future__ import annotations
@@ -183,8 +185,10 @@ class _EpisodeSampler:
         cache: CacheConfig,
         prompts: PromptTimeline,
         open_sink: Callable[[], FrameSink],
+        earliest: float = -np.inf,
     ) -> None:
         self.span = span
+        self._earliest = earliest
         self.options = options
         self.prompts = prompts
         self._open_sink = open_sink
@@ -199,6 +203,9 @@ class _EpisodeSampler:
     def add(self, time: float, result: Observation | Refusal) -> None:
         if self.refused is not None:
             return
+        if time < self._earliest and not self._written and not self._pending:
+            self._leading = self._leading or Refusal(RefusalReason.MISSING, 'no command yet')
+            return
         if isinstance(result, Refusal):
             if not self._written and not self._pending:
                 self._leading = self._leading or result
@@ -206,8 +213,7 @@ class _EpisodeSampler:
                 self._trailing = (time, result)
             return
         if self._trailing is not None:
-            at, refusal = self._trailing
-            self.refuse('gap', f'{refusal} at {at - self.span.start:.3f} s into the episode')
+            self._refuse_inputs(*self._trailing)
             return
         self._pending.append(_Pending(time, result))
         if len(self._pending) > self._hold:
@@ -218,6 +224,11 @@ class _EpisodeSampler:
             self._sink = self._open_sink()
         self._sink.add(frame.observation.images)
         self._written.append(frame)
+
+    def _refuse_inputs(self, time: float, refusal: Refusal) -> None:
+        """Inputs unusable between good frames: a gap, NaN joints, a bad image, skew."""
+        at = f'at {time - self.span.start:.3f} s into the episode'
+        self.refuse(refusal.reason.value, f'{refusal.detail} {at}')
 
     def refuse(self, reason: str, detail: str) -> None:
         if self.refused is None:
@@ -236,7 +247,7 @@ class _EpisodeSampler:
         if self.refused is None and self._trailing is not None:
             refusal = self._trailing[1]
             if refusal.reason is not RefusalReason.STALE:  # not a source that ended: refuse
-                self.refuse('gap', f'{refusal} at {self._trailing[0] - self.span.start:.3f} s')
+                self._refuse_inputs(*self._trailing)
             ended = min(last_seen.get(topic, -np.inf) for topic in sources)
             kept = [frame for frame in kept if frame.time <= ended + 1e-9]
         if self.refused is not None:
@@ -280,11 +291,29 @@ class _EpisodeSampler:
         )
 
 
+def _command_start(trajectory: Trajectory, arm_dof: int) -> float:
+    """The first time every arm joint has been commanded (inf where one never is)."""
+    firsts = []
+    for column in range(arm_dof):
+        known = np.isfinite(trajectory.positions[:, column])
+        firsts.append(trajectory.times[known][0] if known.any() else np.inf)
+    return max(firsts, default=-np.inf)
+
+
 def _command_targets(
     episode: SampledEpisode, trajectory: Trajectory, arm_dof: int, fps: float
 ) -> None:
-    """Replace the episode's targets by the command at each frame's next step, where given."""
-    commanded = trajectory.at(episode.times + 1.0 / fps)
+    """The episode's targets: the command at each frame's next step (the last one holds).
+
+    Columns the command does not name (a gripper) keep the next measured state.
+    """
+    times = episode.times + 1.0 / fps
+    commanded = np.full((len(times), len(trajectory.names)), np.nan)
+    for column in range(len(trajectory.names)):
+        known = np.isfinite(trajectory.positions[:, column])
+        if known.any():
+            values = trajectory.positions[known, column]
+            commanded[:, column] = np.interp(times, trajectory.times[known], values)
     arm = commanded[:, :arm_dof]
     missing = np.argwhere(~np.isfinite(arm))
     if len(missing):
@@ -351,7 +380,10 @@ def sample_bag(
         trajectory = read_trajectory(reader, options.command_topic, names, gripper_ranges=grippers)
     period = 1.0 / options.fps
     grids = [query_times(span.start, span.end, period) for span in spans]
-    samplers = [_EpisodeSampler(s, options, cache, prompts, open_sink) for s in spans]
+    earliest = -np.inf
+    if trajectory is not None:  # frames before the first command are trimmed as leading
+        earliest = _command_start(trajectory, len(cache.arm_joints)) - period - 1e-9
+    samplers = [_EpisodeSampler(s, options, cache, prompts, open_sink, earliest) for s in spans]
     owner = [index for index, grid in enumerate(grids) for _ in grid]
     watch = _ClockWatch(options.max_clock_jump)
     times = [time for grid in grids for time in grid]
