@@ -118,8 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar='SECONDS',
-        help='an input older than this at a frame refuses the episode (default: the max_age '
-        'node parameter, 0.5)',
+        help='an input older than this at a frame, or inputs stamped further apart, refuse the '
+        "episode (default: the node's max_age, 0.5, and max_skew, 0.2 at 15 Hz cameras)",
     )
     sampling.add_argument(
         '--max-clock-jump',
@@ -212,7 +212,7 @@ def config_from_args(args: argparse.Namespace) -> ExportConfig:
     """The export configuration the options describe (ValueError/OSError naming a problem)."""
     overrides = dict(args.param)
     if args.max_gap is not None:
-        overrides['max_age'] = args.max_gap
+        overrides.update(max_age=args.max_gap, max_skew=args.max_gap)
     settings = node_settings(args.params_file, overrides)
     embodiment = embodiment_for_export(args.embodiment)
     layout = layout_for(embodiment, args.fps, args.action_horizon)

@@ -266,7 +266,7 @@ def _export_bag(
                 on_report(report)
     except BagError as error:
         for report in reports[decided:] or [EpisodeReport(name, 'bag', 0.0, 0.0)]:
-            report.dropped = f'unreadable: {error}'
+            report.dropped = f'unusable bag: {error}'
             on_report(report)
 
 

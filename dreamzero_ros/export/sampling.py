@@ -156,7 +156,7 @@ class _ClockWatch:
         self.max_jump = max_jump
         self.last_seen: dict[str, float] = {}
         self._offset: dict[str, float] = {}
-        self.jumps: list[tuple[float, str]] = []
+        self.jumps: list[tuple[float, str, float]] = []  # (log time, topic, stamp change)
 
     def on_message(self, topic: str, log_ns: int, message: Any) -> None:
         time = log_ns / NS_PER_S
@@ -166,13 +166,7 @@ class _ClockWatch:
         previous = self._offset.get(topic)
         self._offset[topic] = offset
         if previous is not None and abs(offset - previous) > self.max_jump:
-            self.jumps.append(
-                (
-                    time,
-                    f'{topic} stamp moved {previous - offset:+.3f} s against its log time at '
-                    f'{time:.3f} s (limit {self.max_jump} s)',
-                )
-            )
+            self.jumps.append((time, topic, previous - offset))
 
 
 class _EpisodeSampler:
@@ -390,9 +384,14 @@ def sample_bag(
 
     def close(index: int) -> SampledEpisode | EpisodeRefusedError:
         sampler, span = samplers[index], spans[index]
-        jumps = [text for time, text in watch.jumps if span.start <= time <= span.end]
+        jumps = [jump for jump in watch.jumps if span.start <= jump[0] <= span.end]
         if jumps:
-            sampler.refuse('clock_jump', jumps[0])
+            time, topic, change = jumps[0]
+            sampler.refuse(
+                'clock_jump',
+                f'{topic} stamp moved {change:+.3f} s against its log time at '
+                f'{time - span.start:.3f} s into the episode (limit {options.max_clock_jump} s)',
+            )
         try:
             episode = sampler.finish(watch.last_seen, sources)
             if trajectory is not None:
