@@ -9,9 +9,9 @@ fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pa
 Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
 ``fault`` aborted; the result says which and why. Each start and end is also published on
 ``~/task_events`` (``dreamzero_ros/msg/TaskEvent``, latched), where a recording keeps it: goals
-and results travel as services, which rosbag2 does not record. While a task runs, each tick reads the action
-clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback topic) for the
-runner's client liveness rule.
+and results travel as services, which rosbag2 does not record. While a task runs, each tick
+reads the action clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback
+topic) for the runner's client liveness rule.
 """
 
 from __future__ import annotations
