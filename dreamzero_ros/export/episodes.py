@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 
-from dreamzero_ros.core.messages import NS_PER_S
+from dreamzero_ros.core.messages import NS_PER_S, TASK_EVENT_TYPE
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader
 
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 EPISODE_SOURCES = ('bag', 'task', 'topic')
-TASK_EVENT_TYPE = 'dreamzero_ros/msg/TaskEvent'
 BOOL_TYPE = 'std_msgs/msg/Bool'
 STRING_TYPE = 'std_msgs/msg/String'
 #: TaskEvent.event values.

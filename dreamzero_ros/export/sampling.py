@@ -193,8 +193,13 @@ class _EpisodeSampler:
         self._leading: Refusal | None = None
         self._trailing: tuple[float, Refusal] | None = None
         self.refused: EpisodeRefusedError | None = None
+        self.last_seen: dict[str, float] = {}
 
-    def add(self, time: float, result: Observation | Refusal) -> None:
+    def add(
+        self, time: float, result: Observation | Refusal, last_seen: Mapping[str, float]
+    ) -> None:
+        """One query of the episode; ``last_seen``: topic -> log time of its last message."""
+        self.last_seen = dict(last_seen)
         if self.refused is not None:
             return
         if time < self._earliest and not self._written and not self._pending:
@@ -393,7 +398,7 @@ def sample_bag(
                 f'{time - span.start:.3f} s into the episode (limit {options.max_clock_jump} s)',
             )
         try:
-            episode = sampler.finish(watch.last_seen, sources)
+            episode = sampler.finish(sampler.last_seen, sources)
             if trajectory is not None:
                 _command_targets(episode, trajectory, len(cache.arm_joints), options.fps)
             _check_limits(episode, options, cache.joint_names)
@@ -409,7 +414,7 @@ def sample_bag(
         while current < index:
             yield close(current)
             current += 1
-        samplers[index].add(query.time, query.result)
+        samplers[index].add(query.time, query.result, watch.last_seen)
         if progress is not None:
             progress(query.time)
     for index in range(current, len(spans)):
