@@ -186,3 +186,65 @@ def test_a_recording_of_trajectories_is_read_with_the_bag_it_played(tmp_path):
     ahead = meta['episodes'][0]['recording']['start_s'] - START + np.arange(1, 15) / 15
     np.testing.assert_allclose(actions[:14], ahead[:, None] * target / 3, atol=1e-6)
     assert json.loads((out / 'meta/info.json').read_text())['total_episodes'] == 1
+
+
+def _rewrite(source, target, compressed=False, split_at=None):
+    """The bag again with rosbags' writer: zstd per message, or split into two files."""
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode, Reader, StoragePlugin, Writer
+    import yaml
+
+    with Reader(source) as reader:
+        connections = list(reader.connections)
+        messages = [(c.id, log_ns, bytes(raw)) for c, log_ns, raw in reader.messages()]
+    parts = [messages]
+    if split_at is not None:
+        cut = to_ns(START + split_at)
+        parts = [[m for m in messages if m[1] < cut], [m for m in messages if m[1] >= cut]]
+    names = []
+    for index, part in enumerate(parts):
+        path = target.parent / f'{target.name}_{index}'
+        writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+        if compressed:
+            writer.set_compression(CompressionMode.MESSAGE, CompressionFormat.ZSTD)
+        with writer:
+            added = {
+                c.id: writer.add_connection(
+                    c.topic, c.msgtype, msgdef=c.msgdef.data, rihs01=c.digest
+                )
+                for c in connections
+            }
+            for connection, log_ns, raw in part:
+                writer.write(added[connection], log_ns, raw)
+        names.append(path)
+    target.mkdir()
+    info = yaml.safe_load((names[0] / 'metadata.yaml').read_text())
+    files = []
+    for path in names:
+        (mcap,) = path.glob('*.mcap')
+        mcap.rename(target / mcap.name)
+        files.append(mcap.name)
+    info['rosbag2_bagfile_information']['relative_file_paths'] = files
+    (target / 'metadata.yaml').write_text(yaml.safe_dump(info))
+    return target
+
+
+def test_compressed_and_split_bags_export_as_the_plain_one(tmp_path):
+    import pandas as pd
+
+    plain = write_bag(tmp_path / 'plain', 3.0)
+    variants = {
+        'plain': plain,
+        'compressed': _rewrite(plain, tmp_path / 'compressed', compressed=True),
+        'split': _rewrite(plain, tmp_path / 'split', split_at=1.4),
+    }
+    frames = {}
+    for name, bag in variants.items():
+        out = tmp_path / f'ds_{name}'
+        assert _export(bag, '-o', out, '--task', 'stack') == 0, name
+        meta = read_meta(out)
+        frames[name] = episode_frame(out, meta, 0)
+        stats = (out / 'meta/stats.json').read_text()
+        assert stats == (tmp_path / 'ds_plain/meta/stats.json').read_text(), name
+    for name in ('compressed', 'split'):
+        pd.testing.assert_frame_equal(frames[name], frames['plain'])
+    assert len(list(variants['split'].glob('*.mcap'))) == 2
