@@ -90,6 +90,8 @@ class DatasetFolder:
 
         """
         meta = root / 'meta'
+        if not (meta / 'info.json').is_file():
+            raise DatasetError(f'cannot append to {root}: it has no meta/info.json (no dataset)')
         info = _read_json(meta / 'info.json')
         folder = cls(root, layout)
         expected = folder.info()
