@@ -16,6 +16,7 @@ from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, Embodiment
+from dreamzero_ros.export.droid_columns import DroidColumns
 from dreamzero_ros.export.episodes import EPISODE_SOURCES, EpisodeSources
 from dreamzero_ros.export.exporter import (
     EpisodeReport,
@@ -231,6 +232,15 @@ def config_from_args(args: argparse.Namespace) -> ExportConfig:
         task=args.task,
         default_prompt=settings.prompt,
     )
+    urdf = _urdf(settings, embodiment)
+    if layout.droid:  # DROID's cartesian columns: the flange's pose from these joints
+        try:
+            DroidColumns(urdf, cache.arm_joints)
+        except ValueError as error:
+            raise ValueError(
+                f'DROID cartesian columns: {error} (give the robot description: -p '
+                'robot_description.source:=file -p robot_description.file:=URDF)'
+            ) from None
     command = absolute(args.command_topic) if args.command_topic else ''
     sampling = SamplingOptions(
         fps=layout.fps,
@@ -252,7 +262,7 @@ def config_from_args(args: argparse.Namespace) -> ExportConfig:
         encoder=EncoderSettings(layout.fps, args.crf),
         only_success=args.only_success,
         allow_partial=args.allow_partial,
-        urdf=_urdf(settings, embodiment),
+        urdf=urdf,
     )
 
 
