@@ -16,6 +16,7 @@ __all__ = [
     'CfgParallelError',
     'CheckpointError',
     'ConfigError',
+    'DatasetError',
     'DefinitionError',
     'DeviceMemoryError',
     'DreamZeroError',
@@ -38,6 +39,10 @@ class DreamZeroError(Exception):
 
 class ConfigError(DreamZeroError, ValueError):
     """``config.json`` or an engine setting is invalid; the message names the key."""
+
+
+class DatasetError(DreamZeroError, ValueError):
+    """A training dataset folder cannot be written or appended to; the message says why."""
 
 
 class CheckpointError(DreamZeroError, RuntimeError):

@@ -29,6 +29,7 @@ PARSERS = {
     'dreamzero-openpi-server': 'build_parser',
     'dreamzero-replay': 'build_replay_parser',
     'dreamzero-make-bag': 'build_make_bag_parser',
+    'dreamzero-export': 'build_parser',
     'dreamzero-live-replay': 'build_live_parser',
     'dreamzero-policy-node': 'build_parser',
     'dreamzero-demo-stream': 'build_parser',

@@ -144,6 +144,11 @@ FIRST_LINES = {
         'dreamzero_ros.replay.cli',
         'dreamzero-make-bag: writing',
     ),
+    'dreamzero-export': (
+        ['{bag}', '-o', '{tmp}/dataset', '--min-frames', '1'],
+        'dreamzero_ros.export.cli',
+        'dreamzero-export: writing',
+    ),
     'dreamzero-replay': (
         ['{bag}', '--preset', 'tiny', '--max-chunks', '1'],
         'dreamzero_ros.replay.cli',

@@ -30,7 +30,7 @@ def system(tmp_path_factory):
 
     from dreamzero_ros.droid_clips import demo_clips
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-    from dreamzero_ros.ros.task_server import RunTask
+    from dreamzero_ros.ros.task_server import RunTask, TaskEvent
 
     assert RunTask is not None, 'the RunTask action is not built (scripts/build_interfaces.sh)'
     folder = tmp_path_factory.mktemp('run_task')
@@ -40,6 +40,7 @@ def system(tmp_path_factory):
     # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
     harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    harness.record('task_events', TaskEvent, f'{NODE}/task_events')
     node = NodeProcess(
         folder / 'node.log',
         f'engine.checkpoint:={checkpoint}',
@@ -117,6 +118,21 @@ def _task_diagnostics(harness, since, instruction):
     return None
 
 
+def _events(harness, since):
+    """(event, goal id, instruction, outcome, chunks, stamp s) of ~/task_events since ``since``."""
+    return [
+        (
+            'started' if e.event == e.STARTED else 'ended',
+            e.goal_id,
+            e.instruction,
+            e.outcome,
+            e.chunks_executed,
+            e.header.stamp.sec + e.header.stamp.nanosec * 1e-9,
+        )
+        for e in harness.messages('task_events', since)
+    ]
+
+
 def test_a_goal_runs_with_feedback_until_its_time_limit_then_holds(system):
     from action_msgs.msg import GoalStatus
 
@@ -136,6 +152,16 @@ def test_a_goal_runs_with_feedback_until_its_time_limit_then_holds(system):
     assert [f.elapsed for f in goal.feedback] == sorted(f.elapsed for f in goal.feedback)
     assert _motions(harness, start), 'the task sent no trajectory'
     assert _task_diagnostics(harness, start, 'open the drawer'), 'no diagnostics named the task'
+    # ~/task_events holds the goal's span, instruction and result (what a recording keeps)
+    goal_id = bytes(goal.handle.goal_id.uuid).hex()
+
+    def spans():
+        return [e for e in _events(harness, start) if e[1] == goal_id]
+
+    started, ended = harness.wait_for(lambda: len(spans()) == 2 and spans(), 10, 'events', node.log)
+    assert started[:4] == ('started', goal_id, 'open the drawer', '')
+    assert ended[:5] == ('ended', goal_id, 'open the drawer', 'time_limit', result.chunks_executed)
+    assert abs((ended[5] - started[5]) - result.elapsed) < 1e-6, (started, ended, result)
     # it ended with a hold and nothing after the result
     assert any(is_hold(m) for m in harness.messages('controller', start + 2.5)), node.log()
     _quiet_after(system, arrived)
@@ -175,6 +201,17 @@ def test_a_new_goal_preempts_the_running_one(system):
     status, result, arrived = _result(system, second)
     assert status == GoalStatus.STATUS_SUCCEEDED and result.outcome == 'time_limit', result
     assert result.chunks_executed >= 1 and second.feedback[0].chunks_executed == 1
+    # the first goal's end (preempted) is published before the second goal's start
+    expected = [
+        ('ended', 'pick up the marker', 'preempted'),
+        ('started', 'put it in the cup', ''),
+        ('ended', 'put it in the cup', 'time_limit'),
+    ]
+
+    def last_three():
+        return [(e[0], e[2], e[3]) for e in _events(harness, sent - 30.0)][-3:]
+
+    harness.wait_for(lambda: last_three() == expected, 10, 'the task events', node.log)
     _quiet_after(system, arrived)
 
 

@@ -89,6 +89,7 @@ def test_predicted_frames_are_read_back_from_a_recording_chunk_by_chunk(tmp_path
 def test_live_replay_records_the_view_topics():
     outputs = recorded_outputs(node_settings())
     node = '/dreamzero_policy'
+    assert outputs[f'{node}/task_events'] == 'dreamzero_ros/msg/TaskEvent'  # the tasks too
     assert outputs[f'{node}/model_input/compressed'] == COMPRESSED_IMAGE_TYPE
     assert outputs[f'{node}/predicted_video/compressed'] == COMPRESSED_IMAGE_TYPE
     assert outputs[f'{node}/predicted_video/wrist_image_left/compressed'] == COMPRESSED_IMAGE_TYPE

@@ -121,6 +121,7 @@ class LinkPoints:
         self._joints = sorted(set(parents))
         self._point_joint = np.array([self._joints.index(j) for j in parents])
         self._local = np.array([model.frames[f].placement.translation for f in self._frames])
+        self._local_rotation = np.array([model.frames[f].placement.rotation for f in self._frames])
         # configuration column of each joint of the model's q (the reduced model: arm joints only)
         self._order = np.argsort([model.joints[j].idx_q for j in order])
         self._q = pin.neutral(model)
@@ -160,8 +161,8 @@ class LinkPoints:
         """Number of arm joints (columns of a configuration)."""
         return len(self._order)
 
-    def positions(self, configurations: np.ndarray) -> np.ndarray:
-        """``(N, points, 3)`` positions in the frame for ``(N, arm_dof)`` configurations."""
+    def _joint_placements(self, configurations: np.ndarray) -> np.ndarray:
+        """``(N, points, 4, 4)``: the placement in the frame of each point's joint."""
         pin = _pinocchio()
         model, data = self._model, self._data
         configurations = np.atleast_2d(np.asarray(configurations, dtype=np.float64))
@@ -171,10 +172,21 @@ class LinkPoints:
             pin.forwardKinematics(model, data, q)
             for k, joint_id in joints:
                 placements[n, k] = data.oMi[joint_id].homogeneous
-        placements = self._to_frame @ placements[:, self._point_joint]  # (N, points, 4, 4)
-        return (
-            np.einsum('npij,pj->npi', placements[..., :3, :3], self._local) + placements[..., :3, 3]
-        )
+        return self._to_frame @ placements[:, self._point_joint]
+
+    def positions(self, configurations: np.ndarray) -> np.ndarray:
+        """``(N, points, 3)`` positions in the frame for ``(N, arm_dof)`` configurations."""
+        return self.poses(configurations)[0]
+
+    def poses(self, configurations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions ``(N, points, 3)`` and orientations ``(N, points, 3, 3)`` in the frame.
+
+        A point's orientation is its link's (an offset moves the point, not its axes).
+        """
+        placements = self._joint_placements(configurations)
+        rotations = placements[..., :3, :3]
+        positions = np.einsum('npij,pj->npi', rotations, self._local) + placements[..., :3, 3]
+        return positions, rotations @ self._local_rotation
 
     def speed_bound(self, joint_speed: np.ndarray) -> float:
         """Largest speed of any point, m/s, while each joint moves at most ``joint_speed``."""

@@ -25,6 +25,8 @@ from dreamzero_ros.core.image_codec import encode_compressed, encode_raw
 
 NS_PER_S = 1_000_000_000
 ACTION_CHUNK_TYPE = 'dreamzero_ros/msg/ActionChunk'
+#: A ~/run_task goal's start or end, on the node's ~/task_events.
+TASK_EVENT_TYPE = 'dreamzero_ros/msg/TaskEvent'
 
 #: Full message type name -> message class.
 MessageTypes = Callable[[str], Any]

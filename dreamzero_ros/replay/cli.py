@@ -80,7 +80,7 @@ def settings_from_args(args: argparse.Namespace) -> NodeSettings:
     return node_settings(args.params_file, dict(args.param))
 
 
-def _replay_loop(settings: NodeSettings) -> LoopConfig:
+def offline_loop(settings: NodeSettings) -> LoopConfig:
     """The node's loop configuration, with the robot description's limits where it is a file.
 
     A description the node reads from a topic is not available offline: the typed limits apply.
@@ -217,7 +217,7 @@ def _replay(argv: list[str]) -> int:
             max_chunks=args.max_chunks,
             request_video=args.video,
             allow_partial=args.allow_partial,
-            loop=_replay_loop(settings),
+            loop=offline_loop(settings),
             policy=policy_description(args),
         )
     except (ValueError, OSError) as error:

@@ -30,7 +30,12 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
 from dreamzero_ros.core.imagination import view_topics
-from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, stamp_to_ns
+from dreamzero_ros.core.messages import (
+    ACTION_CHUNK_TYPE,
+    NS_PER_S,
+    TASK_EVENT_TYPE,
+    stamp_to_ns,
+)
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
@@ -43,6 +48,8 @@ from dreamzero_ros.replay.topics import (
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 
 CLOCK_TOPIC = '/clock'
+#: The node's task events (dreamzero_ros/msg/TaskEvent, ros/task_server.py).
+TASK_EVENTS_TOPIC = '~/task_events'
 
 
 def message_class(msgtype: str) -> type:
@@ -112,7 +119,10 @@ class LiveReplayConfig:
 
 
 def recorded_outputs(settings: NodeSettings, node_name: str = NODE_NAME) -> dict[str, str]:
-    """Topic -> type of the node's outputs worth recording: trajectories, chunks and views.
+    """Topic -> type of the node's outputs worth recording: trajectories, chunks, views, tasks.
+
+    ``~/task_events`` keeps each ``~/run_task`` goal a client sends during the replay (its
+    instruction, span and outcome: ``dreamzero-export --episodes task``).
 
     The views (``~/model_input``, ``~/predicted_video`` and its per-camera topics) are
     recorded where ``views.enabled``; the recorder's subscription makes the node decode them.
@@ -121,6 +131,7 @@ def recorded_outputs(settings: NodeSettings, node_name: str = NODE_NAME) -> dict
         node_topic(settings.trajectory_topic, node_name): TRAJECTORY_TYPE,
         node_topic(settings.preview_topic, node_name): TRAJECTORY_TYPE,
         node_topic(settings.chunk_topic, node_name): ACTION_CHUNK_TYPE,
+        node_topic(TASK_EVENTS_TOPIC, node_name): TASK_EVENT_TYPE,
     }
     if settings.views.enabled:
         image = COMPRESSED_IMAGE_TYPE if settings.views.encoding == 'jpeg' else IMAGE_TYPE
@@ -211,7 +222,10 @@ class BagPlayerNode(Node):
         for topic, msgtype in config.record.items():
             try:
                 kind = message_class(msgtype)
-            except BagError:
+            except BagError as error:
+                if msgtype == TASK_EVENT_TYPE:  # the package messages are not built here
+                    self.get_logger().warning(f'not recording {topic}: {error}')
+                    continue
                 if msgtype != ACTION_CHUNK_TYPE:
                     raise
                 recorder.rebuild_chunks = True

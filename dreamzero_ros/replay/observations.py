@@ -10,8 +10,9 @@ with ``/clock`` from the log times, would have seen.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache, Refusal
@@ -72,8 +73,13 @@ def observations(
     times: list[float],
     prompt: str,
     session_id: str = 'default',
+    on_message: Callable[[str, int, Any], None] | None = None,
 ) -> Iterator[Query]:
-    """Yield a :class:`Query` for each of ``times`` (seconds of log time, ascending)."""
+    """Yield a :class:`Query` for each of ``times`` (seconds of log time, ascending).
+
+    ``on_message(topic, log_ns, message)`` sees every camera and joint-state message read, just
+    before the cache stores it (and after the queries of earlier times are yielded).
+    """
     cache = ObservationCache(cache_config)
     camera_of = {topic: camera for camera, topic in check_topics(reader, topics).items()}
     pending = iter(times)
@@ -87,6 +93,8 @@ def observations(
             next_time = next(pending, None)
         if next_time is None:
             return
+        if on_message is not None:
+            on_message(topic, log_ns, message)
         # the log time is the receipt: a message stamped far ahead of it is dropped, as live
         if topic == topics.joint_states:
             cache.add_joint_state_message(message, log_ns / NS_PER_S)

@@ -21,7 +21,7 @@ from dreamzero_ros.core.messages import MessageBuilder
 
 PACKAGE_NAME = 'dreamzero_ros'
 #: The package's messages that replay registers.
-PACKAGE_MESSAGES = ('ActionChunk', 'PolicyStatus')
+PACKAGE_MESSAGES = ('ActionChunk', 'PolicyStatus', 'TaskEvent')
 
 
 def _ament_msg_dir() -> Path | None:

@@ -7,9 +7,11 @@ A thin rclpy layer over :class:`~dreamzero_ros.core.task_runner.TaskRunner`, whi
 goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt and
 fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when told.
 Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
-``fault`` aborted; the result says which and why. While a task runs, each tick reads the action
-clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback topic) for the
-runner's client liveness rule.
+``fault`` aborted; the result says which and why. Each start and end is also published on
+``~/task_events`` (``dreamzero_ros/msg/TaskEvent``, latched), where a recording keeps it: goals
+and results travel as services, which rosbag2 does not record. While a task runs, each tick
+reads the action clients of ``~/run_task`` from the ROS graph (the subscriptions to its feedback
+topic) for the runner's client liveness rule.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
+from dreamzero_ros.core.messages import NS_PER_S, to_ns
 from dreamzero_ros.core.task_runner import (
     CommandState,
     Outcome,
@@ -32,6 +36,15 @@ try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.s
     from dreamzero_ros.action import RunTask
 except ImportError:  # pragma: no cover - depends on the install
     RunTask = None
+try:
+    from dreamzero_ros.msg import TaskEvent
+except ImportError:  # pragma: no cover - depends on the install
+    TaskEvent = None
+
+#: ~/task_events: late subscribers (a recorder started after the goal) get the recent events.
+TASK_EVENTS_QOS = QoSProfile(
+    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
 
 
 class TaskHost(Protocol):
@@ -62,6 +75,13 @@ class TaskServer:
         self.runner: TaskRunner | None = None
         #: goal id -> (goal handle, future of its TaskResult) of the running task.
         self._running: dict[str, tuple[Any, Future]] = {}
+        #: goal id -> (instruction, start time) of the goals started and not yet ended.
+        self._started: dict[str, tuple[str, float]] = {}
+        self._events = (
+            node.create_publisher(TaskEvent, '~/task_events', TASK_EVENTS_QOS)
+            if TaskEvent is not None and RunTask is not None
+            else None
+        )
         if RunTask is None:
             node.get_logger().warning(
                 'no ~/run_task action: the RunTask interface is not built (colcon build, or '
@@ -168,13 +188,14 @@ class TaskServer:
         if self.runner is None:
             handle.abort()
             return _result(TaskResult(Outcome.FAULT, 0, 0.0, 'the node is not configured'))
+        started_at = self._host.now()
         try:
             preempted = self.runner.start(
                 goal_id,
                 goal.instruction,
                 goal.time_limit,
                 self._host.command_state(),
-                self._host.now(),
+                started_at,
             )
         except TaskRefusedError as error:  # the node changed between acceptance and execution
             handle.abort()
@@ -182,6 +203,8 @@ class TaskServer:
         self._resolve(preempted)
         done = Future()
         self._running[goal_id] = (handle, done)
+        self._started[goal_id] = (goal.instruction, started_at)
+        self._publish_event(goal_id, goal.time_limit, None)
         limit = f', time limit {goal.time_limit:g} s' if goal.time_limit > 0 else ''
         self._node.get_logger().info(f'task {abbreviate(goal.instruction)!r} started{limit}')
         self._host.begin_task(goal.instruction)
@@ -221,7 +244,33 @@ class TaskServer:
         for goal_id, (_, done) in list(self._running.items()):
             if self.runner is None or goal_id != self.runner.goal_id:
                 del self._running[goal_id]
+                self._publish_event(goal_id, 0.0, result)
                 done.set_result(result)
+
+    def _publish_event(self, goal_id: str, time_limit: float, result: TaskResult | None) -> None:
+        """Publish a goal's start (``result`` None) or end on ``~/task_events``.
+
+        The end is stamped at the start plus the result's ``elapsed``: the task's span exactly.
+        """
+        instruction, started_at = (
+            self._started.get(goal_id) if result is None else self._started.pop(goal_id)
+        )
+        if self._events is None:
+            return
+        stamp_ns = to_ns(started_at + (0.0 if result is None else result.elapsed))
+        event = TaskEvent(
+            goal_id=goal_id,
+            event=TaskEvent.STARTED if result is None else TaskEvent.ENDED,
+            instruction=instruction,
+            time_limit=float(time_limit),
+        )
+        event.header.stamp.sec, event.header.stamp.nanosec = divmod(stamp_ns, NS_PER_S)
+        if result is not None:
+            event.outcome = str(result.outcome)
+            event.chunks_executed = result.chunks_executed
+            event.elapsed = float(result.elapsed)
+            event.message = result.message
+        self._events.publish(event)
 
 
 def _result(result: TaskResult) -> Any:
