@@ -66,16 +66,17 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "${VENV_OPTIONS[@]}" "$VENV"
 fi
 # One rclpy: a venv made earlier from another source or distribution is not mixed with this one.
+# Both wheel sets install the wheel ros-rclpy (Jazzy's ros-jazzy-rclpy requires ros-rclpy 7.x);
+# its major version names the distribution (Jazzy 7, Kilted 9); a sourced install uses none.
 "$VENV/bin/python" -c '
-import importlib.metadata, re, sys, sysconfig
-wanted = {"wheels:kilted": "ros-rclpy", "wheels:jazzy": "ros-jazzy-rclpy"}.get(sys.argv[1])
+import importlib.metadata, sys, sysconfig
+wanted = {"wheels:jazzy": "7", "wheels:kilted": "9"}.get(sys.argv[1])
 venv = [sysconfig.get_paths()["purelib"]]
-names = {re.sub("[-_.]+", "-", d.metadata["Name"]).lower()
-         for d in importlib.metadata.distributions(path=venv)}
-other = sorted(n for n in names if re.fullmatch("ros(-[a-z]+)?-rclpy", n) and n != wanted)
-if other:
-    sys.exit(f"bootstrap: {sys.prefix} holds the wheel {other[0]}, not ROS 2 from {sys.argv[1]}:"
-             " remove that venv, or choose another with VENV=...")
+found = [d.version for d in importlib.metadata.distributions(path=venv)
+         if d.metadata["Name"].lower().replace("_", "-") == "ros-rclpy"]
+if found and found[0].split(".")[0] != wanted:
+    sys.exit(f"bootstrap: {sys.prefix} holds the wheel ros-rclpy {found[0]}, not ROS 2 from"
+             f" {sys.argv[1]}: remove that venv, or choose another with VENV=...")
 ' "$SOURCE:$DISTRO"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -r requirements.txt "${ROS_REQUIREMENTS[@]}" \
