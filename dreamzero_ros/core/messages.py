@@ -104,20 +104,23 @@ class MessageBuilder:
         offsets_ns: Sequence[int],
         positions: Any,
         velocities: Any = None,
+        accelerations: Any = None,
     ) -> Any:
         """``trajectory_msgs/JointTrajectory``: point ``i`` at ``stamp + offsets_ns[i]``.
 
         ``positions`` (and ``velocities``, when given: the controller then interpolates with
-        cubic splines) are ``(P, N)`` in joint units; a zero stamp means "start on receipt".
+        cubic splines; and ``accelerations``: quintic splines) are ``(P, N)`` in joint units; a
+        zero stamp means "start on receipt".
         """
         point_type = self.types('trajectory_msgs/msg/JointTrajectoryPoint')
         rows = np.atleast_2d(np.asarray(positions, dtype=np.float64))
         speeds = None if velocities is None else np.atleast_2d(velocities)
+        changes = None if accelerations is None else np.atleast_2d(accelerations)
         points = [
             point_type(
                 positions=_floats(row),
                 velocities=_floats() if speeds is None else _floats(speeds[index]),
-                accelerations=_floats(),
+                accelerations=_floats() if changes is None else _floats(changes[index]),
                 effort=_floats(),
                 time_from_start=self.duration(offset),
             )
@@ -134,7 +137,8 @@ class MessageBuilder:
         robot's state then.
         """
         row = _floats(position)
-        return self.trajectory(0, names, [settle_ns], row[None], np.zeros((1, row.size)))
+        rest = np.zeros((1, row.size))
+        return self.trajectory(0, names, [settle_ns], row[None], rest, rest)
 
     def image(
         self, stamp_ns: int, rgb: np.ndarray, frame_id: str = '', encoding: str = 'rgb8'

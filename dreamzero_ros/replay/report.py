@@ -29,6 +29,15 @@ def _fmt(value: object) -> str:
     return f'{value:.4g}' if isinstance(value, float) else str(value)
 
 
+def _worst(figures: dict[str, list[float]]) -> str:
+    """``p50 / p95 / max`` of the joint with the largest max."""
+    if not figures['max']:
+        return 'n/a'
+    joint = int(max(range(len(figures['max'])), key=figures['max'].__getitem__))
+    values = ' / '.join(_fmt(float(figures[key][joint])) for key in ('p50', 'p95', 'max'))
+    return f'{values} (joint {joint})'
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return 'n/a'
@@ -112,6 +121,23 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
                         f'{_fmt(segment["max"])}; {_fmt(figures["ratio_max"])}',
                     )
                 )
+            if figures and figures['jerk']['max']:
+                rows += [
+                    (
+                        'hand-over acceleration jump p50 / p95 / max (rad/s^2), largest joint',
+                        _worst(figures['jump']),
+                    ),
+                    (
+                        '1 kHz command jerk p50 / p95 / max (rad/s^3), largest joint; '
+                        'largest |jerk| / limit',
+                        f'{_worst(figures["jerk"])}; {_fmt(figures["jerk_ratio_max"])}',
+                    ),
+                    (
+                        'Franka checks of the 1 kHz command: samples over a limit',
+                        ', '.join(f'{k}: {v}' for k, v in figures['violations'].items())
+                        or 'none',
+                    ),
+                ]
     return rows
 
 
