@@ -47,16 +47,18 @@ def _seconds(duration) -> float:
 
 
 def _lowest_on(msg, points) -> float:
-    """Lowest fingertip/flange height along the cubic the controller draws through ``msg``."""
+    """Lowest fingertip/flange height along the quintic the controller draws through ``msg``."""
     from dreamzero_ros.core.chunk_scheduler import ActionPlan
 
     assert list(msg.joint_names) == ARM
     times = np.array([_seconds(p.time_from_start) for p in msg.points])
     rows = np.array([p.positions for p in msg.points])
     velocities = np.array([p.velocities for p in msg.points])
+    accelerations = np.array([p.accelerations for p in msg.points])
+    assert accelerations.shape == rows.shape  # every point carries them: quintic segments
     if len(times) == 1:
         return float(points.positions(rows)[..., 2].min())
-    plan = ActionPlan(times, rows, velocities)
+    plan = ActionPlan(times, rows, velocities, accelerations)
     dense = plan.positions_at(np.linspace(times[0], times[-1], 400))
     return float(points.positions(dense)[..., 2].min())
 

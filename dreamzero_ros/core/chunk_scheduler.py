@@ -11,9 +11,11 @@ long as the measured latency (clamped to ``[blend_min_steps, blend_max_steps]`` 
 older the observation behind a chunk, the further it may disagree with the plan in force, so the
 longer the hand-over. The first kept row lies exactly on the executing plan, and the blend weight
 rises linearly to 1 at the end of the window; the knot velocities and accelerations
-(core/trajectory.py) then make the hand-over continuous in velocity and acceleration too. :func:`smooth_plan` times the rows within the joint
-limits (core/time_scaling.py) and :func:`with_lead_in` starts the trajectory on the plan in force
-at the chunk's arrival, so that the segment the controller builds to the hand-over is a piece of
+(core/trajectory.py) then make the hand-over continuous in velocity and acceleration too.
+:func:`smooth_plan` times the rows within the joint limits (core/time_scaling.py),
+:func:`plan_chunk` does all of it, and :func:`with_lead_in` starts the trajectory on the plan in
+force at the chunk's arrival, so that the segment the controller builds to the hand-over is a
+piece of
 that plan.
 """
 

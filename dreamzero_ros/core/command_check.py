@@ -74,7 +74,8 @@ class CommandMonitor:
         violations: samples over each limit, by the Franka error's name.
         first: the first violation, one line ('' while none).
         peak: largest ``|velocity|``, ``|acceleration|``, ``|jerk|`` per joint so far.
-        jumps: acceleration jump at each recorded hand-over, ``(N,)`` each.
+        jump_max: largest acceleration jump per joint where the command changed trajectory or
+            segment (None before any was recorded).
 
     """
 
@@ -83,7 +84,7 @@ class CommandMonitor:
     violations: dict[str, int] = field(default_factory=dict)
     first: str = ''
     peak: dict[str, np.ndarray] = field(default_factory=dict)
-    jumps: list[np.ndarray] = field(default_factory=list)
+    jump_max: np.ndarray | None = None
     _tail: np.ndarray | None = field(default=None, repr=False)
 
     def feed(self, positions: np.ndarray) -> None:
@@ -131,13 +132,58 @@ class CommandMonitor:
             )
 
     def record_jump(self, jump: np.ndarray) -> None:
-        """Record the acceleration jump ``(N,)`` at a hand-over."""
-        self.jumps.append(np.abs(np.asarray(jump, dtype=np.float64)))
+        """Record an acceleration jump ``(N,)`` (a hand-over, a segment's end)."""
+        jump = np.abs(np.asarray(jump, dtype=np.float64))
+        self.jump_max = jump if self.jump_max is None else np.maximum(self.jump_max, jump)
 
-    @property
-    def jump_max(self) -> np.ndarray | None:
-        """Largest recorded acceleration jump per joint, or None before any."""
-        return np.max(self.jumps, axis=0) if self.jumps else None
+
+def acceleration_jump(follower: TrajectoryFollower, time: float) -> np.ndarray:
+    """The step of ``follower``'s commanded acceleration across ``time`` (a knot), per joint."""
+    before, after = follower.sample(np.array([time - _SIDE, time + _SIDE]))[2]
+    return after - before
+
+
+class FollowerCheck:
+    """A Franka's checks of what a :class:`TrajectoryFollower` commands, every ``period``.
+
+    :meth:`advance` samples the follower on the grid ``k * period`` (seconds of the follower's
+    clock; keep them small, e.g. since a start, so that the samples are exact) up to a time and
+    feeds :attr:`monitor`; it also records the acceleration jump at every knot passed.
+    :meth:`accept` hands the follower a new trajectory, recording the jump at the receipt.
+    """
+
+    def __init__(
+        self,
+        follower: TrajectoryFollower,
+        limits: CommandLimits,
+        now: float,
+        period: float = PERIOD,
+    ) -> None:
+        self.follower = follower
+        self.monitor = CommandMonitor(limits, period)
+        self._next = int(np.ceil(now / period))
+        self._knots: list[float] = []
+
+    def advance(self, now: float) -> None:
+        """Check the command on the grid up to ``now`` (and the knots passed)."""
+        period = self.monitor.period
+        last = int(np.floor(now / period + 1e-9))
+        if last >= self._next:
+            grid = period * np.arange(self._next, last + 1)
+            self.monitor.feed(self.follower.sample(grid)[0])
+            self._next = last + 1
+        while self._knots and self._knots[0] <= now:
+            self.monitor.record_jump(acceleration_jump(self.follower, self._knots.pop(0)))
+
+    def accept(self, trajectory: Trajectory, now: float) -> None:
+        """The follower takes ``trajectory`` (validated) at ``now``: check up to then, switch."""
+        self.advance(now)
+        self.follower.update(now)
+        before = self.follower.acceleration.copy()
+        self.follower.accept(trajectory, now)
+        self.follower.update(now)
+        self.monitor.record_jump(self.follower.acceleration - before)
+        self._knots = [t for t in self.follower.knot_times if t > now]
 
 
 def plan_trajectory(plan: ActionPlan, joints: Sequence[str]) -> Trajectory:
@@ -208,11 +254,7 @@ def jtc_command(
         follower.update(received)
         if index:
             at = plan.handover_time
-            if at > received:
-                side = follower.sample(np.array([at - _SIDE, at + _SIDE]))[2]
-                handover = side[1] - side[0]
-            else:
-                handover = np.zeros(arm)
+            handover = acceleration_jump(follower, at) if at > received else np.zeros(arm)
             receipt = follower.acceleration - before
             jumps.append(np.where(np.abs(receipt) > np.abs(handover), receipt, handover))
         until = receipts[index + 1] if index + 1 < len(receipts) else np.inf

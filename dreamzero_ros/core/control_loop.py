@@ -10,8 +10,8 @@ observation should go to the policy (one in flight at a time, at most every
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
 limits, gives the rows knot times, velocities and accelerations within the joint limits
-(core/trajectory.py, core/time_scaling.py), cuts the plan before it would leave the Cartesian envelope
-(core/envelope.py, when the loop has one) and returns the new plan to command, or says why
+(core/trajectory.py, core/time_scaling.py), cuts the plan before it would leave the Cartesian
+envelope (core/envelope.py, when the loop has one) and returns the new plan to command, or says why
 nothing is commanded. A hold brakes the motion in force to a stop (core/braking.py).
 
 A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or

@@ -184,6 +184,11 @@ class TrajectoryFollower:
         self._active = _Active(now, float(times[-1]), times, positions, velocities, accelerations)
 
     @property
+    def knot_times(self) -> list[float]:
+        """Times of the points of the trajectory in force (the receipt first, when before them)."""
+        return [] if self._active is None else self._active.times.tolist()
+
+    @property
     def end_time(self) -> float | None:
         """When the trajectory in force reaches its last point, or None without one."""
         return None if self._active is None else self._active.end

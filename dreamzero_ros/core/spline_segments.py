@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The segments joint_trajectory_controller draws between points, as polynomials: values and exact extremes.
+"""The segments joint_trajectory_controller draws between points: values and exact extremes.
 
 JTC joins two points linearly when they carry positions only, with a cubic when they carry
 velocities and with a quintic when they carry accelerations too

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Joint trajectory math: knot velocities and accelerations, their position bounds, JTC's interpolation.
+"""Joint trajectory math: knot velocities and accelerations, position bounds, JTC's interpolation.
 
 joint_trajectory_controller (JTC) interpolates between two points linearly when they carry
 positions only, with a cubic when they carry velocities and a quintic with accelerations
@@ -80,7 +80,7 @@ def sample_knots(
     accelerations: np.ndarray | None,
     at: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Positions, velocities and accelerations ``(len(at), D)`` of a knot sequence, holding its ends.
+    """Positions, velocities, accelerations ``(len(at), D)`` of a knot sequence, holding its ends.
 
     Between knots (ends included): quintic with ``accelerations``, cubic with ``velocities``
     only, linear without (as JTC). Before the first knot and after the last the end positions
@@ -120,7 +120,7 @@ def spline_knots(
     start_velocity: np.ndarray,
     start_acceleration: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Knot velocities and accelerations ``(K, N)`` of a C2 spline that starts as the motion in force.
+    """Knot velocities and accelerations ``(K, N)`` of a C2 spline starting as the motion in force.
 
     The spline passes through ``positions`` at ``times``, starts with ``start_velocity`` and
     ``start_acceleration`` (the hand-over) and ends at rest (zero velocity and acceleration, as

@@ -23,13 +23,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, plan_chunk, with_lead_in
-from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.command_check import (
     CommandLimits,
     CommandMonitor,
     differences,
     jtc_command,
 )
+from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.replay.metrics import distribution
 

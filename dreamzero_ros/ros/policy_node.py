@@ -839,7 +839,12 @@ class PolicyNode(LifecycleNode):
             for values in (plan.velocities, plan.accelerations)
         )
         msg = ROS_MESSAGES.trajectory(
-            stamp_ns, arm_names, times, plan.rows[:, :arm], velocities[:, :arm], accelerations[:, :arm]
+            stamp_ns,
+            arm_names,
+            times,
+            plan.rows[:, :arm],
+            velocities[:, :arm],
+            accelerations[:, :arm],
         )
         self._outputs['preview'].publish(msg)
         if self.commanding:
