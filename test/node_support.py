@@ -358,8 +358,17 @@ class SimClock:
 
 
 def is_hold(msg: Any) -> bool:
-    """A hold trajectory: zero header stamp (start on receipt)."""
-    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
+    """A hold trajectory: a zero header stamp (at rest, start on receipt) or a braking hold.
+
+    A braking hold is stamped when it was made and its first point is there (it repeats the
+    motion in force from then); a chunk's trajectory is stamped at its observation, its first
+    point at the chunk's arrival, later.
+    """
+    stamp = msg.header.stamp
+    if stamp.sec == 0 and stamp.nanosec == 0:
+        return True
+    first = msg.points[0].time_from_start if msg.points else None
+    return first is not None and first.sec == 0 and first.nanosec == 0
 
 
 def node_diagnostics(

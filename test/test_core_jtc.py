@@ -106,8 +106,11 @@ def test_partial_goal_holds_the_other_joints():
 
 
 def test_before_the_first_point_jtc_starts_from_zero_acceleration_unless_from_desired_state():
-    """Quintic points: closed loop (JTC's default; a Franka has no acceleration state) zero-fills
-    the state's acceleration, interpolate_from_desired_state keeps the commanded one."""
+    """Quintic points: closed loop (JTC's default) zero-fills the state's acceleration.
+
+    A Franka has no acceleration state interface; interpolate_from_desired_state keeps the
+    commanded acceleration.
+    """
     moving = Trajectory(0.0, ('a',), (Point(1.0, (1.0,), (0.0,), (0.0,)),))
     later = Trajectory(0.0, ('a',), (Point(1.0, (2.0,), (0.0,), (0.0,)),))
     accelerations = {}

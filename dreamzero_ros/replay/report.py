@@ -112,8 +112,7 @@ def hand_over_rows(hand_over: dict) -> list[tuple[str, str]]:
         ),
         (
             'hand-over steps: max |da| (rad/s^2), command / recorded motion',
-            f'{_fmt(command["acceleration_step_max"])} / '
-            f'{_fmt(recorded["acceleration_step_max"])}',
+            f'{_fmt(command["acceleration_step_max"])} / {_fmt(recorded["acceleration_step_max"])}',
         ),
     ]
     figures = hand_over.get('accelerations')
