@@ -38,8 +38,6 @@ FRANKA_ERRORS = {
 }
 #: Relative slack of the checks against floating-point rounding of the differences.
 _SLACK = 1e-6
-#: Seconds either side of a hand-over at which the acceleration jump is read.
-_SIDE = 1e-7
 
 
 @dataclass(frozen=True)
@@ -139,7 +137,8 @@ class CommandMonitor:
 
 def acceleration_jump(follower: TrajectoryFollower, time: float) -> np.ndarray:
     """The step of ``follower``'s commanded acceleration across ``time`` (a knot), per joint."""
-    before, after = follower.sample(np.array([time - _SIDE, time + _SIDE]))[2]
+    # at a knot the segment after it is sampled; just before it, the one it ends
+    before, after = follower.sample(np.array([np.nextafter(time, -np.inf), time]))[2]
     return after - before
 
 

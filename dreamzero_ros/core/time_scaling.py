@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.core.trajectory import MotionConfig, bound_knots, spline_knots
 
 #: Relative slack of the limit checks against floating-point rounding.
@@ -99,7 +98,7 @@ def scale_time(
         bounded = bound_knots(knots, positions, velocities, accelerations, lower, upper)
         if bounded.velocities is None:
             return ScaledTiming(None, None, reason=bounded.reason)
-        extremes = segment_extremes(knots, positions, bounded.velocities, bounded.accelerations)
+        extremes = bounded.extremes
         need = np.ones(len(durations))
         worst = (0.0, '', 0, 0)
         for name, power, ratio in limit_ratios(extremes, motion):

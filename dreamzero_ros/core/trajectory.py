@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dreamzero_ros.core.spline_segments import (
+    SegmentExtremes,
     sample_segments,
     segment_extremes,
     segment_polynomials,
@@ -191,6 +192,7 @@ class BoundedKnots:
         accelerations: the knot accelerations, or None.
         changed: number of knots moved towards rest for the position limits.
         reason: why the curve cannot stay within them; empty when it can.
+        extremes: the exact extremes of the bounded curve's segments (None when refused).
 
     """
 
@@ -198,6 +200,7 @@ class BoundedKnots:
     accelerations: np.ndarray | None
     changed: int = 0
     reason: str = ''
+    extremes: SegmentExtremes | None = None
 
 
 def bound_knots(
@@ -223,7 +226,7 @@ def bound_knots(
     accelerations = np.asarray(accelerations, dtype=np.float64).copy()
     original = velocities.copy(), accelerations.copy()
     if len(positions) < 2:
-        return BoundedKnots(velocities, accelerations)
+        return BoundedKnots(velocities, accelerations, extremes=segment_extremes(times, positions))
     allowed_low = np.minimum(np.minimum(lower, positions[:-1]), positions[1:])
     allowed_high = np.maximum(np.maximum(upper, positions[:-1]), positions[1:])
     slack = _POSITION_SLACK * np.maximum(1.0, np.abs(allowed_high - allowed_low))
@@ -236,7 +239,8 @@ def bound_knots(
         out = (below > 0) | (above > 0)
         if not np.any(out):
             changed = (velocities != original[0]) | (accelerations != original[1])
-            return BoundedKnots(velocities, accelerations, int(np.count_nonzero(changed)))
+            count = int(np.count_nonzero(changed))
+            return BoundedKnots(velocities, accelerations, count, extremes=extremes)
         if round_ == passes + 1:
             break
         move = np.zeros(positions.shape, dtype=bool)
