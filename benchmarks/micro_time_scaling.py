@@ -29,6 +29,7 @@ timing one chunk (the ratio against before).
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import statistics
 import sys
 import time
@@ -187,21 +188,13 @@ def quintic_plans(chunks: list[SimpleNamespace], loop: LoopConfig, spent: list[f
 
 def figures(runs: list[list[tuple[float, ActionPlan]]], loop: LoopConfig) -> dict:
     """Jumps, 1 kHz jerk and accelerations of the runs' JTC commands, and a Franka's checks."""
-    motion = loop.motion
-    monitor = CommandMonitor(
-        CommandLimits(
-            loop.limits.lower[:ARM],
-            loop.limits.upper[:ARM],
-            motion.max_velocity,
-            motion.max_acceleration,
-            motion.max_jerk,
-        )
-    )
     jumps, jerks, accelerations, plans = [], [], [], 0
+    violations: Counter[str] = Counter()
     for timed in runs:
         command = jtc_command(timed, ARM, RECEIPT_DELAY)
+        monitor = CommandMonitor(CommandLimits.of_loop(loop))  # each run is one robot
         monitor.feed(command.positions)
-        monitor._tail = None  # the next run is another robot
+        violations.update(monitor.violations)
         _, acceleration, jerk = differences(command.positions)
         jumps.append(command.jumps)
         jerks.append(np.abs(jerk))
@@ -212,7 +205,7 @@ def figures(runs: list[list[tuple[float, ActionPlan]]], loop: LoopConfig) -> dic
         'jump': np.concatenate(jumps),
         'jerk': np.concatenate(jerks),
         'acceleration': np.concatenate(accelerations).max(axis=0),
-        'violations': monitor.violations,
+        'violations': dict(violations),
     }
 
 

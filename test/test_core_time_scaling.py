@@ -42,16 +42,10 @@ def zigzag_rows(seed, steps=24, size=0.1):
 
 def monitor(loop=LOOP, positions=True):
     """A Franka's checks with the loop's limits (its position limits unless not ``positions``)."""
-    motion = loop.motion
-    return CommandMonitor(
-        CommandLimits(
-            loop.limits.lower[:ARM] if positions else None,
-            loop.limits.upper[:ARM] if positions else None,
-            motion.max_velocity,
-            motion.max_acceleration,
-            motion.max_jerk,
-        )
-    )
+    limits = CommandLimits.of_loop(loop)
+    if not positions:
+        limits = dataclasses.replace(limits, lower=None, upper=None)
+    return CommandMonitor(limits)
 
 
 @pytest.mark.parametrize('seed', range(6))

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
+from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.jtc import Point, Trajectory, TrajectoryFollower
+from dreamzero_ros.core.robot_description import RobotDescription
 
 #: The real-time interface's period, seconds (a Franka's 1 kHz).
 PERIOD = 1e-3
@@ -49,6 +51,39 @@ class CommandLimits:
     max_velocity: np.ndarray | None = None
     max_acceleration: np.ndarray | None = None
     max_jerk: np.ndarray | None = None
+
+    @classmethod
+    def of_loop(cls, loop: LoopConfig) -> CommandLimits:
+        """The limits the control loop plans its arm columns within."""
+        arm = loop.motion.arm_joints
+        motion = loop.motion
+        return cls(
+            loop.limits.lower[:arm],
+            loop.limits.upper[:arm],
+            motion.max_velocity,
+            motion.max_acceleration,
+            motion.max_jerk,
+        )
+
+    @classmethod
+    def of_description(
+        cls,
+        description: RobotDescription,
+        joints: Sequence[str],
+        max_acceleration: Sequence[float],
+        max_jerk: Sequence[float],
+    ) -> CommandLimits:
+        """A robot description's position and speed limits of ``joints``, with these others."""
+        limits = description.limits_of(list(joints))
+        columns = [
+            np.array([getattr(joint, name) for joint in limits], dtype=np.float64)
+            for name in ('lower', 'upper', 'max_velocity')
+        ]
+        others = [np.asarray(v, dtype=np.float64) for v in (max_acceleration, max_jerk)]
+        for name, values in zip(('max_acceleration', 'max_jerk'), others, strict=True):
+            if values.shape != (len(limits),):
+                raise ValueError(f'{name} needs {len(limits)} values, got {values.size}')
+        return cls(*columns, *others)
 
 
 def differences(
@@ -128,6 +163,23 @@ class CommandMonitor:
                 f'{name}: joint {joint} {kind} {values[sample, joint]:.4g} beyond '
                 f'{bound[joint]:.4g}'
             )
+
+    def diagnostics(self) -> list[tuple[str, str]]:
+        """(key, value) pairs: largest values per joint beside the limits, and error counts."""
+
+        def joints(values: np.ndarray | None) -> str:
+            return '' if values is None else ' '.join(f'{v:.4g}' for v in values)
+
+        limits = self.limits
+        values = [
+            ('acceleration_jump_max', joints(self.jump_max)),
+            ('acceleration_max', joints(self.peak.get('acceleration'))),
+            ('acceleration_limit', joints(limits.max_acceleration)),
+            ('jerk_max', joints(self.peak.get('jerk'))),
+            ('jerk_limit', joints(limits.max_jerk)),
+        ]
+        counts = [(name, str(self.violations.get(name, 0))) for name in FRANKA_ERRORS.values()]
+        return values + counts
 
     def record_jump(self, jump: np.ndarray) -> None:
         """Record an acceleration jump ``(N,)`` (a hand-over, a segment's end)."""

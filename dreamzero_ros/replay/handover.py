@@ -158,15 +158,7 @@ def command_figures(
     command = jtc_command(timed, arm, delay)
     _, acceleration, jerk = differences(command.positions)
     acceleration, jerk = np.abs(acceleration), np.abs(jerk)
-    monitor = CommandMonitor(
-        CommandLimits(
-            loop.limits.lower[:arm],
-            loop.limits.upper[:arm],
-            motion.max_velocity,
-            motion.max_acceleration,
-            motion.max_jerk,
-        )
-    )
+    monitor = CommandMonitor(CommandLimits.of_loop(loop))
     if len(command.positions):
         monitor.feed(command.positions)
     largest = acceleration.max(axis=0) if len(acceleration) else np.zeros(arm)

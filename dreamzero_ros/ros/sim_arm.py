@@ -69,7 +69,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
-from dreamzero_ros.core.command_check import FRANKA_ERRORS, CommandLimits, FollowerCheck
+from dreamzero_ros.core.command_check import CommandLimits, FollowerCheck
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
@@ -383,22 +383,12 @@ class SimArm(Node):
 
     def _command_check(self, follower: TrajectoryFollower) -> FollowerCheck:
         """A Franka's checks of the arm's command: the description's positions and speeds."""
-        joints = RobotDescription.parse(self.description).limits_of(follower.joints)
-        limits = CommandLimits(
-            *(
-                np.array([getattr(j, name) for j in joints], dtype=np.float64)
-                for name in ('lower', 'upper', 'max_velocity')
-            ),
-            *(
-                np.array(self._value(name), dtype=np.float64)
-                for name in ('limits.max_acceleration', 'limits.max_jerk')
-            ),
+        limits = CommandLimits.of_description(
+            RobotDescription.parse(self.description),
+            follower.joints,
+            self._value('limits.max_acceleration'),
+            self._value('limits.max_jerk'),
         )
-        for name in ('max_acceleration', 'max_jerk'):
-            if getattr(limits, name).shape != (len(joints),):
-                raise ValueError(
-                    f'limits.{name} needs {len(joints)} values, got {getattr(limits, name).size}'
-                )
         return FollowerCheck(follower, limits, self._now())
 
     def _value(self, name: str) -> Any:
@@ -563,27 +553,14 @@ class SimArm(Node):
         )
 
     def _command_values(self) -> list[tuple[str, str]]:
-        """Diagnostics of the 1 kHz command's checks (under the lock); logs a new violation."""
+        """Diagnostics of the 1 kHz command's checks (under the lock); logs a first violation."""
         if self.check is None:
             return []
         monitor = self.check.monitor
-
-        def joints(values: np.ndarray | None) -> str:
-            return '' if values is None else ' '.join(f'{v:.4g}' for v in values)
-
-        limits = monitor.limits
-        values = [
-            ('acceleration_jump_max', joints(monitor.jump_max)),
-            ('acceleration_max', joints(monitor.peak.get('acceleration'))),
-            ('acceleration_limit', joints(limits.max_acceleration)),
-            ('jerk_max', joints(monitor.peak.get('jerk'))),
-            ('jerk_limit', joints(limits.max_jerk)),
-        ]
-        values += [(name, str(monitor.violations.get(name, 0))) for name in FRANKA_ERRORS.values()]
         if monitor.first and not self._reported_violation:
             self._reported_violation = True
             self.get_logger().error(f'the 1 kHz command breaks a Franka limit: {monitor.first}')
-        return values
+        return monitor.diagnostics()
 
     def _tick(self) -> None:
         now = self._now()
