@@ -258,3 +258,35 @@ def test_the_loop_with_panda_limits_commands_nothing_a_franka_refuses():
     check.feed(command.positions)
     assert check.violations == {}, check.first
     assert command.jumps.max() < 1e-6
+
+
+def test_holds_near_tight_position_limits_stay_inside_them():
+    """Where braking at once would overshoot a limit, the hold follows the plan in force first."""
+    from dreamzero_ros.core.braking import braking_from
+
+    lower = np.append(READY - 0.5, 0.0)
+    upper = np.append(READY + 0.5, 1.0)
+    loop = dataclasses.replace(
+        LOOP, limits=dataclasses.replace(LOOP.limits, lower=lower, upper=upper)
+    )
+    records = _records(1, count=12, period=0.5, amplitude=0.7, center=READY)
+    for record in records:
+        record.state = np.append(READY, 0.5)
+    followed = 0
+    for arrival, plan in timed_command_plans(records, loop):
+        for now in arrival + np.linspace(0.0, 0.5, 11):
+            _, within = braking_from(plan, now + MOTION.lead, lower, upper, MOTION)
+            hold = braking_hold(plan, now, lower, upper, MOTION)
+            followed += not within
+            extremes = segment_extremes(
+                hold.times,
+                hold.rows[:, :ARM],
+                hold.velocities[:, :ARM],
+                hold.accelerations[:, :ARM],
+            )
+            assert np.all(extremes.lowest >= lower[:ARM] - 1e-9)
+            assert np.all(extremes.highest <= upper[:ARM] + 1e-9)
+            assert np.all(extremes.acceleration <= MOTION.max_acceleration * (1 + 1e-9))
+            assert np.all(extremes.jerk <= MOTION.max_jerk * (1 + 1e-9))
+            np.testing.assert_allclose(hold.velocities[-1], 0.0, atol=1e-12)
+    assert followed, 'no hold needed the plan in force: the test shows nothing'

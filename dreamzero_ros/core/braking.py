@@ -8,12 +8,12 @@ that plan from its start (``now``) to its hand-over point ``motion.lead`` later,
 the message to reach the controller, then brakes. :func:`braking_curve` stops a state (position,
 velocity, acceleration) with one quintic segment to rest (zero velocity and acceleration), the
 one whose velocity is a smooth cubic (its stop point ``p + v T / 2 + a T^2 / 12``), nominally at
-``motion.stop_deceleration``: the shortest duration from a geometric series whose exact extremes
-(core/spline_segments.py) keep speed, acceleration and jerk within the limits and the positions
-within ``[lower, upper]`` is taken. Where no braking stays inside the position limits (the
+``motion.stop_deceleration``: of a geometric series of durations, the one nearest the nominal
+whose exact extremes (core/spline_segments.py) keep speed, acceleration and jerk within the
+limits and the positions within ``[lower, upper]`` is taken (longer ones first). Where no braking stays inside the position limits (the
 motion heads into one faster than the acceleration limits can stop it), :func:`braking_hold`
-follows the plan in force to its end instead when that plan stays inside: every plan ends at
-rest within the limits.
+follows the plan in force, which stays inside, to its first point from which braking does (at
+the latest its end: every plan ends at rest within the limits).
 """
 
 from __future__ import annotations
@@ -64,9 +64,11 @@ def braking_curve(
 ) -> Braking:
     """The shortest quintic braking of the arm state to rest within ``motion``'s limits.
 
-    Durations start at ``max(motion.hold_time, 1.5 |v| / motion.stop_deceleration)`` (the
-    smooth cubic velocity's peak deceleration is ``1.5 v / T``) and grow geometrically. The stop
-    point is clipped into ``[lower, upper]`` (or no further out than ``position``).
+    The nominal duration is ``max(motion.hold_time, 1.5 |v| / motion.stop_deceleration)`` (the
+    smooth cubic velocity's peak deceleration is ``1.5 v / T``); the shortest longer one that
+    is within the limits is taken, else the longest shorter one (down to ``motion.hold_time``:
+    braking harder, within the acceleration limits, may stop before a position limit). The
+    stop point is clipped into ``[lower, upper]`` (or no further out than ``position``).
     """
     position, velocity, acceleration = (
         np.asarray(x, dtype=np.float64) for x in (position, velocity, acceleration)
@@ -74,7 +76,10 @@ def braking_curve(
     nominal = max(
         motion.hold_time, float(np.max(1.5 * np.abs(velocity) / motion.stop_deceleration))
     )
-    durations = nominal * _GROWTH ** np.arange(_CANDIDATES)
+    # shorter ones too (down to hold_time): harder, but they may stop before a position limit
+    shorter = int(np.ceil(np.log(nominal / motion.hold_time) / np.log(_GROWTH)))
+    durations = nominal * _GROWTH ** np.arange(-shorter, _CANDIDATES)
+    durations = np.maximum(durations, motion.hold_time)
     low, high = np.minimum(lower, position), np.maximum(upper, position)
     t = durations[:, None]
     stops = np.clip(position + velocity * t / 2.0 + acceleration * t**2 / 12.0, low, high)
@@ -91,8 +96,11 @@ def braking_curve(
     outside = np.maximum(outside, 0.0).max(axis=1)
     feasible = dynamic <= 1.0 + LIMIT_SLACK
     good = feasible & (outside == 0.0)
-    if np.any(good):
-        index = int(np.argmax(good))
+    gentle = good & (durations >= nominal)
+    if np.any(gentle):
+        index = int(np.argmax(gentle))
+    elif np.any(good):  # the longest of the harder ones
+        index = len(good) - 1 - int(np.argmax(good[::-1]))
     elif np.any(feasible):
         index = int(np.argmin(np.where(feasible, outside, np.inf)))
     else:
@@ -138,13 +146,18 @@ def braking_hold(
     The braking starts ``motion.lead`` after ``now`` on ``plan`` (the controller, receiving the
     hold before then, follows ``plan`` until it: no jump in position, velocity or
     acceleration). Where it cannot stay within the position limits while ``plan`` (from then to
-    its end at rest) does, the hold follows ``plan``.
+    its end at rest) does, the hold follows ``plan`` to its first point from which braking
+    stays inside (or to its end).
     """
     handover = now + motion.lead
     brake, within = braking_from(plan, handover, lower, upper, motion)
-    if not within and plan.end_time > handover and _stays_inside(plan, handover, lower, upper):
-        return with_lead_in(_after(plan, handover), plan, now)
-    return with_lead_in(brake, plan, now)
+    if within or plan.end_time <= handover or not _stays_inside(plan, handover, lower, upper):
+        return with_lead_in(brake, plan, now)
+    for knot in plan.times[plan.times > handover]:  # the first point to brake from inside
+        later, within = braking_from(plan, float(knot), lower, upper, motion)
+        if within:
+            return with_lead_in(later, plan, now)
+    return with_lead_in(_after(plan, handover), plan, now)
 
 
 def _after(plan: ActionPlan, time: float) -> ActionPlan:
