@@ -10,10 +10,11 @@ velocity, acceleration) with one quintic segment to rest (zero velocity and acce
 one whose velocity is a smooth cubic (its stop point ``p + v T / 2 + a T^2 / 12``), nominally at
 ``motion.stop_deceleration``: of a geometric series of durations, the one nearest the nominal
 whose exact extremes (core/spline_segments.py) keep speed, acceleration and jerk within the
-limits and the positions within ``[lower, upper]`` is taken (longer ones first). Where no braking stays inside the position limits (the
-motion heads into one faster than the acceleration limits can stop it), :func:`braking_hold`
-follows the plan in force, which stays inside, to its first point from which braking does (at
-the latest its end: every plan ends at rest within the limits).
+limits and the positions within ``[lower, upper]`` is taken (longer ones first). Where no
+braking stays inside the position limits (the motion heads into one faster than the
+acceleration limits can stop it), :func:`braking_hold` follows the plan in force, which stays
+inside, to its first point from which braking does (at the latest its end: every plan ends at
+rest within the limits). A plan already at rest is held with one point at rest.
 """
 
 from __future__ import annotations
@@ -143,12 +144,15 @@ def braking_hold(
 ) -> ActionPlan:
     """The hold that replaces ``plan`` from ``now``: its lead-in, then braking to a stop.
 
-    The braking starts ``motion.lead`` after ``now`` on ``plan`` (the controller, receiving the
+    A plan already at rest gives a one-point hold there. Otherwise the braking starts
+    ``motion.lead`` after ``now`` on ``plan`` (the controller, receiving the
     hold before then, follows ``plan`` until it: no jump in position, velocity or
     acceleration). Where it cannot stay within the position limits while ``plan`` (from then to
     its end at rest) does, the hold follows ``plan`` to its first point from which braking
     stays inside (or to its end).
     """
+    if plan.end_time <= now:  # at rest: one point (the controller starts it on receipt)
+        return ActionPlan.hold(plan.position_at(now), now)
     handover = now + motion.lead
     brake, within = braking_from(plan, handover, lower, upper, motion)
     if within or plan.end_time <= handover or not _stays_inside(plan, handover, lower, upper):

@@ -677,7 +677,12 @@ def main(args: list[str] | None = None) -> int:
         print(f'dreamzero-sim-arm: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=2)
+    # every action server's running goal holds a thread until the next goal preempts it: one
+    # each, and two for the rest (new goals, the state timer, subscriptions)
+    servers = sum(g.spec.output == 'follow_joint_trajectory' for g in node.joint_groups) + sum(
+        g.spec.gripper_interface == 'action' for g in node.grippers
+    )
+    executor = MultiThreadedExecutor(num_threads=2 + servers)
     executor.add_node(node)
     node.get_logger().info(node.ready_line())
     try:
