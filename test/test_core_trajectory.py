@@ -12,7 +12,6 @@ from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.core.trajectory import (
     MotionConfig,
     bound_knots,
-    interpolate,
     sample_knots,
     spline_knots,
 )
@@ -30,30 +29,67 @@ def dense(times, per_segment=200):
     )
 
 
+def jtc_interpolate(
+    duration: float,
+    start: tuple[np.ndarray, np.ndarray | None, np.ndarray | None],
+    end: tuple[np.ndarray, np.ndarray | None, np.ndarray | None],
+    elapsed: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """JTC's ``interpolate_between_points``, transcribed: the reference the spline code meets.
+
+    (positions, velocities, accelerations) at ``elapsed``.
+
+    ``start`` and ``end`` are (positions, velocities or None, accelerations or None) of the two
+    points, ``duration`` the seconds between them. Both velocities given: cubic; velocities and
+    accelerations: quintic; otherwise linear. Outside ``[0, duration]`` the time is clamped and,
+    as in JTC, the linear form is used.
+    """
+    p0, v0, a0 = (None if x is None else np.asarray(x, dtype=np.float64) for x in start)
+    p1, v1, a1 = (None if x is None else np.asarray(x, dtype=np.float64) for x in end)
+    h = float(duration)
+    t = min(max(float(elapsed), 0.0), h)
+    has_velocity = v0 is not None and v1 is not None
+    has_acceleration = has_velocity and a0 is not None and a1 is not None
+    if h <= 0.0 or not 0.0 <= elapsed <= h or not has_velocity:
+        slope = (p1 - p0) / h if h > 0.0 else np.zeros_like(p0)
+        return p0 + t * slope, slope, np.zeros_like(p0)
+    if not has_acceleration:
+        c2 = (-3.0 * p0 + 3.0 * p1 - 2.0 * v0 * h - v1 * h) / h**2
+        c3 = (2.0 * p0 - 2.0 * p1 + v0 * h + v1 * h) / h**3
+        position = p0 + v0 * t + c2 * t**2 + c3 * t**3
+        return position, v0 + 2.0 * c2 * t + 3.0 * c3 * t**2, 2.0 * c2 + 6.0 * c3 * t
+    c2 = 0.5 * a0
+    c3 = (-20.0 * (p0 - p1) - (3.0 * a0 - a1) * h**2 - (12.0 * v0 + 8.0 * v1) * h) / (2.0 * h**3)
+    c4 = (30.0 * (p0 - p1) + (3.0 * a0 - 2.0 * a1) * h**2 + (16.0 * v0 + 14.0 * v1) * h) / (
+        2.0 * h**4
+    )
+    c5 = (-12.0 * (p0 - p1) - (a0 - a1) * h**2 - 6.0 * (v0 + v1) * h) / (2.0 * h**5)
+    position = p0 + v0 * t + c2 * t**2 + c3 * t**3 + c4 * t**4 + c5 * t**5
+    velocity = v0 + 2.0 * c2 * t + 3.0 * c3 * t**2 + 4.0 * c4 * t**3 + 5.0 * c5 * t**4
+    acceleration = 2.0 * c2 + 6.0 * c3 * t + 12.0 * c4 * t**2 + 20.0 * c5 * t**3
+    return position, velocity, acceleration
+
+
 @pytest.mark.parametrize('degree', ['cubic', 'quintic'])
-def test_jtc_interpolation_meets_both_points(degree):
+def test_a_segment_meets_both_points(degree):
     rng = np.random.default_rng(0)
-    p0, v0, a0, p1, v1, a1 = rng.normal(size=(6, 3))
+    positions, velocities, accelerations = rng.normal(size=(3, 2, 3))
     if degree == 'cubic':
-        a0 = a1 = None
-    start, end = (p0, v0, a0), (p1, v1, a1)
-    for elapsed, (p, v, a) in ((0.0, start), (0.3, end)):
-        position, velocity, acceleration = interpolate(0.3, start, end, elapsed)
-        np.testing.assert_allclose(position, p, atol=1e-12)
-        np.testing.assert_allclose(velocity, v, atol=1e-9)
-        if a is not None:
-            np.testing.assert_allclose(acceleration, a, atol=1e-7)
+        accelerations = None
+    times = np.array([1.0, 1.3])
+    p, v, a = sample_knots(times, positions, velocities, accelerations, times)
+    np.testing.assert_allclose(p, positions, atol=1e-12)
+    np.testing.assert_allclose(v, velocities, atol=1e-9)
+    if accelerations is not None:
+        np.testing.assert_allclose(a, accelerations, atol=1e-7)
 
 
-def test_jtc_interpolation_is_linear_without_velocities_and_outside_the_segment():
-    p0, p1 = np.zeros(2), np.array([1.0, -2.0])
-    position, velocity, _ = interpolate(2.0, (p0, None, None), (p1, None, None), 0.5)
-    np.testing.assert_allclose(position, [0.25, -0.5])
-    np.testing.assert_allclose(velocity, [0.5, -1.0])
-    # past the end JTC clamps the time and uses the linear form even with velocities
-    position, velocity, _ = interpolate(2.0, (p0, p0, None), (p1, p0, None), 3.0)
-    np.testing.assert_allclose(position, p1)
-    np.testing.assert_allclose(velocity, [0.5, -1.0])
+def test_positions_only_are_linear_and_the_ends_hold_at_rest():
+    times, positions = np.array([0.0, 2.0]), np.array([[0.0, 0.0], [1.0, -2.0]])
+    p, v, a = sample_knots(times, positions, None, None, np.array([0.5, 3.0]))
+    np.testing.assert_allclose(p, [[0.25, -0.5], [1.0, -2.0]])
+    np.testing.assert_allclose(v, [[0.5, -1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(a, 0.0)
 
 
 @pytest.mark.parametrize('degree', ['cubic', 'quintic'])
@@ -66,7 +102,7 @@ def test_knot_sampling_is_what_jtc_draws(degree):
     for t in np.linspace(times[0], times[-1], 37)[1:-1]:
         i = int(np.searchsorted(times, t, side='right')) - 1
         pick = lambda k: None if accelerations is None else accelerations[k]  # noqa: E731
-        expected = interpolate(
+        expected = jtc_interpolate(
             times[i + 1] - times[i],
             (positions[i], velocities[i], pick(i)),
             (positions[i + 1], velocities[i + 1], pick(i + 1)),
@@ -89,13 +125,13 @@ def test_spline_starts_as_the_motion_in_force_is_c2_and_ends_at_rest():
         np.testing.assert_array_equal(velocities[-1], 0.0)  # JTC needs the end at rest,
         np.testing.assert_array_equal(accelerations[-1], 0.0)  # a Franka too
         for i in range(1, count - 1):  # the acceleration meets at every knot
-            left = interpolate(
+            left = jtc_interpolate(
                 times[i] - times[i - 1],
                 (positions[i - 1], velocities[i - 1], accelerations[i - 1]),
                 (positions[i], velocities[i], accelerations[i]),
                 times[i] - times[i - 1],
             )
-            right = interpolate(
+            right = jtc_interpolate(
                 times[i + 1] - times[i],
                 (positions[i], velocities[i], accelerations[i]),
                 (positions[i + 1], velocities[i + 1], accelerations[i + 1]),

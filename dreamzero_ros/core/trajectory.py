@@ -5,9 +5,9 @@
 
 joint_trajectory_controller (JTC) interpolates between two points linearly when they carry
 positions only, with a cubic when they carry velocities and a quintic with accelerations
-(``Trajectory::interpolate_between_points``). :func:`interpolate` reproduces one segment and
-:func:`sample_knots` a knot sequence (core/spline_segments.py), so that the node's plan is
-exactly the curve the controller executes.
+(``Trajectory::interpolate_between_points``). :func:`sample_knots` reproduces that for a knot
+sequence (core/spline_segments.py), so that the node's plan is exactly the curve the controller
+executes.
 
 The node sends positions, velocities and accelerations. :func:`spline_knots` gives the knots
 those of a C2 spline (continuous acceleration) that starts with the velocity and acceleration of
@@ -33,45 +33,6 @@ from dreamzero_ros.core.spline_segments import (
 
 #: Slack of the position check against floating-point rounding, relative to the range.
 _POSITION_SLACK = 1e-12
-
-
-def interpolate(
-    duration: float,
-    start: tuple[np.ndarray, np.ndarray | None, np.ndarray | None],
-    end: tuple[np.ndarray, np.ndarray | None, np.ndarray | None],
-    elapsed: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sample one segment as JTC does: (positions, velocities, accelerations) at ``elapsed``.
-
-    ``start`` and ``end`` are (positions, velocities or None, accelerations or None) of the two
-    points, ``duration`` the seconds between them. Both velocities given: cubic; velocities and
-    accelerations: quintic; otherwise linear. Outside ``[0, duration]`` the time is clamped and,
-    as in JTC, the linear form is used.
-    """
-    p0, v0, a0 = (None if x is None else np.asarray(x, dtype=np.float64) for x in start)
-    p1, v1, a1 = (None if x is None else np.asarray(x, dtype=np.float64) for x in end)
-    h = float(duration)
-    t = min(max(float(elapsed), 0.0), h)
-    has_velocity = v0 is not None and v1 is not None
-    has_acceleration = has_velocity and a0 is not None and a1 is not None
-    if h <= 0.0 or not 0.0 <= elapsed <= h or not has_velocity:
-        slope = (p1 - p0) / h if h > 0.0 else np.zeros_like(p0)
-        return p0 + t * slope, slope, np.zeros_like(p0)
-    if not has_acceleration:
-        c2 = (-3.0 * p0 + 3.0 * p1 - 2.0 * v0 * h - v1 * h) / h**2
-        c3 = (2.0 * p0 - 2.0 * p1 + v0 * h + v1 * h) / h**3
-        position = p0 + v0 * t + c2 * t**2 + c3 * t**3
-        return position, v0 + 2.0 * c2 * t + 3.0 * c3 * t**2, 2.0 * c2 + 6.0 * c3 * t
-    c2 = 0.5 * a0
-    c3 = (-20.0 * (p0 - p1) - (3.0 * a0 - a1) * h**2 - (12.0 * v0 + 8.0 * v1) * h) / (2.0 * h**3)
-    c4 = (30.0 * (p0 - p1) + (3.0 * a0 - 2.0 * a1) * h**2 + (16.0 * v0 + 14.0 * v1) * h) / (
-        2.0 * h**4
-    )
-    c5 = (-12.0 * (p0 - p1) - (a0 - a1) * h**2 - 6.0 * (v0 + v1) * h) / (2.0 * h**5)
-    position = p0 + v0 * t + c2 * t**2 + c3 * t**3 + c4 * t**4 + c5 * t**5
-    velocity = v0 + 2.0 * c2 * t + 3.0 * c3 * t**2 + 4.0 * c4 * t**3 + 5.0 * c5 * t**4
-    acceleration = 2.0 * c2 + 6.0 * c3 * t + 12.0 * c4 * t**2 + 20.0 * c5 * t**3
-    return position, velocity, acceleration
 
 
 def sample_knots(
