@@ -32,9 +32,11 @@ from dreamzero_ros.core.spline_segments import (
 from dreamzero_ros.core.time_scaling import LIMIT_SLACK, limit_ratios
 from dreamzero_ros.core.trajectory import MotionConfig
 
-#: Durations tried for a braking: the nominal one times ``_GROWTH ** k``, k < ``_CANDIDATES``.
+#: Durations tried for a braking: the nominal one times ``_GROWTH ** k``, k < ``_CANDIDATES``
+#: (``_BATCH`` at a time, until one is within the limits), then shorter ones.
 _GROWTH = 1.15
 _CANDIDATES = 48
+_BATCH = 8
 
 
 @dataclass(frozen=True)
@@ -74,14 +76,64 @@ def braking_curve(
     position, velocity, acceleration = (
         np.asarray(x, dtype=np.float64) for x in (position, velocity, acceleration)
     )
-    nominal = max(
-        motion.hold_time, float(np.max(1.5 * np.abs(velocity) / motion.stop_deceleration))
-    )
-    # shorter ones too (down to hold_time): harder, but they may stop before a position limit
-    shorter = int(np.ceil(np.log(nominal / motion.hold_time) / np.log(_GROWTH)))
-    durations = nominal * _GROWTH ** np.arange(-shorter, _CANDIDATES)
-    durations = np.maximum(durations, motion.hold_time)
+    nominal = nominal_duration(velocity, motion)
     low, high = np.minimum(lower, position), np.maximum(upper, position)
+    longer = nominal * _GROWTH ** np.arange(_CANDIDATES)
+    # shorter ones too (down to hold_time): harder, but they may stop before a position limit
+    count = int(np.ceil(np.log(nominal / motion.hold_time) / np.log(_GROWTH)))
+    shorter = np.maximum(nominal / _GROWTH ** np.arange(1, count + 1), motion.hold_time)
+    tried = []
+    for durations in (*np.array_split(longer, _CANDIDATES // _BATCH), shorter):
+        if not len(durations):
+            continue
+        state = (position, velocity, acceleration)
+        stops, dynamic, outside = _assess(durations, state, low, high, motion)
+        good = (dynamic <= 1.0 + LIMIT_SLACK) & (outside == 0.0)
+        if np.any(good):  # the nearest to the nominal: the first of the batch
+            index = int(np.argmax(good))
+            return Braking(float(durations[index]), stops[index], True)
+        tried.append((durations, stops, dynamic, outside))
+    durations, stops, dynamic, outside = (np.concatenate(x) for x in zip(*tried, strict=True))
+    feasible = dynamic <= 1.0 + LIMIT_SLACK
+    if np.any(feasible):
+        index = int(np.argmin(np.where(feasible, outside, np.inf)))
+    else:
+        index = int(np.argmin(dynamic))
+    return Braking(float(durations[index]), stops[index], False)
+
+
+def nominal_duration(velocity: np.ndarray, motion: MotionConfig) -> float:
+    """Seconds a braking from ``velocity`` nominally takes (at least ``motion.hold_time``).
+
+    Its peak deceleration is then ``motion.stop_deceleration``.
+    """
+    peak = float(np.max(1.5 * np.abs(velocity) / motion.stop_deceleration))
+    return max(motion.hold_time, peak)
+
+
+def nominal_stops(
+    positions: np.ndarray,
+    velocities: np.ndarray,
+    accelerations: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    motion: MotionConfig,
+) -> np.ndarray:
+    """Where the nominal brakings of many states ``(M, N)`` stop: a cheap first estimate."""
+    t = np.array([nominal_duration(v, motion) for v in velocities])[:, None]
+    stops = positions + velocities * t / 2.0 + accelerations * t**2 / 12.0
+    return np.clip(stops, np.minimum(lower, positions), np.maximum(upper, positions))
+
+
+def _assess(
+    durations: np.ndarray,
+    state: tuple[np.ndarray, np.ndarray, np.ndarray],
+    low: np.ndarray,
+    high: np.ndarray,
+    motion: MotionConfig,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stops, largest limit ratio and position excess of the brakings lasting ``durations``."""
+    position, velocity, acceleration = state
     t = durations[:, None]
     stops = np.clip(position + velocity * t / 2.0 + acceleration * t**2 / 12.0, low, high)
     zero = np.zeros_like(stops)
@@ -94,19 +146,7 @@ def braking_curve(
         dynamic = np.maximum(dynamic, ratio.max(axis=1))
     slack = LIMIT_SLACK * np.maximum(1.0, high - low)
     outside = np.maximum(low - slack - extremes.lowest, extremes.highest - high - slack)
-    outside = np.maximum(outside, 0.0).max(axis=1)
-    feasible = dynamic <= 1.0 + LIMIT_SLACK
-    good = feasible & (outside == 0.0)
-    gentle = good & (durations >= nominal)
-    if np.any(gentle):
-        index = int(np.argmax(gentle))
-    elif np.any(good):  # the longest of the harder ones
-        index = len(good) - 1 - int(np.argmax(good[::-1]))
-    elif np.any(feasible):
-        index = int(np.argmin(np.where(feasible, outside, np.inf)))
-    else:
-        index = int(np.argmin(dynamic))
-    return Braking(float(durations[index]), stops[index], bool(good[index]))
+    return stops, dynamic, np.maximum(outside, 0.0).max(axis=1)
 
 
 def braking_from(

@@ -27,10 +27,10 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.braking import braking_curve, braking_from
+from dreamzero_ros.core.braking import braking_from, nominal_stops
 from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.spline_segments import segment_extremes
+from dreamzero_ros.core.spline_segments import speed_bounds
 from dreamzero_ros.core.trajectory import MotionConfig
 
 #: Longest time between two samples, seconds, however slow the motion.
@@ -219,7 +219,7 @@ class Envelope:
             None if values is None else values[first:last, :arm]
             for values in (plan.velocities, plan.accelerations)
         ]
-        peak = segment_extremes(knots, plan.rows[first:last, :arm], *fields).speed
+        peak = speed_bounds(knots, plan.rows[first:last, :arm], *fields)
         return knots, np.max(self.points.reach @ peak.T, axis=0)
 
     def _check(self, plan: ActionPlan, start: float, end: float):
@@ -292,12 +292,14 @@ class Envelope:
         checked = len(passed)
         arm = self.points.arm_dof
         positions, speeds, accelerations = plan.states_at(passed)
-        stops = np.array(
-            [
-                braking_curve(p[:arm], v[:arm], a[:arm], lower[:arm], upper[:arm], motion).stop
-                for p, v, a in zip(positions, speeds, accelerations, strict=True)
-            ]
-        ).reshape(len(passed), arm)
+        stops = nominal_stops(
+            positions[:, :arm],
+            speeds[:, :arm],
+            accelerations[:, :arm],
+            lower[:arm],
+            upper[:arm],
+            motion,
+        )
         stop_slack = self.slack(self.points.positions(stops)).min(axis=(1, 2))
         checked += len(passed)
         for index in np.flatnonzero(stop_slack >= self.config.resolution)[::-1]:
