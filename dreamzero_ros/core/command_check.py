@@ -10,7 +10,9 @@ differences break a limit ("necessary conditions" of the Franka control interfac
 (``joint_motion_generator_velocity_discontinuity``) or the jerk
 (``joint_motion_generator_acceleration_discontinuity``). :class:`CommandMonitor` applies these
 checks to a stream of commanded positions and keeps the largest values and the acceleration
-jumps where one trajectory hands over to the next.
+jumps where one trajectory hands over to the next; :class:`FollowerCheck` feeds it what a
+:class:`~dreamzero_ros.core.jtc.TrajectoryFollower` commands every millisecond (the simulated
+arm).
 
 :func:`jtc_command` plays a sequence of plans through joint_trajectory_controller as the node
 sends them (core/jtc.py; each received some time after its chunk arrived) and returns the 1 kHz
