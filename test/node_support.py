@@ -18,6 +18,8 @@ from typing import Any
 
 from machine_load import load_factor
 
+from dreamzero_ros.core.messages import is_hold  # noqa: F401 - the tests' import of it
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
 NODE = '/dreamzero_policy'
@@ -355,20 +357,6 @@ class SimClock:
         """Stop publishing."""
         self._stop.set()
         self._thread.join(5)
-
-
-def is_hold(msg: Any) -> bool:
-    """A hold trajectory: a zero header stamp (at rest, start on receipt) or a braking hold.
-
-    A braking hold is stamped when it was made and its first point is there (it repeats the
-    motion in force from then); a chunk's trajectory is stamped at its observation, its first
-    point at the chunk's arrival, later.
-    """
-    stamp = msg.header.stamp
-    if stamp.sec == 0 and stamp.nanosec == 0:
-        return True
-    first = msg.points[0].time_from_start if msg.points else None
-    return first is not None and first.sec == 0 and first.nanosec == 0
 
 
 def node_diagnostics(

@@ -63,6 +63,18 @@ def trajectory_samples(msg: Any, receive_ns: int) -> tuple[np.ndarray, np.ndarra
     return times, positions.reshape(len(msg.points), len(msg.joint_names))
 
 
+def is_hold(msg: Any) -> bool:
+    """True for a hold the policy node sends, False for a chunk's trajectory.
+
+    A hold of an arm at rest has a zero stamp (start on receipt); a braking hold is stamped
+    when it was made, its first point there (it repeats the motion in force from then). A
+    chunk's trajectory is stamped at its observation, its first point at the chunk's arrival.
+    """
+    if stamp_to_ns(msg.header.stamp) == 0:
+        return True
+    return bool(msg.points) and stamp_to_ns(msg.points[0].time_from_start) == 0
+
+
 def _floats(values: Any = ()) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(-1)
 

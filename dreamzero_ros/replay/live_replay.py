@@ -30,7 +30,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
 from dreamzero_ros.core.imagination import view_topics
-from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, stamp_to_ns
+from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, NS_PER_S, is_hold, stamp_to_ns
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
@@ -158,7 +158,7 @@ class _Recorder:
         store = replay_typestore()
         trajectory = store.deserialize_cdr(data, TRAJECTORY_TYPE)
         stamp_ns = stamp_to_ns(trajectory.header.stamp)
-        if stamp_ns == 0 or len(trajectory.points) < 2:
+        if is_hold(trajectory) or len(trajectory.points) < 2:
             return  # a hold command, not a chunk
         times = [stamp_to_ns(point.time_from_start) for point in trajectory.points]
         message = BAG_MESSAGES.action_chunk(
