@@ -36,7 +36,7 @@ BUDGET_MS = 2.0
 
 def _plan(joints: np.ndarray) -> ActionPlan:
     rows = np.hstack([joints, np.zeros((len(joints), 1))])
-    smoothed = smooth_plan(TIMES, rows, np.zeros(8), LOWER, UPPER, MotionConfig())
+    smoothed = smooth_plan(TIMES, rows, np.zeros(8), np.zeros(8), LOWER, UPPER, MotionConfig())
     assert smoothed.plan is not None, smoothed.reason
     return smoothed.plan
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from machine_load import load_factor
 
+from dreamzero_ros.core.messages import is_hold  # noqa: F401 - the tests' import of it
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
 NODE = '/dreamzero_policy'
@@ -355,11 +357,6 @@ class SimClock:
         """Stop publishing."""
         self._stop.set()
         self._thread.join(5)
-
-
-def is_hold(msg: Any) -> bool:
-    """A hold trajectory: zero header stamp (start on receipt)."""
-    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
 
 
 def node_diagnostics(

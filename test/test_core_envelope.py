@@ -99,7 +99,7 @@ def _plan_toward_table(shoulder=1.0, start=1.7e9):
     target[1] += shoulder
     ramp = np.minimum(1.0, (times - start) / 1.2)[:, None]
     rows = np.hstack([READY + (target - READY) * ramp, np.zeros((24, 1))])
-    return smooth_plan(times, rows, np.zeros(8), LOWER, UPPER, MOTION).plan
+    return smooth_plan(times, rows, np.zeros(8), np.zeros(8), LOWER, UPPER, MOTION).plan
 
 
 def _dense(plan, start, end, count=3000):
@@ -247,7 +247,7 @@ def test_random_plans_never_leave_the_envelope_between_samples():
         times = 1.7e9 + np.arange(24) / 15
         walk = np.cumsum(rng.normal(scale=0.06, size=(24, 7)), axis=0)
         rows = np.hstack([READY + walk - walk[0], np.zeros((24, 1))])
-        plan = smooth_plan(times, rows, np.zeros(8), LOWER, UPPER, MOTION).plan
+        plan = smooth_plan(times, rows, np.zeros(8), np.zeros(8), LOWER, UPPER, MOTION).plan
         if plan is None:
             continue
         cut = envelope.cut(plan, LOWER, UPPER, MOTION)

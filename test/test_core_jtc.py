@@ -103,3 +103,61 @@ def test_partial_goal_holds_the_other_joints():
     follower.accept(Trajectory(0.0, ('b',), (Point(0.1, (1.0,)),)), now=0.0)
     follower.update(1.0)
     np.testing.assert_allclose(follower.position, [0.3, 1.0])
+
+
+def test_before_the_first_point_jtc_starts_from_zero_acceleration_unless_from_desired_state():
+    """Quintic points: closed loop (JTC's default) zero-fills the state's acceleration.
+
+    A Franka has no acceleration state interface; interpolate_from_desired_state keeps the
+    commanded acceleration.
+    """
+    moving = Trajectory(0.0, ('a',), (Point(1.0, (1.0,), (0.0,), (0.0,)),))
+    later = Trajectory(0.0, ('a',), (Point(1.0, (2.0,), (0.0,), (0.0,)),))
+    accelerations = {}
+    for desired in (False, True):
+        follower = TrajectoryFollower(('a',), np.zeros(1), interpolate_from_desired_state=desired)
+        follower.accept(moving, now=0.0)
+        follower.update(0.3)
+        assert abs(follower.acceleration[0]) > 1.0
+        follower.accept(later, now=0.3)
+        follower.update(0.3)
+        accelerations[desired] = follower.acceleration[0]
+        expected = follower.sample(np.array([0.3, 0.8]))
+        follower.update(0.8)
+        np.testing.assert_allclose(follower.position, expected[0][1])
+    assert accelerations[False] == 0.0 and accelerations[True] != 0.0
+
+
+def test_a_franka_check_flags_the_acceleration_steps_of_cubic_segments():
+    from dreamzero_ros.core.command_check import FRANKA_ERRORS, CommandLimits, FollowerCheck
+    from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
+
+    limits = CommandLimits(
+        max_acceleration=np.array(PANDA_MAX_ACCELERATION), max_jerk=np.array(PANDA_MAX_JERK)
+    )
+    joints = tuple(f'j{i}' for i in range(7))
+    for fields in ('cubic', 'quintic'):
+        follower = TrajectoryFollower(joints, np.zeros(7))
+        check = FollowerCheck(follower, limits, 0.0)
+        # up to 2 rad/s and back to rest in 1 s: cubics accelerate at +-4 rad/s^2 (within
+        # every limit) but step from 0 to 4, 4 to -4 and -4 to 0; quintics do not step
+        accelerations = {'cubic': (), 'quintic': (0.0,) * 7}[fields]
+        points = tuple(
+            Point(t, (p,) * 7, (v,) * 7, accelerations)
+            for t, p, v in ((0.0, 0.0, 0.0), (0.5, 0.5, 2.0), (1.0, 1.0, 0.0))
+        )
+        check.accept(Trajectory(0.0, joints, points), 0.0)
+        for now in np.arange(0.01, 1.1, 0.01):
+            check.advance(now)
+        monitor = check.monitor
+        assert monitor.peak['acceleration'].max() <= 6.0 + 1e-6
+        if fields == 'cubic':
+            np.testing.assert_allclose(monitor.jump_max, 8.0, rtol=1e-4)
+            # 8 rad/s^2 within a few milliseconds: 4000 rad/s^3 by the Franka's differences,
+            # over joint 2's 3750 rad/s^3 (only)
+            assert list(monitor.violations) == [FRANKA_ERRORS['jerk']]
+            assert monitor.first.startswith(f'{FRANKA_ERRORS["jerk"]}: joint 1 jerk')
+            np.testing.assert_allclose(monitor.peak['jerk'], 4000.0, rtol=1e-6)
+        else:
+            assert monitor.jump_max.max() < 1e-6 and monitor.violations == {}, monitor.first
+            assert monitor.peak['jerk'].max() <= 48.0 + 0.1

@@ -22,12 +22,15 @@ from node_support import (
     Harness,
     NodeProcess,
     RobotStream,
+    is_hold,
     latched_qos,
     node_diagnostics,
     ros_env,
 )
 import numpy as np
 import pytest
+
+from dreamzero_ros.core.envelope import EnvelopeConfig
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -47,16 +50,18 @@ def _seconds(duration) -> float:
 
 
 def _lowest_on(msg, points) -> float:
-    """Lowest fingertip/flange height along the cubic the controller draws through ``msg``."""
+    """Lowest fingertip/flange height along the quintic the controller draws through ``msg``."""
     from dreamzero_ros.core.chunk_scheduler import ActionPlan
 
     assert list(msg.joint_names) == ARM
     times = np.array([_seconds(p.time_from_start) for p in msg.points])
     rows = np.array([p.positions for p in msg.points])
     velocities = np.array([p.velocities for p in msg.points])
+    accelerations = np.array([p.accelerations for p in msg.points])
+    assert accelerations.shape == rows.shape  # every point carries them: quintic segments
     if len(times) == 1:
         return float(points.positions(rows)[..., 2].min())
-    plan = ActionPlan(times, rows, velocities)
+    plan = ActionPlan(times, rows, velocities, accelerations)
     dense = plan.positions_at(np.linspace(times[0], times[-1], 400))
     return float(points.positions(dense)[..., 2].min())
 
@@ -134,7 +139,7 @@ def test_a_trajectory_towards_the_table_is_cut_into_a_hold_above_it(tmp_path):
         assert 'table' in values['last_envelope'] and 'chunk' in values['last_envelope']
         assert values['last_envelope'].split(':')[1].split()[0] in default.links
         assert 'safety envelope on panda_link8' in node.log()
-        motions = [m for m in harness.messages('trajectory') if m.header.stamp.sec]
+        motions = [m for m in harness.messages('trajectory') if not is_hold(m)]
         assert motions, log()
         # nothing published goes below the table, anywhere along the interpolated curve
         lowest = [_lowest_on(msg, points) for msg in motions]
@@ -204,34 +209,38 @@ def test_a_bad_or_missing_description_fails_configure(tmp_path, description, mes
         harness.close()
 
 
-def test_the_simulated_arm_reports_links_below_its_table(tmp_path):
+@pytest.mark.parametrize(('table', 'below'), [(0.4, False), (0.55, True)])
+def test_the_simulated_arm_checks_the_points_the_envelope_checks(tmp_path, table, below):
+    """Its table sees the flange and the fingertips, as the node's envelope (not the shoulder)."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
     log = open(tmp_path / 'arm.log', 'w')  # noqa: SIM115 - closed below
     # at the ready pose the shoulder (panda_link2) is 0.333 m up, the fingertips 0.487 m
     arm = subprocess.Popen(
         [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-         '-p', 'gripper.interface:=none', '-p', 'table.height:=0.55'],
+         '-p', 'gripper.interface:=none', '-p', f'table.height:={table}'],
         env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     harness = Harness('table_harness')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
 
-    def report():
+    def report():  # a report after a few updates
         for msg in reversed(harness.messages('diagnostics')):
             for status in msg.status:
                 values = {kv.key: kv.value for kv in status.values}
-                if status.name.startswith('sim_arm') and int(values['below_table']) > 0:
+                if status.name.startswith('sim_arm') and values['lowest_link']:
                     return status, values
         return None
 
     try:
-        status, values = harness.wait_for(
-            report, 30, 'a report of links below the table', lambda: ''
-        )
-        assert status.level == DiagnosticStatus.ERROR and 'below the table' in status.message
-        assert values['lowest_link'] == 'panda_link2'
-        assert abs(float(values['lowest_z']) - 0.333) < 1e-3
+        status, values = harness.wait_for(report, 30, 'a report of the table', lambda: '')
+        assert values['lowest_link'] in EnvelopeConfig().links
+        assert abs(float(values['lowest_z']) - 0.487) < 2e-3, values['lowest_z']
+        assert (int(values['below_table']) > 0) is below, values
+        if below:
+            assert status.level == DiagnosticStatus.ERROR and 'below the table' in status.message
+        else:
+            assert status.level == DiagnosticStatus.OK, status.message
     finally:
         arm.terminate()
         arm.wait(10)

@@ -9,7 +9,7 @@ describe DROID instead.
 """
 
 from embodiment_support import UR_TEMPLATE, write_ur_checkpoint
-from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream
+from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
 import numpy as np
 import pytest
 import yaml
@@ -80,7 +80,7 @@ def test_a_six_joint_two_camera_robot_gets_its_trajectories(tmp_path, checkpoint
     stream.joint_positions = lambda now: [0.1, -0.5, 0.8, -1.0, 0.3, 0.2, 0.04]
     try:
         plans = harness.wait_for(
-            lambda: [m for m in harness.messages('preview') if m.header.stamp.sec != 0],
+            lambda: [m for m in harness.messages('preview') if not is_hold(m)],
             TIMEOUT,
             'a trajectory for the UR arm',
             node.log,

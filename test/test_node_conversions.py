@@ -153,3 +153,23 @@ def test_policy_status_message_from_a_report():
     values['engine_state'] = 'error: boom'
     msg = conversions.policy_status_msg(1.0, StatusReport(2, 'x', tuple(values.items())))
     assert msg.state == msg.STATE_ERROR
+
+
+def test_holds_and_chunk_trajectories_are_told_apart():
+    from dreamzero_ros.core.messages import is_hold
+
+    rows = np.zeros((3, 7))
+    # a chunk: stamped at its observation, first point at its arrival 0.3 s later
+    offsets = [3 * 10**8, 4 * 10**8, 5 * 10**8]
+    chunk = ROS_MESSAGES.trajectory(to_ns(100.0), NAMES[:7], offsets, rows)
+    # a braking hold: stamped when made, its first point there
+    braking = ROS_MESSAGES.trajectory(to_ns(100.0), NAMES[:7], [0, 10**8, 2 * 10**8], rows)
+    at_rest = ROS_MESSAGES.hold(NAMES[:7], rows[0], 10**8)
+    assert not is_hold(chunk) and is_hold(braking) and is_hold(at_rest)
+
+
+def test_nanoseconds_are_exact_for_the_seconds_given():
+    seconds = 1_700_000_000.123456789  # as a float: ...123456717 ns, rounded
+    assert to_ns(seconds) == 1_700_000_000_123_456_717
+    assert abs(round(seconds * 1e9) - to_ns(seconds)) > 10  # the product is not
+    assert to_ns(-1.5) == -1_500_000_000 and to_ns(2.5e-9) == 2

@@ -16,7 +16,17 @@ import subprocess
 import sys
 import time
 
-from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, alive, child_pids, ros_env
+from node_support import (
+    CONFIG,
+    REPO,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    alive,
+    child_pids,
+    is_hold,
+    ros_env,
+)
 import pytest
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -54,7 +64,7 @@ def _commanding_node(
     )
     stream = RobotStream(harness, demo_clips(15)[0])
     harness.wait_for(
-        lambda: any(m.header.stamp.sec for m in harness.messages('controller')),
+        lambda: any(not is_hold(m) for m in harness.messages('controller')),
         TIMEOUT,
         'a chunk on the controller topic',
         node.log,
@@ -71,10 +81,6 @@ def _seconds_until_gone(pids, limit=10.0):
     return time.monotonic() - start
 
 
-def _is_hold(msg):
-    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0 and len(msg.points) == 1
-
-
 @pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
 def test_parent_death_holds_and_leaves_no_process(checkpoint, tmp_path, signum):
     from trajectory_msgs.msg import JointTrajectory
@@ -88,7 +94,7 @@ def test_parent_death_holds_and_leaves_no_process(checkpoint, tmp_path, signum):
         seconds = _seconds_until_gone([node_pid, worker_pid])
         assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{node.log()[-3000:]}'
         time.sleep(0.2)  # let the last message arrive at the harness
-        holds = [m for m in harness.messages('controller', killed_at) if _is_hold(m)]
+        holds = [m for m in harness.messages('controller', killed_at) if is_hold(m)]
         assert holds, f'no hold reached the controller\n{node.log()[-3000:]}'
         assert 'parent process ended' in node.log()
     finally:
@@ -131,7 +137,7 @@ def test_sigkill_of_a_launcher_that_pipes_the_output_holds_and_leaves_no_process
         seconds = _seconds_until_gone([node_pid, worker_pid])
         assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{node.log()[-3000:]}'
         time.sleep(0.2)
-        holds = [m for m in harness.messages('controller', killed_at) if _is_hold(m)]
+        holds = [m for m in harness.messages('controller', killed_at) if is_hold(m)]
         assert holds, f'no hold reached the controller\n{node.log()[-3000:]}'
     finally:
         stream.close()

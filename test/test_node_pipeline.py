@@ -19,6 +19,7 @@ from node_support import (
     Harness,
     NodeProcess,
     RobotStream,
+    is_hold,
     latched_qos,
     loaded_input_tolerances,
 )
@@ -44,8 +45,11 @@ def _seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def _is_hold(msg) -> bool:
-    return msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
+def _assert_ends_at_rest(msg) -> None:
+    """A hold: one point at rest, or a braking from the motion in force to rest."""
+    last = msg.points[-1]
+    np.testing.assert_allclose(last.velocities, 0.0, atol=1e-12)
+    np.testing.assert_allclose(last.accelerations, 0.0, atol=1e-12)
 
 
 @pytest.fixture(scope='module')
@@ -123,7 +127,7 @@ def _wait_chunks(harness, node, key, count, since, **kwargs):
     return harness.wait_for(
         lambda: (
             msgs
-            if len(msgs := [m for m in harness.messages(key, since) if not _is_hold(m)]) >= count
+            if len(msgs := [m for m in harness.messages(key, since) if not is_hold(m)]) >= count
             else None
         ),
         kwargs.get('timeout', TIMEOUT),
@@ -192,8 +196,10 @@ def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
             assert stamp + offsets[0] >= arrivals[id(msg)] - 0.5
         positions = np.array([p.positions for p in msg.points])
         velocities = np.array([p.velocities for p in msg.points])
-        assert positions.shape == velocities.shape == (len(msg.points), 7)
+        accelerations = np.array([p.accelerations for p in msg.points])  # quintic segments
+        assert positions.shape == velocities.shape == accelerations.shape == (len(msg.points), 7)
         np.testing.assert_allclose(velocities[-1], 0.0)  # JTC rejects a moving end
+        np.testing.assert_allclose(accelerations[-1], 0.0)  # a Franka needs a still end
         assert np.all(positions >= lower - 1e-9) and np.all(positions <= upper + 1e-9)
         assert np.all(np.abs(np.diff(positions[handover:], axis=0)) <= max_delta + 1e-9)
     commands = harness.wait_for(
@@ -219,7 +225,7 @@ def test_action_chunk_messages_carry_the_raw_chunk(system):
         assert _seconds(msg.step_duration) == pytest.approx(STEP)
         assert msg.inference_latency > 0 and msg.session_id == 'default'
     chunk_stamps = {_seconds(m.header.stamp) for m in chunks}
-    previews = [m for m in harness.messages('preview') if not _is_hold(m)]
+    previews = [m for m in harness.messages('preview') if not is_hold(m)]
     assert {_seconds(m.header.stamp) for m in previews} <= chunk_stamps
 
 
@@ -324,12 +330,13 @@ def test_reset_holds_and_restarts_the_session(system):
     response = harness.call(Trigger, f'{NODE}/reset', Trigger.Request())
     assert response.success and 'reset' in response.message
     hold = harness.wait_for(
-        lambda: [m for m in harness.messages('controller', before) if _is_hold(m)],
+        lambda: [m for m in harness.messages('controller', before) if is_hold(m)],
         10,
         'a hold after the reset',
         node.log,
     )
-    assert len(hold[0].points) == 1 and hold[0].joint_names == ARM
+    assert hold[0].joint_names == ARM
+    _assert_ends_at_rest(hold[0])
     if 'chunk' in harness.received:
         harness.wait_for(
             lambda: any(m.chunk_id == 0 for m in harness.messages('chunk', before)),
@@ -374,7 +381,7 @@ def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expe
         assert expected in values['last_refusal'] and status.level == b'\x01'
         assert int(values['frames_bad']) > 0
         harness.wait_for(
-            lambda: [m for m in harness.messages('controller', start) if _is_hold(m)],
+            lambda: [m for m in harness.messages('controller', start) if is_hold(m)],
             10,
             'a hold',
             node.log,
@@ -384,7 +391,7 @@ def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expe
         moved = [
             m
             for m in harness.messages('controller', start)
-            if not _is_hold(m) and _seconds(m.header.stamp) > start + 0.2
+            if not is_hold(m) and _seconds(m.header.stamp) > start + 0.2
         ]
         assert moved == [], 'an observation with a bad image produced an action'
     finally:
@@ -399,12 +406,12 @@ def test_stale_input_holds_until_fresh_frames_arrive(system):
     stopped = harness.now()
     try:
         hold = harness.wait_for(
-            lambda: [m for m in harness.messages('controller', stopped) if _is_hold(m)],
+            lambda: [m for m in harness.messages('controller', stopped) if is_hold(m)],
             15,
             'a hold on stale input',
             node.log,
         )
-        held = np.array(hold[0].points[0].positions)
+        held = np.array(hold[0].points[-1].positions)
         harness.wait_for(
             lambda: _diagnostic(harness, stopped, lambda s, v: 'stale' in v['last_refusal']),
             15,
@@ -415,7 +422,7 @@ def test_stale_input_holds_until_fresh_frames_arrive(system):
         harness.wait_for(lambda: harness.now() > after_hold + 1.0, 5, 'time', node.log)
         steps = [np.array(m.data) for m in harness.messages('step', after_hold + 0.2)]
         assert steps and all(np.allclose(s, held) for s in steps)
-        assert not [m for m in harness.messages('controller', after_hold) if not _is_hold(m)]
+        assert not [m for m in harness.messages('controller', after_hold) if not is_hold(m)]
     finally:
         stream.cameras_on = True
     _wait_chunks(harness, node, 'controller', 1, harness.now())
@@ -461,12 +468,12 @@ def test_deactivate_holds_and_activate_resumes(system):
     state = harness.call(GetState, f'{NODE}/get_state', GetState.Request()).current_state
     assert state.label == 'inactive'
     holds = harness.wait_for(
-        lambda: [m for m in harness.messages('controller', before) if _is_hold(m)],
+        lambda: [m for m in harness.messages('controller', before) if is_hold(m)],
         10,
         'a hold on deactivate',
         node.log,
     )
-    assert len(holds[0].points) == 1
+    _assert_ends_at_rest(holds[0])
     inactive = harness.now()
     harness.wait_for(lambda: harness.now() > inactive + 2 * STEP, 10, 'time', node.log)
     assert harness.messages('controller', inactive + 0.2) == []

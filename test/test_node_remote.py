@@ -8,7 +8,17 @@ import subprocess
 import sys
 import time
 
-from node_support import ARM, CONFIG, NODE, REPO, Harness, NodeProcess, RobotStream, ros_env
+from node_support import (
+    ARM,
+    CONFIG,
+    NODE,
+    REPO,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    is_hold,
+    ros_env,
+)
 import pytest
 
 from dreamzero_ros.core.node_config import PARAMETERS
@@ -40,7 +50,7 @@ def _wait_listening(port: int, process: subprocess.Popen, timeout: float) -> Non
 
 def _chunk_trajectories(harness) -> list:
     """Controller trajectories answering observations (holds have a zero stamp)."""
-    return [m for m in harness.messages('controller') if m.header.stamp.sec]
+    return [m for m in harness.messages('controller') if not is_hold(m)]
 
 
 def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories(tmp_path):

@@ -71,17 +71,37 @@ def test_chunks_that_agree_hand_over_as_smoothly_as_the_recorded_motion():
     assert command['velocity_step_max'] < disagreeing['velocity_step_max'] < 0.05 / DT
 
 
-def test_accelerations_are_reported_against_the_limits():
+def test_accelerations_jumps_and_jerk_are_reported_against_the_limits():
     from dreamzero_ros.core.node_config import build_settings
 
-    panda = build_settings({'engine.checkpoint': 'c'}).loop  # Panda acceleration limits
+    panda = build_settings({'engine.checkpoint': 'c'}).loop  # Panda acceleration, jerk limits
     disagreeing = records(offset=0.3)
     unlimited = handover_quality(disagreeing, motion, LOOP)['accelerations']
     assert unlimited['limit'] is None and unlimited['ratio_max'] is None
+    assert unlimited['jerk_limit'] is None and unlimited['jerk_ratio_max'] is None
     # without acceleration limits the command needs more than the Panda allows
     assert max(unlimited['max']) > max(panda.motion.max_acceleration)
     figures = handover_quality(disagreeing, motion, panda)['accelerations']
-    assert figures['segment']['count'] > 0 and len(figures['hand_over_max']) == 7
+    assert figures['segment']['count'] > 0 and len(figures['max']) == 7
     assert figures['limit'] == list(panda.motion.max_acceleration)
     assert 0 < figures['ratio_max'] <= 1 + 1e-6
     assert figures['segment']['max'] < unlimited['segment']['max']
+    # every hand-over continuous in acceleration; the 1 kHz jerk within the limits
+    assert len(figures['jump']['max']) == 7 and max(figures['jump']['max']) < 1e-6
+    assert figures['jerk_limit'] == list(panda.motion.max_jerk)
+    assert 0 < figures['jerk_ratio_max'] <= 1 + 1e-6
+    assert figures['violations'] == {}
+    assert max(unlimited['jerk']['max']) > max(figures['jerk']['max'])
+
+
+def test_the_report_shows_the_jumps_and_the_jerk_beside_the_limits():
+    from dreamzero_ros.core.node_config import build_settings
+    from dreamzero_ros.replay.report import hand_over_rows
+
+    panda = build_settings({'engine.checkpoint': 'c'}).loop
+    rows = dict(hand_over_rows(handover_quality(records(offset=0.3), motion, panda)))
+    jump = rows['hand-over acceleration jump p50 / p95 / max (rad/s^2), largest joint']
+    jerk = next(value for key, value in rows.items() if key.startswith('1 kHz command jerk'))
+    assert '(joint' in jump and '(joint' in jerk
+    assert float(jerk.split('; ')[1]) <= 1.0 + 1e-6
+    assert rows['Franka checks of the 1 kHz command: samples over a limit'] == 'none'

@@ -97,16 +97,22 @@ def test_chunks_are_rebuilt_from_previews_where_the_interface_is_not_built(tmp_p
         writer.add_topic(config.chunk_topic, ACTION_CHUNK_TYPE)
         recorder = _Recorder(writer, config)
         recorder.rebuild_chunks = True
-        for stamp_s, arrival_s in ((10.0, 10.4), (0.0, 10.5), (11.0, 11.25)):
+        # chunks (first point at their arrival), a hold at rest (zero stamp) and a braking hold
+        # (stamped when made, first point there)
+        for stamp_s, arrival_s, first_s in (
+            (10.0, 10.4, 0.4),
+            (0.0, 10.5, 0.0),
+            (10.6, 10.6, 0.0),
+            (11.0, 11.25, 0.25),
+        ):
             recorder.sim_ns = to_ns(arrival_s)
-            msg = BAG_MESSAGES.trajectory(
-                to_ns(stamp_s), names, [k * 66_666_667 for k in range(len(rows))], rows
-            )
+            offsets = [to_ns(first_s) + k * 66_666_667 for k in range(len(rows))]
+            msg = BAG_MESSAGES.trajectory(to_ns(stamp_s), names, offsets, rows)
             recorder.on_message(config.preview_topic, store.serialize_cdr(msg, msg.__msgtype__))
-    assert recorder.counts == {config.preview_topic: 3, 'rebuilt_chunks': 2}
+    assert recorder.counts == {config.preview_topic: 4, 'rebuilt_chunks': 2}
     with BagReader(tmp_path / 'out') as reader:
         chunks = [m for _, _, m in reader.messages([config.chunk_topic])]
-    assert [c.chunk_id for c in chunks] == [0, 1]  # the zero-stamp hold is no chunk
+    assert [c.chunk_id for c in chunks] == [0, 1]  # the holds are no chunks
     assert chunks[0].horizon == 3 and chunks[0].step_duration.nanosec == 66_666_667
     assert chunks[0].inference_latency == pytest.approx(0.4)
     assert chunks[1].inference_latency == pytest.approx(0.25)

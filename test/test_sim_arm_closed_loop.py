@@ -11,9 +11,11 @@ streams only (the joint states come from the simulated arm) and records both sid
 import subprocess
 import sys
 
-from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, ros_env
+from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, is_hold, ros_env
 import numpy as np
 import pytest
+
+from dreamzero_ros.core.command_check import FRANKA_ERRORS
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -66,6 +68,9 @@ def loop(tmp_path_factory):
         # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
         'scheduler.step_duration:=0.5',
         'scheduler.min_replan_period:=1.5',
+        # on a loaded machine a trajectory may take longer than the default 50 ms to reach the
+        # arm: the hand-over point lies further ahead (what a slow link would configure)
+        'trajectory.handover_lead:=0.25',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     stream = RobotStream(harness, demo_clips(30)[0])
@@ -152,6 +157,44 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
     # the loop is closed: the harness publishes no joint states, so every observation behind
     # these trajectories paired the cameras with the simulated arm's joint states
     assert 'bad_joints' not in node.log()
+
+
+def test_the_arm_receives_nothing_a_franka_would_abort(loop):
+    """The simulated arm checks its 1 kHz command as a Franka does (core/command_check.py)."""
+    harness, node, folder = loop
+
+    def log():
+        return node.log() + '\n--- sim arm:\n' + (folder / 'sim_arm.log').read_text()
+
+    def motions():
+        found = [m for m in harness.messages('trajectory') if not is_hold(m)]
+        return found if len(found) >= 4 else None
+
+    harness.wait_for(motions, TIMEOUT, '4 trajectories', log)
+    since = harness.now() + 1.5  # a report after the last of them was followed a while
+
+    def report():
+        for msg in reversed(harness.messages('diagnostics', since)):
+            for status in msg.status:
+                if status.name.startswith('sim_arm'):
+                    return status, {kv.key: kv.value for kv in status.values}
+        return None
+
+    status, values = harness.wait_for(report, 10, 'a sim arm report', log)
+
+    def joints(key):
+        return np.array([float(v) for v in values[key].split()])
+
+    for name in FRANKA_ERRORS.values():
+        assert values[name] == '0', (name, values, log())
+    assert status.level == b'\x00', status.message
+    # continuous acceleration wherever a trajectory took over or a segment ended
+    assert joints('acceleration_jump_max').max() < 1e-3, values
+    assert np.all(joints('jerk_max') <= joints('jerk_limit')), values
+    assert np.all(joints('acceleration_max') <= joints('acceleration_limit')), values
+    assert joints('acceleration_max').max() > 0.0, 'the arm never accelerated'
+    accepted = [m for m in harness.messages('trajectory') if m.points]
+    assert all(len(p.accelerations) == 7 for m in accepted for p in m.points)
 
 
 def test_gripper_commands_follow_the_policy_with_droid_sign(loop):

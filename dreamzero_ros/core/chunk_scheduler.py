@@ -10,10 +10,12 @@ the controller in time) and cross-fades from the executing plan to the new rows 
 long as the measured latency (clamped to ``[blend_min_steps, blend_max_steps]`` steps): the
 older the observation behind a chunk, the further it may disagree with the plan in force, so the
 longer the hand-over. The first kept row lies exactly on the executing plan, and the blend weight
-rises linearly to 1 at the end of the window; the knot velocities (core/trajectory.py) then make
-the hand-over continuous in velocity too. :func:`smooth_plan` times the rows within the joint
-limits (core/time_scaling.py) and :func:`with_lead_in` starts the trajectory on the plan in force
-at the chunk's arrival, so that the segment the controller builds to the hand-over is a piece of
+rises linearly to 1 at the end of the window; the knot velocities and accelerations
+(core/trajectory.py) then make the hand-over continuous in velocity and acceleration too.
+:func:`smooth_plan` times the rows within the joint limits (core/time_scaling.py),
+:func:`plan_chunk` does all of it, and :func:`with_lead_in` starts the trajectory on the plan in
+force at the chunk's arrival, so that the segment the controller builds to the hand-over is a
+piece of
 that plan.
 """
 
@@ -24,15 +26,17 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.time_scaling import cubic_extremes, scale_time
-from dreamzero_ros.core.trajectory import MotionConfig, braking_stop, sample_knots
+from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
+from dreamzero_ros.core.time_scaling import scale_time
+from dreamzero_ros.core.trajectory import MotionConfig, sample_knots
 
 
 class ActionPlan:
     """Command rows at absolute times, holding the ends.
 
     With ``velocities`` (one per row and column) the rows are joined by cubic Hermite segments,
-    as joint_trajectory_controller joins points that carry velocities; without, linearly.
+    with ``accelerations`` too by quintic ones, as joint_trajectory_controller joins points that
+    carry them; without, linearly.
     """
 
     def __init__(
@@ -40,6 +44,7 @@ class ActionPlan:
         times: np.ndarray,
         rows: np.ndarray,
         velocities: np.ndarray | None = None,
+        accelerations: np.ndarray | None = None,
         handover_time: float | None = None,
     ) -> None:
         times = np.asarray(times, dtype=np.float64)
@@ -50,13 +55,17 @@ class ActionPlan:
             )
         if np.any(np.diff(times) <= 0):
             raise ValueError('plan times must be strictly increasing')
-        if velocities is not None:
-            velocities = np.asarray(velocities, dtype=np.float64)
-            if velocities.shape != rows.shape:
-                raise ValueError(f'velocities {velocities.shape} do not match rows {rows.shape}')
+        if accelerations is not None and velocities is None:
+            raise ValueError('accelerations need velocities')
+        for name, values in (('velocities', velocities), ('accelerations', accelerations)):
+            if values is not None and np.shape(values) != rows.shape:
+                raise ValueError(f'{name} {np.shape(values)} do not match rows {rows.shape}')
         self.times = times
         self.rows = rows
-        self.velocities = velocities
+        self.velocities = None if velocities is None else np.asarray(velocities, np.float64)
+        self.accelerations = (
+            None if accelerations is None else np.asarray(accelerations, np.float64)
+        )
         #: When this plan takes over from the one before it (its first own row; knots before
         #: it repeat the plan in force, see :func:`with_lead_in`).
         self.handover_time = float(times[0]) if handover_time is None else float(handover_time)
@@ -65,7 +74,7 @@ class ActionPlan:
     def hold(cls, position: np.ndarray, time: float) -> ActionPlan:
         """A plan that stays at ``position`` from ``time`` on."""
         position = np.asarray(position, dtype=np.float64)[None, :]
-        return cls(np.array([time]), position, np.zeros_like(position))
+        return cls(np.array([time]), position, np.zeros_like(position), np.zeros_like(position))
 
     @property
     def start_time(self) -> float:
@@ -77,17 +86,25 @@ class ActionPlan:
         """Time of the last row; the plan holds it afterwards."""
         return float(self.times[-1])
 
+    def states_at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Commanded positions, velocities and accelerations at ``times``, each ``(len, D)``."""
+        return sample_knots(self.times, self.rows, self.velocities, self.accelerations, times)
+
     def position_at(self, time: float) -> np.ndarray:
         """Command at ``time``: interpolated between rows, the first/last row outside them."""
         return self.positions_at(np.array([time]))[0]
 
     def velocity_at(self, time: float) -> np.ndarray:
         """Commanded velocity at ``time`` (zero outside the rows)."""
-        return sample_knots(self.times, self.rows, self.velocities, np.array([time]))[1][0]
+        return self.states_at(np.array([time]))[1][0]
+
+    def acceleration_at(self, time: float) -> np.ndarray:
+        """Commanded acceleration at ``time`` (zero outside the rows)."""
+        return self.states_at(np.array([time]))[2][0]
 
     def positions_at(self, times: np.ndarray) -> np.ndarray:
         """:meth:`position_at` for many times, ``(len(times), D)``."""
-        return sample_knots(self.times, self.rows, self.velocities, times)[0]
+        return self.states_at(times)[0]
 
 
 @dataclass(frozen=True)
@@ -190,18 +207,19 @@ def smooth_plan(
     times: np.ndarray,
     rows: np.ndarray,
     start_velocity: np.ndarray,
+    start_acceleration: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
     motion: MotionConfig,
 ) -> SmoothedPlan:
-    """Give safe rows (within ``[lower, upper]``) the knot times and velocities to follow.
+    """Give safe rows (within ``[lower, upper]``) the knot times, velocities and accelerations.
 
-    The arm columns get the velocities of the C2 spline that starts at ``start_velocity`` (the
-    plan in force at the first row) and ends at rest, bounded so that the interpolated curve stays
-    within the position limits; the other columns get zero velocity. Segments the curve cannot
-    follow within ``motion``'s velocity, acceleration and jerk limits at the rows' own timing are
-    played slower (core/time_scaling.py; each at most ``motion.max_stretch`` times); the rows
-    never change.
+    The arm columns get the knots of the C2 spline that starts at ``start_velocity`` and
+    ``start_acceleration`` (the plan in force at the first row) and ends at rest, bounded so
+    that the interpolated curve stays within the position limits; the other columns get zero
+    velocity and acceleration. Segments the curve cannot follow within ``motion``'s velocity,
+    acceleration and jerk limits at the rows' own timing are played slower
+    (core/time_scaling.py; each at most ``motion.max_stretch`` times); the rows never change.
     """
     arm = motion.arm_joints
     rows = np.asarray(rows, dtype=np.float64)
@@ -209,15 +227,91 @@ def smooth_plan(
         np.broadcast_to(np.asarray(v, dtype=np.float64), rows.shape[1:]) for v in (lower, upper)
     )
     scaled = scale_time(
-        times, rows[:, :arm], np.asarray(start_velocity)[:arm], lower[:arm], upper[:arm], motion
+        times,
+        rows[:, :arm],
+        np.asarray(start_velocity)[:arm],
+        np.asarray(start_acceleration)[:arm],
+        lower[:arm],
+        upper[:arm],
+        motion,
     )
     if scaled.times is None:
         return SmoothedPlan(None, reason=scaled.reason)
     velocities = np.zeros_like(rows)
+    accelerations = np.zeros_like(rows)
     velocities[:, :arm] = scaled.velocities
+    accelerations[:, :arm] = scaled.accelerations
     return SmoothedPlan(
-        ActionPlan(scaled.times, rows, velocities), scaled.velocity_changes, scaled.stretch
+        ActionPlan(scaled.times, rows, velocities, accelerations),
+        scaled.velocity_changes,
+        scaled.stretch,
     )
+
+
+#: Steps a chunk's hand-over may move later when its curve cannot follow from the first one.
+HANDOVER_RETRIES = 3
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Outcome of :func:`plan_chunk`: each stage's result (None where it was not reached).
+
+    Attributes:
+        merged: the merged rows (None: the chunk is late).
+        verdict: the safety verdict on them.
+        smoothed: their timing (its ``plan`` None: refused).
+
+    """
+
+    merged: MergedChunk | None
+    verdict: SafetyVerdict | None = None
+    smoothed: SmoothedPlan | None = None
+
+
+def plan_chunk(
+    base: ActionPlan,
+    actions: np.ndarray,
+    stamp: float,
+    step_duration: float,
+    now: float,
+    blend: BlendConfig,
+    limits: SafetyLimits,
+    motion: MotionConfig,
+    lead: float,
+) -> ChunkPlan:
+    """Merge a chunk into ``base`` (:func:`merge_chunk`), limit it (core/safety.py) and time it.
+
+    The first merged row is the hand-over point on ``base`` (or the measured joints, which may
+    lie outside the limits: core/safety.py brings them in); the rest are limited after it. When
+    the curve cannot follow the rows from that hand-over within the limits (the motion in
+    force heads into a position limit the rows hold on to), the hand-over moves one step later,
+    up to :data:`HANDOVER_RETRIES` times: ``base`` stays inside the limits and ends at rest, so
+    a later hand-over starts from a slower state. The last attempt's outcome is returned.
+    """
+    outcome = ChunkPlan(None)
+    for attempt in range(HANDOVER_RETRIES + 1):
+        merged = merge_chunk(
+            base, actions, stamp, step_duration, now, blend, lead + attempt * step_duration
+        )
+        if merged is None:
+            return outcome
+        start = merged.rows[0]
+        verdict = apply_limits(merged.rows[1:], start, limits)
+        if verdict.refused:
+            return ChunkPlan(merged, verdict)
+        smoothed = smooth_plan(
+            merged.times,
+            np.vstack([start, verdict.rows]),
+            base.velocity_at(merged.times[0]),
+            base.acceleration_at(merged.times[0]),
+            limits.lower,
+            limits.upper,
+            motion,
+        )
+        outcome = ChunkPlan(merged, verdict, smoothed)
+        if smoothed.plan is not None:
+            break
+    return outcome
 
 
 #: Least seconds between two points of a lead-in (its start, its knots, the hand-over point).
@@ -227,84 +321,34 @@ _LEAD_IN_GAP = 1e-6
 def with_lead_in(plan: ActionPlan, previous: ActionPlan, now: float) -> ActionPlan:
     """``plan`` preceded by ``previous`` from ``now`` to its first point (the lead-in).
 
-    joint_trajectory_controller draws one cubic from its state at the receipt of a trajectory
+    joint_trajectory_controller draws one segment from its state at the receipt of a trajectory
     to the trajectory's first point, or, when the receipt comes after some points, follows the
-    segment in force. Starting at ``now`` (the state of ``previous`` then) and carrying the knots
-    of ``previous`` up to the hand-over point, every such curve is a piece of ``previous``
-    itself whenever the trajectory arrives before the hand-over point: the hand-over needs no
-    velocity, acceleration or jerk that ``previous`` does not. The plan also says what is
-    commanded from ``now`` on, before its hand-over. ``plan.handover_time`` stays the first
-    point of ``plan``.
+    segment in force. Starting at ``now`` (the state of ``previous`` then: position, velocity,
+    acceleration) and carrying the knots of ``previous`` up to the hand-over point, every such
+    segment is a piece of ``previous`` itself whenever the trajectory arrives before the
+    hand-over point: the hand-over needs no velocity, acceleration or jerk that ``previous``
+    does not. The plan also says what is commanded from ``now`` on, before its hand-over.
+    ``plan.handover_time`` stays the first point of ``plan``.
     """
     start = plan.start_time
     if previous.velocities is None or previous.end_time <= now or start - now < _LEAD_IN_GAP:
-        return plan  # at rest from now on (or no room): the controller's cubic is a rest too
+        return plan  # at rest from now on (or no room): the controller's segment is a rest too
     # knots (nearly) coinciding with another are left out: the points must be clearly apart in
-    # the message (nanoseconds) and for the cubic between them
+    # the message (nanoseconds) and for the segment between them
     inside = (previous.times > now + _LEAD_IN_GAP) & (previous.times < start - _LEAD_IN_GAP)
-    times = np.concatenate([[now], previous.times[inside], plan.times])
-    rows = np.vstack([previous.position_at(now), previous.rows[inside], plan.rows])
-    velocities = np.vstack(
-        [previous.velocity_at(now), previous.velocities[inside], plan.velocities]
-    )
-    return ActionPlan(times, rows, velocities, handover_time=plan.handover_time)
-
-
-def braking_hold(
-    plan: ActionPlan, now: float, lower: np.ndarray, upper: np.ndarray, motion: MotionConfig
-) -> ActionPlan:
-    """A plan that stops ``plan``'s motion at ``now`` with constant deceleration, then holds.
-
-    The arm brakes at ``motion.stop_deceleration`` (at least ``motion.hold_time`` long) to a stop
-    point inside the limits; the other columns hold their value at ``now``. The controller
-    starts a hold on its receipt, from its state then (on ``plan``, a little after ``now``):
-    with ``motion.max_acceleration`` set, the braking is made longer (the stop point further)
-    until the curve from any receipt up to ``motion.lead`` after ``now`` stays within it.
-    """
-    arm = motion.arm_joints
-    position, velocity = plan.position_at(now), plan.velocity_at(now)
-    lower, upper = (
-        np.broadcast_to(np.asarray(v, dtype=np.float64), position.shape) for v in (lower, upper)
-    )
-    velocity[arm:] = 0.0
-    duration = motion.hold_time
-    for _ in range(_HOLD_ROUNDS):
-        duration, stop = braking_stop(
-            position[:arm],
-            velocity[:arm],
-            lower[:arm],
-            upper[:arm],
-            motion.stop_deceleration,
-            duration,
-        )
-        if _hold_fits(plan, now, duration, stop, motion):
-            break
-        duration *= 1.25
-    end = position.copy()
-    end[:arm] = stop
+    knots = np.concatenate([[now], previous.times[inside]])
+    positions, velocities, accelerations = previous.states_at(knots)
+    positions[1:], velocities[1:] = previous.rows[inside], previous.velocities[inside]
+    if previous.accelerations is not None:
+        accelerations[1:] = previous.accelerations[inside]
     return ActionPlan(
-        np.array([now, now + duration]), np.stack([position, end]), np.stack([velocity, 0 * end])
+        np.concatenate([knots, plan.times]),
+        np.vstack([positions, plan.rows]),
+        np.vstack([velocities, _or_zeros(plan.velocities, plan.rows)]),
+        np.vstack([accelerations, _or_zeros(plan.accelerations, plan.rows)]),
+        handover_time=plan.handover_time,
     )
 
 
-#: Rounds of lengthening a hold before the last one is taken.
-_HOLD_ROUNDS = 30
-
-
-def _hold_fits(
-    plan: ActionPlan, now: float, duration: float, stop: np.ndarray, motion: MotionConfig
-) -> bool:
-    """True if the hold's curve, received up to ``motion.lead`` after ``now``, is in the limits."""
-    if motion.max_acceleration is None:
-        return True
-    arm = motion.arm_joints
-    for received in np.linspace(now, now + motion.lead, 6):
-        start = plan.position_at(received)[:arm], plan.velocity_at(received)[:arm]
-        speed, acceleration, _ = cubic_extremes(
-            np.array([0.0, duration]), np.stack([start[0], stop]), np.stack([start[1], 0 * stop])
-        )
-        if np.any(acceleration[0] > motion.max_acceleration * (1 + 1e-9)) or np.any(
-            speed[0] > motion.max_velocity * (1 + 1e-9)
-        ):
-            return False
-    return True
+def _or_zeros(values: np.ndarray | None, like: np.ndarray) -> np.ndarray:
+    return np.zeros_like(like) if values is None else values

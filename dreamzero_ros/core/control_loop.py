@@ -9,10 +9,10 @@ observation should go to the policy (one in flight at a time, at most every
 ``min_replan_period`` seconds) and a hold plan when the input went bad (stale, skewed, missing,
 bad image or joints) while a motion plan was in force. The policy's answer comes back through
 :meth:`ControlLoop.on_chunk`, which drops the past rows, blends the hand-over, applies the safety
-limits, gives the rows knot times and velocities within the joint limits (core/trajectory.py,
-core/time_scaling.py), cuts the plan before it would leave the Cartesian envelope
-(core/envelope.py, when the loop has one) and returns the new plan to command, or says why
-nothing is commanded. A hold brakes the motion in force to a stop.
+limits, gives the rows knot times, velocities and accelerations within the joint limits
+(core/trajectory.py, core/time_scaling.py), cuts the plan before it would leave the Cartesian
+envelope (core/envelope.py, when the loop has one) and returns the new plan to command, or says why
+nothing is commanded. A hold brakes the motion in force to a stop (core/braking.py).
 
 A clock that jumps back (a bag loop, a simulator reset: :meth:`ControlLoop.on_time_jump`, or
 seen by :meth:`ControlLoop.poll` as a ``now`` earlier than the last) clears the cached inputs,
@@ -33,18 +33,17 @@ import itertools
 
 import numpy as np
 
+from dreamzero_ros.core.braking import braking_hold
 from dreamzero_ros.core.chunk_scheduler import (
     ActionPlan,
     BlendConfig,
-    braking_hold,
-    merge_chunk,
-    smooth_plan,
+    plan_chunk,
     with_lead_in,
 )
 from dreamzero_ros.core.envelope import Envelope, Violation
 from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.observation_cache import ObservationCache, Refusal
-from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict, apply_limits
+from dreamzero_ros.core.safety import SafetyLimits, SafetyVerdict
 from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
@@ -312,9 +311,19 @@ class ControlLoop:
             # The controller starts a hold on receipt, a little later than the plan says: the
             # motion resumes once the hold has settled (then both are at rest at its end).
             lead = max(lead, self.plan.end_time + motion.lead - now)
-        merged = merge_chunk(
-            base, chunk.actions, stamp, chunk.step_duration, now, self.config.blend, lead
+        limits = self.config.limits
+        planned = plan_chunk(
+            base,
+            chunk.actions,
+            stamp,
+            chunk.step_duration,
+            now,
+            self.config.blend,
+            limits,
+            motion,
+            lead,
         )
+        merged, verdict, smoothed = planned.merged, planned.verdict, planned.smoothed
         if merged is None:
             self.counters.chunks_late += 1
             self.counters.steps_dropped += chunk.horizon
@@ -326,24 +335,9 @@ class ControlLoop:
                 dropped_steps=chunk.horizon,
             )
         self.counters.steps_dropped += merged.dropped_steps
-        limits = self.config.limits
-        # The first row is the hand-over point on the plan in force (or the measured joints, which
-        # may lie outside the limits: core/safety.py brings them in); the rest are limited after it.
-        start = merged.rows[0]
-        verdict = apply_limits(merged.rows[1:], start, limits)
         self.counters.limit_clamps += verdict.limit_clamps
         self.counters.delta_clamps += verdict.delta_clamps
         self.counters.chunks_outside_limits += bool(verdict.outside_joints)
-        smoothed = None
-        if not verdict.refused:
-            smoothed = smooth_plan(
-                merged.times,
-                np.vstack([start, verdict.rows]),
-                base.velocity_at(merged.times[0]),
-                limits.lower,
-                limits.upper,
-                motion,
-            )
         if smoothed is None or smoothed.plan is None:
             self.counters.chunks_refused += 1
             reason = verdict.reason if smoothed is None else smoothed.reason

@@ -27,14 +27,11 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, braking_hold
+from dreamzero_ros.core.braking import braking_from, nominal_stops
+from dreamzero_ros.core.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.trajectory import (
-    MotionConfig,
-    braking_stop,
-    sample_knots,
-    segment_peak_speed,
-)
+from dreamzero_ros.core.spline_segments import speed_bounds
+from dreamzero_ros.core.trajectory import MotionConfig
 
 #: Longest time between two samples, seconds, however slow the motion.
 MAX_SAMPLE_PERIOD = 0.1
@@ -216,8 +213,13 @@ class Envelope:
         first = np.searchsorted(plan.times, start, side='left')
         last = np.searchsorted(plan.times, end, side='right')
         knots = plan.times[first:last]
-        velocities = plan.velocities if plan.velocities is not None else 0 * plan.rows
-        peak = segment_peak_speed(knots, plan.rows[first:last, :arm], velocities[first:last, :arm])
+        if len(knots) < 2:
+            return knots, np.zeros(0)
+        fields = [
+            None if values is None else values[first:last, :arm]
+            for values in (plan.velocities, plan.accelerations)
+        ]
+        peak = speed_bounds(knots, plan.rows[first:last, :arm], *fields)
         return knots, np.max(self.points.reach @ peak.T, axis=0)
 
     def _check(self, plan: ActionPlan, start: float, end: float):
@@ -279,7 +281,7 @@ class Envelope:
         """``plan`` if it stays inside, else cut before its first offending point with a hold.
 
         The braking hold starts at the latest sample before the first offending point from
-        which braking (at ``motion.stop_deceleration``, into ``[lower, upper]``) stays inside:
+        which braking (core/braking.py: within the limits, into ``[lower, upper]``) stays inside:
         the samples whose stop point lies inside are tried from the latest back, each braking
         path checked in full. Nothing of the plan after that sample is kept.
         """
@@ -289,21 +291,15 @@ class Envelope:
         violation = dataclasses.replace(violation, chunk_id=chunk_id)
         checked = len(passed)
         arm = self.points.arm_dof
-        velocities = plan.velocities if plan.velocities is not None else 0 * plan.rows
-        positions, speeds = sample_knots(plan.times, plan.rows, velocities, passed)
-        stops = np.array(
-            [
-                braking_stop(
-                    position[:arm],
-                    speed[:arm],
-                    lower[:arm],
-                    upper[:arm],
-                    motion.stop_deceleration,
-                    motion.hold_time,
-                )[1]
-                for position, speed in zip(positions, speeds, strict=True)
-            ]
-        ).reshape(len(passed), arm)
+        positions, speeds, accelerations = plan.states_at(passed)
+        stops = nominal_stops(
+            positions[:, :arm],
+            speeds[:, :arm],
+            accelerations[:, :arm],
+            lower[:arm],
+            upper[:arm],
+            motion,
+        )
         stop_slack = self.slack(self.points.positions(stops)).min(axis=(1, 2))
         checked += len(passed)
         for index in np.flatnonzero(stop_slack >= self.config.resolution)[::-1]:
@@ -321,13 +317,18 @@ class Envelope:
         plan: ActionPlan, at: float, lower: np.ndarray, upper: np.ndarray, motion: MotionConfig
     ) -> ActionPlan:
         """``plan``'s knots before ``at``, then a braking hold from ``at``: the same curve there."""
-        brake = braking_hold(plan, at, lower, upper, motion)
+        brake, _ = braking_from(plan, at, lower, upper, motion)
         keep = plan.times < at
-        velocities = plan.velocities if plan.velocities is not None else np.zeros_like(plan.rows)
+        velocities, accelerations = (
+            np.zeros_like(plan.rows) if values is None else values
+            for values in (plan.velocities, plan.accelerations)
+        )
         return ActionPlan(
             np.concatenate([plan.times[keep], brake.times]),
             np.vstack([plan.rows[keep], brake.rows]),
             np.vstack([velocities[keep], brake.velocities]),
+            np.vstack([accelerations[keep], brake.accelerations]),
+            handover_time=min(plan.handover_time, at),
         )
 
 

@@ -8,8 +8,10 @@ and returns the controller's reason for a rejection. :class:`TrajectoryFollower`
 accepted trajectories as JTC does: a new trajectory replaces the old one at once; until its first
 point the state at receipt is interpolated towards that point; between points the spline degree
 follows the fields present (linear, cubic with velocities, quintic with accelerations); after
-the last point it holds. Joints a partial goal leaves out hold where they are. The simulated arm
-(``dreamzero-sim-arm``) is this module behind a ROS interface.
+the last point it holds. Joints a partial goal leaves out hold where they are.
+:meth:`TrajectoryFollower.sample` gives the commanded state at any times (the 1 kHz command of
+a robot's real-time interface). The simulated arm (``dreamzero-sim-arm``) is this module behind
+a ROS interface.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dreamzero_ros.core.trajectory import interpolate
+from dreamzero_ros.core.trajectory import sample_knots
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,10 @@ def validate(trajectory: Trajectory, rules: ControllerRules, now: float) -> str:
 
 @dataclass
 class _Active:
-    start: float
+    """The trajectory in force as a knot sequence (absolute times), the receipt's state first."""
+
     received: float
-    before: tuple[np.ndarray, np.ndarray, np.ndarray]
+    end: float
     times: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray | None
@@ -123,11 +126,17 @@ class _Active:
 class TrajectoryFollower:
     """Executes accepted trajectories over the controller's joints, perfectly tracked.
 
-    The commanded state is the robot's state (a simulated arm tracks perfectly).
+    The commanded state is the robot's state (a simulated arm tracks perfectly). Before a
+    trajectory's first point JTC interpolates from its state at the receipt: with
+    ``interpolate_from_desired_state`` (JTC's parameter) the commanded position, velocity and
+    acceleration; without (JTC's default) the measured ones from the state interfaces, which
+    on a Franka (position, velocity, effort) carry no acceleration: JTC then starts that
+    segment at zero acceleration.
     """
 
     joints: tuple[str, ...]
     position: np.ndarray
+    interpolate_from_desired_state: bool = False
     velocity: np.ndarray = field(init=False)
     acceleration: np.ndarray = field(init=False)
     _active: _Active | None = field(default=None, init=False)
@@ -140,7 +149,10 @@ class TrajectoryFollower:
         self.acceleration = np.zeros_like(self.position)
 
     def accept(self, trajectory: Trajectory, now: float) -> None:
-        """Replace the trajectory in force by ``trajectory`` (already validated) at ``now``."""
+        """Replace the trajectory in force by ``trajectory`` (already validated) at ``now``.
+
+        The state at ``now`` is that of the trajectory in force (call :meth:`update` first).
+        """
         columns = [self.joints.index(name) for name in trajectory.joint_names]
 
         def full(values: Sequence[float], fill: np.ndarray) -> np.ndarray:
@@ -152,53 +164,54 @@ class TrajectoryFollower:
         has_velocities = all(p.velocities for p in points)
         has_accelerations = has_velocities and all(p.accelerations for p in points)
         zero = np.zeros_like(self.position)
-        self._active = _Active(
-            start=trajectory.stamp if trajectory.stamp != 0.0 else now,
-            received=now,
-            before=(self.position.copy(), self.velocity.copy(), self.acceleration.copy()),
-            times=np.array([p.time_from_start for p in points]),
-            positions=np.stack([full(p.positions, self.position) for p in points]),
-            velocities=np.stack([full(p.velocities, zero) for p in points])
-            if has_velocities
-            else None,
-            accelerations=np.stack([full(p.accelerations, zero) for p in points])
-            if has_accelerations
-            else None,
+        start = trajectory.stamp if trajectory.stamp != 0.0 else now
+        times = start + np.array([p.time_from_start for p in points])
+        positions = np.stack([full(p.positions, self.position) for p in points])
+        velocities = (
+            np.stack([full(p.velocities, zero) for p in points]) if has_velocities else None
         )
+        accelerations = (
+            np.stack([full(p.accelerations, zero) for p in points]) if has_accelerations else None
+        )
+        if now < times[0]:  # a segment from the state at receipt to the first point
+            times = np.concatenate([[now], times])
+            positions = np.vstack([self.position, positions])
+            if velocities is not None:
+                velocities = np.vstack([self.velocity, velocities])
+            if accelerations is not None:
+                before = self.acceleration if self.interpolate_from_desired_state else zero
+                accelerations = np.vstack([before, accelerations])
+        self._active = _Active(now, float(times[-1]), times, positions, velocities, accelerations)
+
+    @property
+    def knot_times(self) -> list[float]:
+        """Times of the points of the trajectory in force (the receipt first, when before them)."""
+        return [] if self._active is None else self._active.times.tolist()
 
     @property
     def end_time(self) -> float | None:
         """When the trajectory in force reaches its last point, or None without one."""
+        return None if self._active is None else self._active.end
+
+    def sample(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Commanded positions, velocities and accelerations ``(len(times), N)`` at ``times``.
+
+        ``times`` at or after the receipt of the trajectory in force (before it the previous
+        trajectory was in force); changes nothing.
+        """
         active = self._active
-        return None if active is None else float(active.start + active.times[-1])
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        if active is None:
+            held = np.broadcast_to(self.position, (len(times), len(self.position))).copy()
+            return held, np.zeros_like(held), np.zeros_like(held)
+        return sample_knots(
+            active.times, active.positions, active.velocities, active.accelerations, times
+        )
 
     def update(self, now: float) -> None:
         """Advance the commanded (= measured) state to ``now``."""
-        active = self._active
-        if active is None:
+        if self._active is None:
             self.velocity[:] = 0.0
             self.acceleration[:] = 0.0
             return
-        times = active.start + active.times
-
-        def point(i: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-            velocities = None if active.velocities is None else active.velocities[i]
-            accelerations = None if active.accelerations is None else active.accelerations[i]
-            return active.positions[i], velocities, accelerations
-
-        if now < times[0]:
-            before = active.before
-            first = point(0)
-            start = (
-                before[0],
-                None if first[1] is None else before[1],
-                None if first[2] is None else before[2],
-            )
-            state = interpolate(times[0] - active.received, start, first, now - active.received)
-        elif now >= times[-1]:
-            last = point(len(times) - 1)
-            state = (last[0], np.zeros_like(last[0]), np.zeros_like(last[0]))
-        else:
-            i = int(np.searchsorted(times, now, side='right')) - 1
-            state = interpolate(times[i + 1] - times[i], point(i), point(i + 1), now - times[i])
-        self.position, self.velocity, self.acceleration = (np.array(v) for v in state)
+        self.position, self.velocity, self.acceleration = (x[0] for x in self.sample([now]))

@@ -17,6 +17,7 @@ bag stamps round-trip exactly; argument order is always: stamp, names, values.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,13 @@ MessageTypes = Callable[[str], Any]
 
 
 def to_ns(seconds: float) -> int:
-    """Seconds -> integer nanoseconds, rounded."""
-    return round(seconds * NS_PER_S)
+    """Seconds -> integer nanoseconds, rounded.
+
+    Exact for the float given (a product with 1e9 would be off by up to a few hundred
+    nanoseconds at today's epoch seconds).
+    """
+    whole = math.floor(seconds)
+    return int(whole) * NS_PER_S + round((seconds - whole) * NS_PER_S)
 
 
 def stamp_to_ns(stamp: Any) -> int:
@@ -57,6 +63,18 @@ def trajectory_samples(msg: Any, receive_ns: int) -> tuple[np.ndarray, np.ndarra
     times = np.array([start + stamp_to_ns(p.time_from_start) for p in msg.points], dtype=np.int64)
     positions = np.array([np.asarray(p.positions, dtype=np.float64) for p in msg.points])
     return times, positions.reshape(len(msg.points), len(msg.joint_names))
+
+
+def is_hold(msg: Any) -> bool:
+    """True for a hold the policy node sends, False for a chunk's trajectory.
+
+    A hold of an arm at rest has a zero stamp (start on receipt); a braking hold is stamped
+    when it was made, its first point there (it repeats the motion in force from then). A
+    chunk's trajectory is stamped at its observation, its first point at the chunk's arrival.
+    """
+    if stamp_to_ns(msg.header.stamp) == 0:
+        return True
+    return bool(msg.points) and stamp_to_ns(msg.points[0].time_from_start) == 0
 
 
 def _floats(values: Any = ()) -> np.ndarray:
@@ -106,20 +124,23 @@ class MessageBuilder:
         offsets_ns: Sequence[int],
         positions: Any,
         velocities: Any = None,
+        accelerations: Any = None,
     ) -> Any:
         """``trajectory_msgs/JointTrajectory``: point ``i`` at ``stamp + offsets_ns[i]``.
 
         ``positions`` (and ``velocities``, when given: the controller then interpolates with
-        cubic splines) are ``(P, N)`` in joint units; a zero stamp means "start on receipt".
+        cubic splines; and ``accelerations``: quintic splines) are ``(P, N)`` in joint units; a
+        zero stamp means "start on receipt".
         """
         point_type = self.types('trajectory_msgs/msg/JointTrajectoryPoint')
         rows = np.atleast_2d(np.asarray(positions, dtype=np.float64))
         speeds = None if velocities is None else np.atleast_2d(velocities)
+        changes = None if accelerations is None else np.atleast_2d(accelerations)
         points = [
             point_type(
                 positions=_floats(row),
                 velocities=_floats() if speeds is None else _floats(speeds[index]),
-                accelerations=_floats(),
+                accelerations=_floats() if changes is None else _floats(changes[index]),
                 effort=_floats(),
                 time_from_start=self.duration(offset),
             )
@@ -136,7 +157,8 @@ class MessageBuilder:
         robot's state then.
         """
         row = _floats(position)
-        return self.trajectory(0, names, [settle_ns], row[None], np.zeros((1, row.size)))
+        rest = np.zeros((1, row.size))
+        return self.trajectory(0, names, [settle_ns], row[None], rest, rest)
 
     def image(
         self, stamp_ns: int, rgb: np.ndarray, frame_id: str = '', encoding: str = 'rgb8'

@@ -147,8 +147,9 @@ class SafetySettings:
     )
     stop_deceleration: tuple[float, ...] = parameter(
         PANDA_STOP_DECELERATION,
-        'Deceleration of each arm joint when a hold brakes a motion, rad/s^2, one value per '
-        'arm joint (half the Panda limits; lowered onto max_acceleration where above it).',
+        'Peak deceleration of each arm joint when a hold brakes a motion, rad/s^2, one value '
+        'per arm joint (half the Panda limits; lowered onto max_acceleration where above it); '
+        'the braking is lengthened where the acceleration or jerk limits need it.',
         range=(0.001, 1000.0),
     )
     max_acceleration: tuple[float, ...] = parameter(
@@ -160,8 +161,9 @@ class SafetySettings:
     )
     max_jerk: tuple[float, ...] = parameter(
         PANDA_MAX_JERK,
-        'Largest jerk of each arm joint on each segment of the trajectory, rad/s^3, one value '
-        'per arm joint (Panda datasheet); enforced like max_acceleration.',
+        'Largest jerk of each arm joint anywhere on the trajectory the controller interpolates, '
+        'hand-overs and holds included, rad/s^3, one value per arm joint (Panda datasheet); '
+        'enforced like max_acceleration.',
         range=(0.001, 1.0e7),
     )
 

@@ -4,15 +4,16 @@
 """Hand-over quality of replayed chunks: velocity and acceleration steps where chunks meet.
 
 :func:`command_plans` rebuilds the arm command the policy node would have sent from the replayed
-chunks, with the node's own hand-over, safety limits and knot velocities (core/chunk_scheduler,
+chunks, with the node's own hand-over, safety limits and knots (core/chunk_scheduler,
 core/safety, core/trajectory), each chunk taking over at ``query_time + latency``.
 :func:`boundary_steps` measures, at every hand-over time ``t``, the change of velocity and of
 acceleration across ``t`` on a grid of one control step ``dt``: ``|v(t, t+dt) - v(t-dt, t)|``
 and the same for second differences. :func:`handover_quality` reports these figures for the
 command and, at the same times, for the recorded robot motion (the reference): a smooth
-hand-over shows steps no larger than the robot's own motion does; and the command's
-accelerations, on its segments and on the hand-over segments joint_trajectory_controller builds,
-against the acceleration limits (:func:`acceleration_figures`).
+hand-over shows steps no larger than the robot's own motion does; and what
+joint_trajectory_controller commands at 1 kHz from these plans (core/command_check.py), against
+the limits (:func:`command_figures`): accelerations, the acceleration jump at each hand-over,
+the jerk of the 1 kHz samples, and the checks a Franka applies to them.
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, merge_chunk, smooth_plan, with_lead_in
+from dreamzero_ros.core.chunk_scheduler import ActionPlan, plan_chunk, with_lead_in
+from dreamzero_ros.core.command_check import (
+    CommandLimits,
+    CommandMonitor,
+    differences,
+    jtc_command,
+)
 from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.safety import apply_limits
-from dreamzero_ros.core.time_scaling import cubic_extremes, jtc_curve_extremes
+from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.replay.metrics import distribution
 
 
@@ -42,30 +48,19 @@ def timed_command_plans(records: Sequence, loop: LoopConfig) -> list[tuple[float
     for record in records:
         now = record.query_time + record.latency_s
         base = plans[-1][1] if plans else ActionPlan.hold(record.state, now)
-        merged = merge_chunk(
+        planned = plan_chunk(
             base,
             record.actions,
             record.stamp,
             record.step_duration,
             now,
             loop.blend,
+            loop.limits,
+            loop.motion,
             loop.motion.lead,
         )
-        if merged is None:
-            continue
-        verdict = apply_limits(merged.rows[1:], merged.rows[0], loop.limits)
-        if verdict.refused:
-            continue
-        smoothed = smooth_plan(
-            merged.times,
-            np.vstack([merged.rows[0], verdict.rows]),
-            base.velocity_at(merged.times[0]),
-            loop.limits.lower,
-            loop.limits.upper,
-            loop.motion,
-        )
-        if smoothed.plan is not None:
-            plans.append((now, with_lead_in(smoothed.plan, base, now)))
+        if planned.smoothed is not None and planned.smoothed.plan is not None:
+            plans.append((now, with_lead_in(planned.smoothed.plan, base, now)))
     return plans
 
 
@@ -115,51 +110,71 @@ def handover_quality(
         'step_s': dt,
         'command': boundary_steps(boundaries, command, dt),
         'recorded': boundary_steps(boundaries, lambda t: reference(t)[:, :arm], dt),
-        'accelerations': acceleration_figures(timed, loop),
+        'accelerations': command_figures(timed, loop),
     }
 
 
-def acceleration_figures(
-    timed: Sequence[tuple[float, ActionPlan]], loop: LoopConfig
-) -> dict[str, object]:
-    """Accelerations (rad/s^2) of the commanded curve against the limits.
+#: Seconds from a chunk's arrival to its receipt by the controller (a local DDS delivery).
+RECEIPT_DELAY = 1e-3
 
-    ``segment`` is the distribution over the plans' segments of their largest acceleration
-    (over the arm joints; exact on each cubic); ``max`` per joint, on the whole curve;
-    ``hand_over_max`` per joint on the segments joint_trajectory_controller builds from its
-    state at the receipt of each plan (received anywhere from its chunk's arrival to
-    ``motion.lead`` later; sampled) to the plan's points; ``limit`` per joint (None without
-    acceleration limits) and ``ratio_max``, the largest of ``max / limit`` and
-    ``hand_over_max / limit``.
+
+def _per_joint(values: np.ndarray) -> dict[str, list[float]]:
+    """p50 / p95 / max per joint of ``(M, N)`` values (empty lists without any)."""
+    if not len(values):
+        return {'p50': [], 'p95': [], 'max': []}
+    return {
+        'p50': np.percentile(values, 50, axis=0).tolist(),
+        'p95': np.percentile(values, 95, axis=0).tolist(),
+        'max': values.max(axis=0).tolist(),
+    }
+
+
+def command_figures(
+    timed: Sequence[tuple[float, ActionPlan]], loop: LoopConfig, delay: float = RECEIPT_DELAY
+) -> dict[str, object]:
+    """What joint_trajectory_controller commands at 1 kHz from ``timed`` plans, against the limits.
+
+    Each plan reaches the controller ``delay`` after its chunk arrived. ``segment`` is the
+    distribution over the plans' segments of their largest acceleration (rad/s^2, over the arm
+    joints; exact); ``max`` per joint the largest acceleration of the 1 kHz command, ``limit``
+    the acceleration limits (None without) and ``ratio_max`` the largest ``max / limit``;
+    ``jump`` the acceleration jump at each hand-over and ``jerk`` the jerk of the 1 kHz samples
+    (rad/s^3, third differences as a Franka computes them), p50 / p95 / max per joint, beside
+    ``jerk_limit`` and ``jerk_ratio_max``; ``violations`` the 1 kHz samples a Franka would
+    abort the motion for, by its error's name.
     """
     motion = loop.motion
     arm = motion.arm_joints
-    limit = motion.max_acceleration
-    segments: list[np.ndarray] = []
-    whole, hand_over = np.zeros(arm), np.zeros(arm)
-    for index, (now, plan) in enumerate(timed):
+    segments = []
+    for _, plan in timed:
         if len(plan.times) > 1:
-            _, acceleration, _ = cubic_extremes(
-                plan.times, plan.rows[:, :arm], plan.velocities[:, :arm]
+            fields = [
+                None if values is None else values[:, :arm]
+                for values in (plan.velocities, plan.accelerations)
+            ]
+            segments.append(
+                segment_extremes(plan.times, plan.rows[:, :arm], *fields).acceleration.max(axis=1)
             )
-            segments.append(acceleration.max(axis=1))
-            whole = np.maximum(whole, acceleration.max(axis=0))
-        if index == 0:
-            continue
-        previous = timed[index - 1][1]
-        for received in np.linspace(now, now + motion.lead, 5):
-            state = previous.position_at(received)[:arm], previous.velocity_at(received)[:arm]
-            _, acceleration = jtc_curve_extremes(
-                state, received, plan.times, plan.rows[:, :arm], plan.velocities[:, :arm], 20
-            )
-            hand_over = np.maximum(hand_over, acceleration)
-    ratio = None
-    if limit is not None and timed:
-        ratio = float(np.max(np.maximum(whole, hand_over) / limit))
+    command = jtc_command(timed, arm, delay)
+    _, acceleration, jerk = differences(command.positions)
+    acceleration, jerk = np.abs(acceleration), np.abs(jerk)
+    monitor = CommandMonitor(CommandLimits.of_loop(loop))
+    if len(command.positions):
+        monitor.feed(command.positions)
+    largest = acceleration.max(axis=0) if len(acceleration) else np.zeros(arm)
+    worst_jerk = jerk.max(axis=0) if len(jerk) else np.zeros(arm)
+
+    def ratio(values: np.ndarray, limit: np.ndarray | None) -> float | None:
+        return None if limit is None or not timed else float(np.max(values / limit))
+
     return {
         'segment': distribution(np.concatenate(segments) if segments else np.array([])),
-        'max': whole.tolist(),
-        'hand_over_max': hand_over.tolist(),
-        'limit': None if limit is None else limit.tolist(),
-        'ratio_max': ratio,
+        'max': largest.tolist(),
+        'limit': None if motion.max_acceleration is None else motion.max_acceleration.tolist(),
+        'ratio_max': ratio(largest, motion.max_acceleration),
+        'jump': _per_joint(command.jumps),
+        'jerk': _per_joint(jerk),
+        'jerk_limit': None if motion.max_jerk is None else motion.max_jerk.tolist(),
+        'jerk_ratio_max': ratio(worst_jerk, motion.max_jerk),
+        'violations': dict(monitor.violations),
     }

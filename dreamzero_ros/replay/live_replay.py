@@ -34,6 +34,7 @@ from dreamzero_ros.core.messages import (
     ACTION_CHUNK_TYPE,
     NS_PER_S,
     TASK_EVENT_TYPE,
+    is_hold,
     stamp_to_ns,
 )
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
@@ -169,7 +170,7 @@ class _Recorder:
         store = replay_typestore()
         trajectory = store.deserialize_cdr(data, TRAJECTORY_TYPE)
         stamp_ns = stamp_to_ns(trajectory.header.stamp)
-        if stamp_ns == 0 or len(trajectory.points) < 2:
+        if is_hold(trajectory) or len(trajectory.points) < 2:
             return  # a hold command, not a chunk
         times = [stamp_to_ns(point.time_from_start) for point in trajectory.points]
         message = BAG_MESSAGES.action_chunk(

@@ -29,6 +29,15 @@ def _fmt(value: object) -> str:
     return f'{value:.4g}' if isinstance(value, float) else str(value)
 
 
+def _worst(figures: dict[str, list[float]]) -> str:
+    """``p50 / p95 / max`` of the joint with the largest max."""
+    if not figures['max']:
+        return 'n/a'
+    joint = int(max(range(len(figures['max'])), key=figures['max'].__getitem__))
+    values = ' / '.join(_fmt(float(figures[key][joint])) for key in ('p50', 'p95', 'max'))
+    return f'{values} (joint {joint})'
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return 'n/a'
@@ -88,30 +97,51 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
         ]
         hand_over = metrics.get('hand_over')
         if hand_over:
-            command, recorded = hand_over['command'], hand_over['recorded']
-            rows += [
-                (
-                    f'hand-over steps over {hand_over["hand_overs"]} hand-overs: max |dv| (rad/s), '
-                    'command / recorded motion',
-                    f'{_fmt(command["velocity_step_max"])} / {_fmt(recorded["velocity_step_max"])}',
-                ),
-                (
-                    'hand-over steps: max |da| (rad/s^2), command / recorded motion',
-                    f'{_fmt(command["acceleration_step_max"])} / '
-                    f'{_fmt(recorded["acceleration_step_max"])}',
-                ),
-            ]
-            figures = hand_over.get('accelerations')
-            if figures and figures['segment'].get('count'):
-                segment = figures['segment']
-                rows.append(
-                    (
-                        'command acceleration per segment p50 / p95 / max (rad/s^2); '
-                        'largest |a| / limit, hand-over included',
-                        f'{_fmt(segment["p50"])} / {_fmt(segment["p95"])} / '
-                        f'{_fmt(segment["max"])}; {_fmt(figures["ratio_max"])}',
-                    )
-                )
+            rows += hand_over_rows(hand_over)
+    return rows
+
+
+def hand_over_rows(hand_over: dict) -> list[tuple[str, str]]:
+    """(label, value) rows of the hand-over quality (replay/handover.py)."""
+    command, recorded = hand_over['command'], hand_over['recorded']
+    rows = [
+        (
+            f'hand-over steps over {hand_over["hand_overs"]} hand-overs: max |dv| (rad/s), '
+            'command / recorded motion',
+            f'{_fmt(command["velocity_step_max"])} / {_fmt(recorded["velocity_step_max"])}',
+        ),
+        (
+            'hand-over steps: max |da| (rad/s^2), command / recorded motion',
+            f'{_fmt(command["acceleration_step_max"])} / {_fmt(recorded["acceleration_step_max"])}',
+        ),
+    ]
+    figures = hand_over.get('accelerations')
+    if figures and figures['segment'].get('count'):
+        segment = figures['segment']
+        rows.append(
+            (
+                'command acceleration per segment p50 / p95 / max (rad/s^2); '
+                'largest |a| at 1 kHz / limit',
+                f'{_fmt(segment["p50"])} / {_fmt(segment["p95"])} / '
+                f'{_fmt(segment["max"])}; {_fmt(figures["ratio_max"])}',
+            )
+        )
+    if figures and figures['jerk']['max']:
+        rows += [
+            (
+                'hand-over acceleration jump p50 / p95 / max (rad/s^2), largest joint',
+                _worst(figures['jump']),
+            ),
+            (
+                '1 kHz command jerk p50 / p95 / max (rad/s^3), largest joint; '
+                'largest |jerk| / limit',
+                f'{_worst(figures["jerk"])}; {_fmt(figures["jerk_ratio_max"])}',
+            ),
+            (
+                'Franka checks of the 1 kHz command: samples over a limit',
+                ', '.join(f'{k}: {v}' for k, v in figures['violations'].items()) or 'none',
+            ),
+        ]
     return rows
 
 

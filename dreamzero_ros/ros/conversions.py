@@ -23,7 +23,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.jtc import Point, Trajectory
-from dreamzero_ros.core.messages import MessageBuilder, stamp_seconds, to_ns
+from dreamzero_ros.core.messages import MessageBuilder, stamp_seconds, stamp_to_ns, to_ns
 from dreamzero_ros.core.status_report import StatusReport
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
@@ -97,9 +97,14 @@ def policy_status_msg(stamp: float, report: StatusReport):
     return msg
 
 
-def trajectory_from_msg(msg: JointTrajectory) -> Trajectory:
-    """A ``trajectory_msgs/JointTrajectory`` as the ROS-free :class:`Trajectory`."""
-    stamp = stamp_seconds(msg.header.stamp)
+def trajectory_from_msg(msg: JointTrajectory, epoch_ns: int = 0) -> Trajectory:
+    """A ``trajectory_msgs/JointTrajectory`` as the ROS-free :class:`Trajectory`.
+
+    A non-zero stamp becomes seconds since ``epoch_ns`` (exact at nanoseconds when the epoch is
+    recent: float seconds since 1970 resolve only about 0.2 microseconds).
+    """
+    stamp_ns = stamp_to_ns(msg.header.stamp)
+    stamp = (stamp_ns - epoch_ns) * 1e-9 if stamp_ns else 0.0
     points = tuple(
         Point(
             stamp_seconds(p.time_from_start),

@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.arm_tracking import ArmTracking, TrackingReport
 from dreamzero_ros.core.latency_stats import LatencyStats
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.messages import is_hold, stamp_seconds
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
 from dreamzero_ros.ros.conversions import ActionChunkMsg, trajectory_from_msg
 
@@ -116,14 +116,14 @@ class DemoListener(Node):
         self._record(msg.chunk_id, rows, stamp_seconds(msg.header.stamp))
 
     def _on_preview(self, msg: JointTrajectory) -> None:
-        if msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0:
+        if is_hold(msg):
             return  # a hold, not a chunk
         rows = np.array([point.positions for point in msg.points])
         self._record(len(self.chunks), rows, stamp_seconds(msg.header.stamp))
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         trajectory = trajectory_from_msg(msg)
-        if trajectory.stamp == 0.0:
+        if is_hold(msg):
             self.holds += 1
         else:
             self.motions += 1

@@ -812,26 +812,7 @@ class PolicyNode(LifecycleNode):
         plan = outcome.plan
         if outcome.envelope is not None:
             self.get_logger().warning(f'trajectory cut into a hold: {outcome.envelope}')
-        arm_names = self.groups.arm_joints
-        arm = len(arm_names)
-        stamp_ns = to_ns(stamp)
-        times = [to_ns(time) - stamp_ns for time in plan.times]
-        msg = ROS_MESSAGES.trajectory(
-            stamp_ns, arm_names, times, plan.rows[:, :arm], plan.velocities[:, :arm]
-        )
-        self._outputs['preview'].publish(msg)
-        if self.commanding:
-            self._group_outputs.send_trajectory(
-                lambda group: ROS_MESSAGES.trajectory(
-                    stamp_ns,
-                    group.spec.joints,
-                    times,
-                    group.rows(plan.rows),
-                    group.rows(plan.velocities),
-                )
-            )
-        if self._plan_views is not None:  # after the trajectory
-            self._plan_views.on_plan(stamp, plan.times, plan.rows[:, :arm])
+        self._send_plan(plan, stamp)
         self.get_logger().debug(
             f'chunk {chunk.chunk_id}: latency {outcome.latency * 1000:.0f} ms, '
             f'{outcome.dropped_steps} past steps dropped, blend {outcome.blend_window:.2f} s'
@@ -843,12 +824,59 @@ class PolicyNode(LifecycleNode):
         if self._group_outputs is not None:
             self._group_outputs.wait_for_delivery(DELIVERY_TIMEOUT)
 
+    def _send_plan(self, plan: ActionPlan, stamp: float) -> None:
+        """Publish ``plan`` as a trajectory stamped ``stamp`` (preview; controller when commanding).
+
+        Every point carries positions, velocities and accelerations: the controller draws the
+        plan's own quintic segments.
+        """
+        arm_names = self.groups.arm_joints
+        arm = len(arm_names)
+        stamp_ns = to_ns(stamp)
+        times = [to_ns(time) - stamp_ns for time in plan.times]
+        velocities, accelerations = (
+            np.zeros_like(plan.rows) if values is None else values
+            for values in (plan.velocities, plan.accelerations)
+        )
+        msg = ROS_MESSAGES.trajectory(
+            stamp_ns,
+            arm_names,
+            times,
+            plan.rows[:, :arm],
+            velocities[:, :arm],
+            accelerations[:, :arm],
+        )
+        self._outputs['preview'].publish(msg)
+        if self.commanding:
+            self._group_outputs.send_trajectory(
+                lambda group: ROS_MESSAGES.trajectory(
+                    stamp_ns,
+                    group.spec.joints,
+                    times,
+                    group.rows(plan.rows),
+                    group.rows(velocities),
+                    group.rows(accelerations),
+                )
+            )
+        if self._plan_views is not None:  # after the trajectory
+            self._plan_views.on_plan(stamp, plan.times, plan.rows[:, :arm])
+
     def _publish_hold(self, plan: ActionPlan | None) -> None:
-        """Send a (braking) hold plan to the preview, and to the controller when commanding."""
+        """Send a hold plan to the preview, and to the controller when commanding.
+
+        A braking hold (several points, starting on the plan in force) goes out as a stamped
+        trajectory like a chunk's; a one-point hold (a plan at rest) with a zero stamp, started
+        on receipt from the controller's state then.
+        """
         if plan is None or self.lifecycle_state != 'active':
             return
+        if len(plan.times) > 1:
+            self._send_plan(plan, plan.start_time)
+            if self.commanding:
+                self._group_outputs.stop_bases()
+            return
         arm_names = self.groups.arm_joints
-        settle = max(plan.end_time - plan.start_time, 1.0 / self.settings.control_rate_hz)
+        settle = 1.0 / self.settings.control_rate_hz
         msg = ROS_MESSAGES.hold(arm_names, plan.rows[-1][: len(arm_names)], to_ns(settle))
         self._outputs['preview'].publish(msg)
         if self.commanding:

@@ -20,8 +20,16 @@ its diagnostics carry ``hardware_id`` ``dreamzero_sim_arm``.
 The arm has a robot description (the packaged Franka Panda URDF unless
 ``robot_description_file`` names another), published on ``robot_description`` (transient local)
 as robot_state_publisher does, and stands at a table: ``/diagnostics`` reports every update at
-which a point of ``table.links`` (forward kinematics, core/kinematics.py) was below
-``table.height`` in ``table.frame``, and the lowest point reached.
+which a point of ``table.links`` (forward kinematics, core/kinematics.py; by default the points
+the policy node's envelope checks: the flange and both fingertips) was below ``table.height``
+in ``table.frame``, and the lowest point reached. Its command is checked as a Franka checks
+the 1 kHz command of its real-time interface (core/command_check.py): the follower's positions
+every millisecond against the description's position and speed limits and
+``limits.max_acceleration`` / ``limits.max_jerk`` (finite differences), and the acceleration
+jump wherever a trajectory takes over or a segment ends; ``/diagnostics`` carries the largest
+values per joint beside the limits and the count of each error a Franka would abort the motion
+with (``joint_motion_generator_acceleration_discontinuity``, ...), ERROR and one logged line
+once there is one (the simulated arm keeps moving).
 
 With ``action_groups`` (a groups file or a shipped embodiment tag, as the policy node's) it
 serves every group of that layout instead: a joint_trajectory_controller per trajectory group
@@ -61,21 +69,24 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
-from dreamzero_ros.core.envelope import PANDA_FINGERTIP
+from dreamzero_ros.core.command_check import CommandLimits, FollowerCheck
+from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
+from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
+from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
-from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
+from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
-#: The Panda's links checked against the table: the arm from link 2, the hand and fingertips.
-PANDA_TABLE_LINKS = [*(f'panda_link{i}' for i in range(2, 9)), 'panda_hand', 'panda_leftfinger',
-                     'panda_rightfinger']  # fmt: skip
-PANDA_TABLE_OFFSETS = [0.0] * 24 + [0.0, 0.0, PANDA_FINGERTIP] * 2
+#: The points checked against the table: those the policy node's envelope checks (the
+#: Panda's flange and both fingertips), so that both report the same table.
+TABLE_POINTS = EnvelopeConfig()
 #: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
 HARDWARE_ID = 'dreamzero_sim_arm'
 
@@ -113,10 +124,24 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
         'reported on /diagnostics.',
     ),
     'table.frame': ('panda_link0', 'Link of the description the table height is given in.'),
-    'table.links': (PANDA_TABLE_LINKS, 'Links whose points are checked against the table.'),
+    'table.links': (
+        list(TABLE_POINTS.links),
+        'Links whose points are checked against the table (as envelope.links: the flange and '
+        'fingertips).',
+    ),
     'table.link_offsets': (
-        PANDA_TABLE_OFFSETS,
+        TABLE_POINTS.offsets.ravel().tolist(),
         'x, y, z of each checked point in its link, m, 3 per link (Panda fingertips: 0.045).',
+    ),
+    'limits.max_acceleration': (
+        list(PANDA_MAX_ACCELERATION),
+        'Acceleration limit of each arm joint, rad/s^2, for the checks of the 1 kHz command '
+        '(Panda datasheet); position and velocity limits come from the description.',
+    ),
+    'limits.max_jerk': (
+        list(PANDA_MAX_JERK),
+        'Jerk limit of each arm joint, rad/s^3, for the checks of the 1 kHz command (Panda '
+        'datasheet).',
     ),
     'action_groups': (
         '',
@@ -167,6 +192,9 @@ class SimArm(Node):
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        #: The node's clock at its start: its internal times are seconds since (exact to
+        #: nanoseconds, as the 1 kHz checks need).
+        self._epoch_ns = self.get_clock().now().nanoseconds
         for name, (default, description) in PARAMETERS.items():
             self.declare_parameter(name, default, _descriptor(description))
         value = self._value
@@ -203,6 +231,9 @@ class SimArm(Node):
                 np.array(value('table.link_offsets')),
                 value('table.frame'),
             )
+        #: A Franka's checks of the single arm's 1 kHz command (None for a group layout).
+        self.check: FollowerCheck | None = None
+        self._reported_violation = False
         #: Updates with a point below the table; the lowest point reached (link, z).
         self.below_table = 0
         self.lowest: tuple[str, float] = ('', np.inf)
@@ -226,6 +257,8 @@ class SimArm(Node):
             self._description.publish(String(data=self.description))
         self._status_name = f'{self.get_name()}: {controller}'
         self._create_groups(specs, bool(value('action_groups')))
+        if self.description:
+            self.check = self._command_check(self.joint_groups[0].follower)
         self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
         self.create_timer(1.0, self._publish_diagnostics)
 
@@ -348,11 +381,26 @@ class SimArm(Node):
         topic = spec.odometry or 'odom'
         self._odometry[spec.name] = self.create_publisher(Odometry, topic, 10)
 
+    def _command_check(self, follower: TrajectoryFollower) -> FollowerCheck:
+        """A Franka's checks of the arm's command: the description's positions and speeds."""
+        limits = CommandLimits.of_description(
+            RobotDescription.parse(self.description),
+            follower.joints,
+            self._value('limits.max_acceleration'),
+            self._value('limits.max_jerk'),
+        )
+        return FollowerCheck(follower, limits, self._now())
+
     def _value(self, name: str) -> Any:
         return self.get_parameter(name).value
 
     def _now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+        """Seconds since the node's start on its clock."""
+        return (self.get_clock().now().nanoseconds - self._epoch_ns) * 1e-9
+
+    def _stamp(self, now: float) -> Any:
+        """``builtin_interfaces/Time`` of ``now`` (seconds since the start)."""
+        return ROS_MESSAGES.time(self._epoch_ns + to_ns(now))
 
     # ------------------------------------------------------------------------ commands
 
@@ -412,7 +460,7 @@ class SimArm(Node):
 
     def _check_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> str:
         """Why JTC would reject ``msg`` now (logged, published and counted), or ''."""
-        reason = validate(trajectory_from_msg(msg), group.rules, self._now())
+        reason = validate(trajectory_from_msg(msg, self._epoch_ns), group.rules, self._now())
         if reason:
             if len(self.joint_groups) > 1:
                 reason = f'{group.spec.name}: {reason}'
@@ -426,9 +474,13 @@ class SimArm(Node):
     def _accept(self, group: _JointGroup, msg: JointTrajectory) -> int:
         """Follow ``msg`` from now on; the number of the goal it preempts the others with."""
         now = self._now()
+        trajectory = trajectory_from_msg(msg, self._epoch_ns)
         with self._lock:
-            group.follower.update(now)
-            group.follower.accept(trajectory_from_msg(msg), now)
+            if self.check is not None and group.follower is self.check.follower:
+                self.check.accept(trajectory, now)
+            else:
+                group.follower.update(now)
+                group.follower.accept(trajectory, now)
             self.accepted += 1
             group.accepted += 1
             group.generation += 1
@@ -470,6 +522,7 @@ class SimArm(Node):
         with self._lock:
             gripper = self.gripper_position
             below, (lowest_link, lowest_z) = self.below_table, self.lowest
+            command = self._command_values()
         values = [
             ('trajectories_accepted', str(self.accepted)),
             ('trajectories_rejected', str(self.rejected)),
@@ -484,13 +537,30 @@ class SimArm(Node):
             values += [
                 (f'{g.spec.name}.trajectories_accepted', str(g.accepted)) for g in self.joint_groups
             ]
+        values += command
         message = f'{self.rejected} rejected' if self.rejected else 'every trajectory accepted'
         if below:
             message += f'; {below} updates below the table (lowest: {lowest_link})'
-        report = StatusReport(ERROR if self.rejected or below else OK, message, tuple(values))
+        first = self.check.monitor.first if self.check is not None else ''
+        if first:
+            message += f'; a Franka would abort: {first}'
+        level = ERROR if self.rejected or below or first else OK
+        report = StatusReport(level, message, tuple(values))
         self._diagnostics.publish(
-            diagnostics_msg(self._now(), self._status_name, report, HARDWARE_ID)
+            diagnostics_msg(
+                self._epoch_ns * 1e-9 + self._now(), self._status_name, report, HARDWARE_ID
+            )
         )
+
+    def _command_values(self) -> list[tuple[str, str]]:
+        """Diagnostics of the 1 kHz command's checks (under the lock); logs a first violation."""
+        if self.check is None:
+            return []
+        monitor = self.check.monitor
+        if monitor.first and not self._reported_violation:
+            self._reported_violation = True
+            self.get_logger().error(f'the 1 kHz command breaks a Franka limit: {monitor.first}')
+        return monitor.diagnostics()
 
     def _tick(self) -> None:
         now = self._now()
@@ -500,6 +570,8 @@ class SimArm(Node):
         with self._lock:
             elapsed = max(0.0, now - self._last_update)
             self._last_update = now
+            if self.check is not None:
+                self.check.advance(now)
             for group in self.joint_groups:
                 group.follower.update(now)
                 names, positions, velocities = states.setdefault(
@@ -527,10 +599,12 @@ class SimArm(Node):
                 odometry.append((base, command))
         for topic, (names, positions, velocities) in states.items():
             msg = JointState(name=names, position=positions, velocity=velocities)
-            msg.header.stamp = to_time(now)
+            msg.header.stamp = self._stamp(now)
             self._states[topic].publish(msg)
         for base, command in odometry:
-            self._odometry[base.spec.name].publish(_odometry_msg(now, base.pose, command))
+            self._odometry[base.spec.name].publish(
+                _odometry_msg(self._stamp(now), base.pose, command)
+            )
 
     def _check_table(self, joints: np.ndarray) -> None:
         """Record whether a checked point is below the table at ``joints`` (under the lock)."""
@@ -550,9 +624,9 @@ def _planar_step(yaw: float, twist: Twist, seconds: float) -> np.ndarray:
     return np.array([dx, dy, twist.angular.z * seconds])
 
 
-def _odometry_msg(now: float, pose: np.ndarray, twist: Twist) -> Odometry:
+def _odometry_msg(stamp: Any, pose: np.ndarray, twist: Twist) -> Odometry:
     msg = Odometry()
-    msg.header.stamp = to_time(now)
+    msg.header.stamp = stamp
     msg.header.frame_id = 'odom'
     msg.child_frame_id = 'base_link'
     msg.pose.pose.position.x, msg.pose.pose.position.y = float(pose[0]), float(pose[1])
@@ -603,7 +677,12 @@ def main(args: list[str] | None = None) -> int:
         print(f'dreamzero-sim-arm: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=2)
+    # every action server's running goal holds a thread until the next goal preempts it: one
+    # each, and two for the rest (new goals, the state timer, subscriptions)
+    servers = sum(g.spec.output == 'follow_joint_trajectory' for g in node.joint_groups) + sum(
+        g.spec.gripper_interface == 'action' for g in node.grippers
+    )
+    executor = MultiThreadedExecutor(num_threads=2 + servers)
     executor.add_node(node)
     node.get_logger().info(node.ready_line())
     try:
