@@ -96,7 +96,8 @@ class ServerConfig:
             (openpi-client, sim-evals, the DROID loop, RoboArena's evaluator) the map.
         camera_aspect: width / height of the clients' cameras, where ``resize_with_pad``'s
             bands are; None takes the policy's (``camera_aspect`` metadata, else DROID's 16:9).
-        detect_padding: find the bands by looking for black lines instead.
+        detect_padding: find the bands among the common camera aspects' instead
+            (:data:`~dreamzero_ros.openpi.images.DETECTABLE_ASPECTS`).
         fill_missing_exterior: serve requests with one exterior camera (DROID main loop,
             sim-evals) by giving the other a black frame, a dropped view as in training;
             False refuses them.
