@@ -74,7 +74,7 @@ def load_description(
         return None
     limits_file = settings.joint_limits_file or None
     if settings.source == 'file':
-        return RobotDescription.read(settings.file, limits_file)
+        return RobotDescription.read(settings.file, limits_file, settings.bounds)
     topic = node.resolve_topic_name(settings.topic)
     urdf = receive_description(node, settings.topic, settings.timeout, stop)
     if urdf is None:
@@ -86,4 +86,4 @@ def load_description(
         limits = None if limits_file is None else Path(limits_file).read_text()
     except OSError as error:
         raise ValueError(f'robot_description.joint_limits_file: {error}') from None
-    return RobotDescription.parse(urdf, limits, source=topic)
+    return RobotDescription.parse(urdf, limits, source=topic, bounds=settings.bounds)
