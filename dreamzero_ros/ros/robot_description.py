@@ -7,6 +7,7 @@ robot_state_publisher publishes the URDF on ``/robot_description`` (std_msgs/Str
 transient local: a late subscriber still gets it). :func:`load_description` reads it at
 configure, from the topic (waiting up to ``robot_description.timeout``) or from
 ``robot_description.file``, and overlays ``robot_description.joint_limits_file``.
+:class:`DescriptionWatch` hands the node each different description published later.
 """
 
 from __future__ import annotations
@@ -58,6 +59,33 @@ def receive_description(
             time.sleep(_POLL)
     finally:
         node.destroy_subscription(subscription)
+
+
+class DescriptionWatch:
+    """Descriptions published on ``topic`` after configure, each different one to ``on_new``.
+
+    ``on_new(urdf)`` runs on the node's executor, as any subscription callback; the transient
+    local sample read at configure (``current``) and repeats of the last one are not handed on.
+    """
+
+    def __init__(
+        self, node: Node, topic: str, current: str, on_new: Callable[[str], None]
+    ) -> None:
+        self._node = node
+        self._last = current
+        self._on_new = on_new
+        self._subscription = node.create_subscription(
+            String, topic, self._receive, DESCRIPTION_QOS
+        )
+
+    def _receive(self, msg: String) -> None:
+        if msg.data != self._last:
+            self._last = msg.data
+            self._on_new(msg.data)
+
+    def destroy(self) -> None:
+        """Stop watching."""
+        self._node.destroy_subscription(self._subscription)
 
 
 def load_description(
