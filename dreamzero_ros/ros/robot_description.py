@@ -68,15 +68,11 @@ class DescriptionWatch:
     local sample read at configure (``current``) and repeats of the last one are not handed on.
     """
 
-    def __init__(
-        self, node: Node, topic: str, current: str, on_new: Callable[[str], None]
-    ) -> None:
+    def __init__(self, node: Node, topic: str, current: str, on_new: Callable[[str], None]) -> None:
         self._node = node
         self._last = current
         self._on_new = on_new
-        self._subscription = node.create_subscription(
-            String, topic, self._receive, DESCRIPTION_QOS
-        )
+        self._subscription = node.create_subscription(String, topic, self._receive, DESCRIPTION_QOS)
 
     def _receive(self, msg: String) -> None:
         if msg.data != self._last:
