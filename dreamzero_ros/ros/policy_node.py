@@ -310,7 +310,11 @@ class PolicyNode(LifecycleNode):
             )
         if settings.views.enabled and policy_keeps_views(self.policy):
             self._views = ImaginationViews(
-                self, settings.views, self.layout.cameras, settings.scheduler.step_duration
+                self,
+                settings.views,
+                self.layout.cameras,
+                settings.scheduler.step_duration,
+                engine_busy=lambda: self.loop is not None and self.loop.in_flight,
             )
         self.enabled = settings.start_enabled
         self._tasks.configure(
