@@ -93,7 +93,8 @@ def check_description(
     try:
         root = ElementTree.fromstring(urdf)
     except ElementTree.ParseError as error:
-        raise ValueError(f'{where} does not parse as XML: {error}') from None
+        suffix = f' ({source})' if source else ''
+        raise ValueError(f'robot description does not parse as XML{suffix}: {error}') from None
     if root.tag != 'robot':
         raise ValueError(f'{where}: root element is <{root.tag}>, not <robot>')
     links = root.findall('link')
