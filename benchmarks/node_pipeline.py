@@ -11,6 +11,12 @@ as three 320x180 rgb8 cameras, a listener in this process) three times in one ru
   (``joint_state_flood.py``, a Franka joint_state_broadcaster's rate);
 - ``images 60 Hz``: the stream at 60 Hz.
 
+With ``--views`` it runs instead: ``unwatched`` (nobody subscribes to the view topics), ``3
+viewers, beside`` (three processes watching every view topic, ``views.yield_to_engine:=false``:
+the predicted video decoded beside every inference, as before that option) and ``3 viewers,
+yield`` (the default: decoded only while no inference is in flight, at a lower priority), with
+the views' decoded and skipped chunks.
+
 For each it prints the end-to-end latency (observation stamp -> chunk received by the listener),
 the node's inference time (its ``inference_p50_ms``: work the node does per message slows the
 engine's thread too), the node process's CPU use over the measured chunks (share of one core, and
@@ -35,7 +41,10 @@ import time
 import numpy as np
 
 FLOOD_SCRIPT = Path(__file__).resolve().with_name('joint_state_flood.py')
+WATCHER_SCRIPT = Path(__file__).resolve().with_name('view_watcher.py')
 STAGES = ('observation_to_query', 'chunk_to_publish')
+#: The views decoded beside every inference (the behaviour before views.yield_to_engine).
+VIEWS_BESIDE = ('views.yield_to_engine:=false',)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,8 @@ class Scenario:
     name: str
     stream_rate: float = 15.0
     joint_flood_rate: float = 0.0
+    viewers: int = 0
+    node_parameters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,8 +81,8 @@ def _run(scenario: Scenario, checkpoint: Path, chunks: int, threads: int, logs: 
 
     with demo_system(
         checkpoint,
-        logs / scenario.name.replace(' ', '_'),
-        node_parameters=(f'engine.num_threads:={threads}',),
+        logs / scenario.name.replace(' ', '_').replace(',', ''),
+        node_parameters=(f'engine.num_threads:={threads}', *scenario.node_parameters),
         stream_rate=scenario.stream_rate,
     ) as demo:
         flood = None
@@ -82,6 +93,18 @@ def _run(scenario: Scenario, checkpoint: Path, chunks: int, threads: int, logs: 
                 stderr=subprocess.STDOUT,
                 text=True,
             )
+        watchers = [
+            subprocess.Popen(
+                [sys.executable, str(WATCHER_SCRIPT)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(scenario.viewers)
+        ]
+        for watcher in watchers:
+            watcher.stdout.readline()  # 'watching'
+
         try:
             if not demo.wait_chunks(1, 600.0):
                 raise RuntimeError(f'{scenario.name}: no chunk within 600 s')
@@ -91,10 +114,14 @@ def _run(scenario: Scenario, checkpoint: Path, chunks: int, threads: int, logs: 
             cpu = _cpu_seconds(demo.node.pid) - cpu
             node_cpu = cpu / (time.monotonic() - wall)
         finally:
-            flood_output = ''
+            extras = []
             if flood is not None:
                 flood.send_signal(signal.SIGINT)
-                flood_output = flood.communicate(timeout=20)[0].strip()
+                extras.append(f'flood: {flood.communicate(timeout=20)[0].strip()}')
+            for watcher in watchers:
+                watcher.send_signal(signal.SIGINT)
+                extras.append(f'viewer: {watcher.communicate(timeout=20)[0].strip()}')
+            flood_output = '; '.join(extras)
         report = dict(demo.listener.diagnostics)
         end_to_end = [chunk.latency for chunk in demo.listener.chunks[1:]]
     stages = {
@@ -130,10 +157,10 @@ def _direct_inference(checkpoint: Path, calls: int, threads: int) -> list[float]
 
 
 def _print_results(results: dict[str, Result]) -> None:
-    base = results['baseline']
+    base = next(iter(results.values()))
     base_p50 = float(np.median(base.end_to_end))
     print(
-        f'{"":14s}{"e2e p50":>9s}{"e2e p95":>9s}{"x base":>8s}{"infer p50":>11s}{"e2e/infer":>11s}'
+        f'{"":20s}{"e2e p50":>9s}{"e2e p95":>9s}{"x base":>8s}{"infer p50":>11s}{"e2e/infer":>11s}'
         f'{"CPU":>6s}{"CPU/chunk":>11s}{"x base":>8s}'
         f'{"obs->query p50/p95":>21s}{"chunk->pub p50/p95":>21s}'
     )
@@ -143,7 +170,7 @@ def _print_results(results: dict[str, Result]) -> None:
         infer = float(result.report.get('inference_p50_ms', 'nan'))
         stages = ''.join(f'{f"{a:.2f} / {b:.2f} ms":>21s}' for a, b in result.stages.values())
         print(
-            f'{name:14s}{1000 * p50:8.0f} {1000 * p95:8.0f} {p50 / base_p50:7.2f} '
+            f'{name:20s}{1000 * p50:8.0f} {1000 * p95:8.0f} {p50 / base_p50:7.2f} '
             f'{infer:10.0f} {1000 * p50 / infer:10.2f} '
             f'{100 * result.node_cpu:4.0f} % {result.node_cpu_per_chunk:8.3f} s '
             f'{result.node_cpu_per_chunk / base.node_cpu_per_chunk:7.2f}{stages}'
@@ -154,7 +181,13 @@ def _print_results(results: dict[str, Result]) -> None:
             f'{name}: {report.get("frames_received")} frames and '
             f'{report.get("joint_states_received", "?")} joint states read, '
             f'{report.get("messages_dropped", 0)} messages dropped'
-            + (f'; flood: {result.flood}' if result.flood else '')
+            + (f'; {result.flood}' if result.flood else '')
+            + (
+                f'; views: {report["views_chunks_decoded"]} chunks decoded, '
+                f'{report.get("views_chunks_skipped", "-")} skipped'
+                if 'views_chunks_decoded' in report
+                else ''
+            )
         )
 
 
@@ -166,6 +199,9 @@ def main() -> int:
     parser.add_argument('--threads', type=int, default=1, help='engine.num_threads of the node')
     parser.add_argument('--cache-dir', type=Path, default=None)
     parser.add_argument('--no-direct', action='store_true', help='skip the direct engine calls')
+    parser.add_argument(
+        '--views', action='store_true', help='unwatched against three viewers, beside and yielding'
+    )
     options = parser.parse_args()
 
     from dreamzero_ros.demo import DEFAULT_CACHE, demo_checkpoint
@@ -176,6 +212,12 @@ def main() -> int:
         Scenario('joints 1 kHz', joint_flood_rate=1000.0),
         Scenario('images 60 Hz', stream_rate=60.0),
     )
+    if options.views:
+        scenarios = (
+            Scenario('unwatched'),
+            Scenario('3 viewers, beside', viewers=3, node_parameters=VIEWS_BESIDE),
+            Scenario('3 viewers, yield', viewers=3),
+        )
     results = {}
     with tempfile.TemporaryDirectory() as logs:
         for scenario in scenarios:
@@ -191,7 +233,7 @@ def main() -> int:
         return 0
     direct = _direct_inference(checkpoint, options.chunks + 1, options.threads)[1:]
     direct_p50 = float(np.median(direct))
-    base_p50 = float(np.median(results['baseline'].end_to_end))
+    base_p50 = float(np.median(next(iter(results.values())).end_to_end))
     print(
         f'engine.infer called directly: p50 {1000 * direct_p50:.0f} ms, p95 '
         f'{1000 * np.percentile(direct, 95):.0f} ms; baseline end-to-end / direct (p50) '

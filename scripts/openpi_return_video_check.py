@@ -8,8 +8,9 @@ Run it with the openpi-client's own Python (numpy<2), not the project's:
     .venv-openpi/bin/python scripts/openpi_return_video_check.py --port 8000
 
 Sends the same DROID request on two sessions, one plain and one with ``return_video: true``,
-then one with ``return_video: "yes"``, and prints one JSON object: the reply keys, shapes and
-dtypes, whether the actions agree, and the error of the bad request. Only ``openpi_client``
+then ``return_video`` as NumPy booleans (``np.bool_``, as a client's own flag often is), then
+as ``"yes"`` and ``np.int64(1)``, and prints one JSON object: the reply keys, shapes and dtypes,
+whether the actions agree, and the errors of the bad requests. Only ``openpi_client``
 and NumPy are used, never the dreamzero_ros package.
 """
 
@@ -60,10 +61,15 @@ def main() -> None:
         'cameras': {key: describe(value) for key, value in predicted['cameras'].items()},
         'actions_max_difference': float(np.abs(plain['actions'] - video['actions']).max()),
     }
-    try:
-        client.infer({**request('bad'), 'return_video': 'yes'})
-    except RuntimeError as error:
-        out['bad'] = str(error)
+    numpy_true = client.infer({**request('video'), 'return_video': np.bool_(True)})
+    numpy_false = client.infer({**request('plain'), 'return_video': np.bool_(False)})
+    out['numpy_true_keys'] = sorted(numpy_true)
+    out['numpy_false_keys'] = sorted(numpy_false)
+    for name, value in (('bad', 'yes'), ('bad_int', np.int64(1))):
+        try:
+            client.infer({**request('bad'), 'return_video': value})
+        except RuntimeError as error:
+            out[name] = str(error)
     print(json.dumps(out))
 
 

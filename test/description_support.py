@@ -47,3 +47,27 @@ def bimanual_panda_urdf(arm_dof: int = 6) -> str:
         ET.SubElement(mount, 'child', link=f'{side}_{root}')
         ET.SubElement(mount, 'origin', xyz=f'0 {y} 0', rpy='0 0 0')
     return ET.tostring(robot, encoding='unicode')
+
+
+def chain_urdf(links: int, origin: str = '0 0 0.01') -> str:
+    """A chain of ``links`` links joined by ``links - 1`` fixed joints, each at ``origin``."""
+    parts = ['<?xml version="1.0"?><robot name="chain"><link name="link0"/>']
+    for i in range(1, links):
+        parts.append(
+            f'<link name="link{i}"/><joint name="joint{i}" type="fixed">'
+            f'<parent link="link{i - 1}"/><child link="link{i}"/>'
+            f'<origin xyz="{origin}" rpy="0 0 0"/></joint>'
+        )
+    parts.append('</robot>')
+    return ''.join(parts)
+
+
+def panda_with_chain(links: int) -> str:
+    """The packaged Panda with a chain of ``links`` more links hanging from its hand (fixed)."""
+    panda = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
+    chain = chain_urdf(links + 1).split('<link name="link0"/>', 1)[1].removesuffix('</robot>')
+    mount = (
+        '<link name="link0"/><joint name="chain_mount" type="fixed"><parent link="panda_hand"/>'
+        '<child link="link0"/></joint>'
+    )
+    return panda.replace('</robot>', mount + chain + '</robot>')

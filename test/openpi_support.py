@@ -94,6 +94,14 @@ def droid_request(frames: dict, index: int, session_id: str | None = 'raw') -> d
     return request
 
 
+_ADDRESSES = iter(f'127.0.{n // 250 + 10}.{n % 250 + 2}' for n in range(10**6))
+
+
+def loopback_address() -> str:
+    """A loopback address no other call returned: a client address with a clean record."""
+    return next(_ADDRESSES)
+
+
 def open_client(url: str, source: str = '127.0.0.1', **options) -> ClientConnection:
     """A raw WebSocket client from ``source`` (a loopback address) that has read the metadata.
 
@@ -157,6 +165,10 @@ class ServerProcess:
     def reset_peak_rss(self) -> int:
         """Reset the peak resident memory to the current one; returns it, bytes."""
         Path(f'/proc/{self.process.pid}/clear_refs').write_text('5')
+        return self._status_kib('VmRSS') * 1024
+
+    def rss(self) -> int:
+        """Resident memory now, bytes."""
         return self._status_kib('VmRSS') * 1024
 
     def peak_rss(self) -> int:

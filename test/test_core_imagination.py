@@ -10,6 +10,7 @@ import pytest
 
 from dreamzero_ros.core.image_codec import RawImage, decode_compressed
 from dreamzero_ros.core.imagination import (
+    FramePacer,
     ViewCounters,
     ViewWorker,
     encode_frame,
@@ -124,5 +125,52 @@ def test_worker_reports_errors_and_keeps_going():
 
 
 def test_counters_are_diagnostic_values():
-    values = dict(ViewCounters(queries_unobserved=3).values())
+    values = dict(ViewCounters(queries_unobserved=3, chunks_skipped=2).values())
     assert values['views_queries_unobserved'] == '3' and values['views_last_decode_ms'] == 'nan'
+    assert values['views_chunks_skipped'] == '2'
+
+
+def _wait(predicate, seconds=10.0):
+    for _ in range(int(seconds / 0.01)):
+        if predicate():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError('timed out')
+
+
+def test_worker_thread_runs_at_a_lower_priority_of_its_own():
+    import os
+
+    seen = []
+    worker = ViewWorker(lambda job: seen.append(os.getpriority(os.PRIO_PROCESS, 0)), nice=10)
+    worker.submit('job')
+    _wait(lambda: seen)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert worker.priority == min(19, own + 10) and own < worker.priority
+    # who = 0 is the calling thread on Linux: the worker's, not the process's
+    assert seen == [worker.priority]
+    worker.close()
+    plain = ViewWorker(lambda job: None)
+    _wait(lambda: plain.priority is not None)
+    assert plain.priority == own
+    plain.close()
+
+
+def test_pacer_publishes_each_item_when_its_time_comes_and_a_newer_plan_replaces_the_rest():
+    now = [100.0]
+    published = []
+    pacer = FramePacer(lambda item: published.append((item, now[0])), lambda: now[0])
+    assert pacer.replace([(100.5, 'b'), (100.0, 'a'), (101.0, 'c')]) == 0
+    _wait(lambda: published == [('a', 100.0)])
+    threading.Event().wait(0.1)
+    assert published == [('a', 100.0)]  # 'b' is not due yet: it waits, whatever the wall time
+    now[0] = 100.5
+    _wait(lambda: len(published) == 2)
+    assert published[1] == ('b', 100.5)
+    assert pacer.replace([(100.6, 'x'), (99.0, 'late')]) == 1  # 'c' dropped: superseded
+    _wait(lambda: len(published) == 3)
+    assert published[2] == ('late', 100.5)  # already due: at once
+    now[0] = 101.0
+    _wait(lambda: len(published) == 4)
+    assert [item for item, _ in published] == ['a', 'b', 'late', 'x'] and pacer.pending() == 0
+    pacer.close()

@@ -80,3 +80,22 @@ def test_unstitch_inverts_stitch(layout, count):
         np.testing.assert_array_equal(part, view.numpy())
     with pytest.raises(ValueError, match='takes'):
         unstitch(stitch(views, layout).numpy(), layout, 4)
+
+
+def test_a_stoppable_decode_gives_the_same_frames_or_gives_up_between_latents(engines):
+    engine, twin = engines
+    observation = random_observation(seed=6, session_id='stop')
+    kept = engine.infer(observation, predicted_video=True)
+    other = twin.infer(observation, predicted_video=True)
+    asked = []
+
+    def stop_at_second():
+        asked.append(True)
+        return len(asked) >= 2
+
+    assert kept.views.decode_predicted(stop=stop_at_second) is None  # gave up after 1 latent
+    assert len(asked) == 2
+    whole = other.views.decode_predicted()
+    stepwise = kept.views.decode_predicted(stop=lambda: False)  # started again, latent by latent
+    assert np.abs(stepwise.astype(int) - whole.astype(int)).max() <= 1
+    assert kept.views.decode_predicted(stop=lambda: True) is stepwise  # decoded once

@@ -8,13 +8,15 @@ node starts); a MoveIt-style joint_limits.yaml adds acceleration limits a quarte
 Every trajectory the node sends, followed as joint_trajectory_controller follows it (the
 hand-over segment from the state at receipt included), stays within those limits. A typed limit
 wider than the description, and a description that never comes, fail configure with a clear
-message.
+message. Descriptions beyond the bounds (a 5000-link chain, 20k and 100k links, an origin at
+1e300 m) fail configure and preflight in one line, before the kinematics library sees them.
 """
 
 import signal
 import subprocess
 import sys
 
+from description_support import panda_with_chain
 from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, is_hold, ros_env
 import numpy as np
 import pytest
@@ -192,3 +194,74 @@ def test_a_description_file_without_a_configured_joint_fails_configure(tmp_path)
         tmp_path, 'file', 'robot_description.source:=file', f'robot_description.file:={urdf}'
     )
     assert f"robot description 'panda' ({urdf}) has no joint 'panda_joint7'" in log, log
+
+
+# The packaged Panda with a chain of fixed links from its hand (on main: SIGSEGV in the URDF
+# loader at 5000, minutes at 20k), and with one joint origin at 1e300 m (on main: configure
+# passed and the first chunk's envelope check raised).
+PANDA_LINKS = 14
+BOUNDED = {
+    'chain_5000': (
+        lambda: panda_with_chain(5000),
+        f'has {5001 + PANDA_LINKS} links; at most 1000 are accepted (robot_description.max_links)',
+    ),
+    'chain_20k': (
+        lambda: panda_with_chain(20_000),
+        f'has {20_001 + PANDA_LINKS} links; at most 1000 are accepted',
+    ),
+    'chain_100k': (lambda: panda_with_chain(100_000), 'bytes (robot_description.max_bytes)'),
+}
+
+
+def _far_origin_urdf() -> str:
+    """The packaged Panda with one joint origin at x = 1e300 m."""
+    from importlib import resources
+
+    text = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
+    start = text.index('<origin', text.index('<joint name="panda_joint4"'))
+    end = text.index('/>', start)
+    return text[:start] + '<origin rpy="0 0 0" xyz="1e300 0 0"' + text[end:]
+
+
+BOUNDED['origin_1e300'] = (
+    _far_origin_urdf,
+    '<origin xyz="1e300 0 0"> of joint \'panda_joint4\' is beyond +-1000 '
+    '(robot_description.max_length)',
+)
+
+
+@pytest.mark.parametrize('case', sorted(BOUNDED))
+def test_descriptions_beyond_the_bounds_fail_configure_and_preflight_in_one_line(tmp_path, case):
+    make, message = BOUNDED[case]
+    urdf = tmp_path / f'{case}.urdf'
+    urdf.write_text(make())
+    settings = (
+        'robot_description.source:=file',
+        f'robot_description.file:={urdf}',
+        'envelope.enabled:=true',  # the kinematics library would load it
+    )
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        'engine.checkpoint:=/nonexistent',
+        'engine.warmup:=false',
+        *settings,
+        params_file=CONFIG / 'cpu_small.yaml',
+    )
+    try:
+        code = node.wait_exit(60)
+    finally:
+        node.stop()
+    log = node.log()
+    assert code == 1, (code, log[-2000:])  # an orderly exit, never SIGSEGV (-11)
+    failures = [line for line in log.splitlines() if 'configure failed:' in line]
+    assert len(failures) == 1 and message in failures[0], log[-2000:]
+    command = [sys.executable, '-m', 'dreamzero_ros.ros.preflight', '--duration', '0.1']
+    command += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
+    for item in settings:
+        command += ['-p', item]
+    result = subprocess.run(
+        command, cwd=REPO, env=ros_env(), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    (line,) = [line for line in result.stdout.splitlines() if 'robot description:' in line]
+    assert line.startswith('[FAIL] robot description: ') and message in line, result.stdout

@@ -1,11 +1,13 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The node's view topics over DDS: only while watched, stamped, and never in a command's way.
+"""The node's view topics over DDS: only while watched, stamped, paced, never in a command's way.
 
-One node process (tiny engine, config/cpu_small.yaml) serves the module; the tests run in file
-order: first nobody watches, then the harness subscribes, then a slow reader in its own
-process joins.
+One node process (tiny engine, config/cpu_small.yaml, rows 0.2 s apart and a query every 5 s at
+most, so that the engine rests between chunks and each chunk's frames all come before the next
+chunk's) serves the module; the tests run in file order: first nobody watches, then the harness
+subscribes, then a slow reader in its own process joins. A second node, querying back to back,
+shows the views giving way to the engine.
 """
 
 from collections import Counter
@@ -22,7 +24,8 @@ from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 90.0
-STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
+STEP = 0.2  # scheduler.step_duration of the module's node
+REPLAN = 5.0  # its scheduler.min_replan_period
 HORIZON = 24
 FRAMES = 8  # tiny preset: 2 predicted latent frames x 4
 CANVAS = (32, 64)
@@ -54,6 +57,8 @@ def system(tmp_path_factory):
         f'engine.checkpoint:={checkpoint}',
         'engine.warmup:=false',
         'engine.num_threads:=1',
+        f'scheduler.step_duration:={STEP}',
+        f'scheduler.min_replan_period:={REPLAN}',
         params_file=REPO / 'config' / 'cpu_small.yaml',
     )
     stream = RobotStream(harness, demo_clips(45)[0])
@@ -198,6 +203,9 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
                 assert decode_compressed(msg.format, msg.data).shape == (*size, 3)
             # the trajectory of the chunk went out before any of its frames
             assert executed[stamp] <= min(arrived for arrived, _ in frames)
+            # each frame published when the time it stands for came (not all at once)
+            for arrived, msg in frames:
+                assert arrived >= _seconds(msg.header.stamp) - 0.02, (key, arrived, msg.header)
         (model_input,) = [m for m in harness.messages('input') if _seconds(m.header.stamp) == stamp]
         assert decode_compressed('jpeg', model_input.data).shape == (*CANVAS, 3)
     # /diagnostics comes once a second (diagnostics_period), chunks may come faster
@@ -248,3 +256,44 @@ def test_slow_subscriber_does_not_delay_trajectories(system):
     assert np.median(slow) < np.median(baseline) + 0.1
     assert slow.max() < 1.0
     assert int(values['views_chunks_decoded']) > 0 and values['views_errors'] == '0'
+
+
+def test_views_give_way_to_an_engine_that_is_always_busy(tmp_path):
+    """Queries back to back (config/cpu_small.yaml as shipped): decodes are skipped, counted."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import CompressedImage
+
+    from dreamzero_ros.droid_clips import demo_clips
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.ros.imagination_views import VIEW_QOS
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    harness = Harness('busy_views_harness')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    harness.record('predicted', CompressedImage, f'{NODE}/predicted_video/compressed', VIEW_QOS)
+    node = NodeProcess(
+        tmp_path / 'node.log',
+        f'engine.checkpoint:={checkpoint}',
+        'engine.warmup:=false',
+        'engine.num_threads:=1',
+        params_file=REPO / 'config' / 'cpu_small.yaml',
+    )
+    stream = RobotStream(harness, demo_clips(45)[0])
+    try:
+        values = harness.wait_for(
+            lambda: (
+                found
+                if (found := _views_values(harness, 0.0))
+                and int(found['views_chunks_skipped']) >= 3
+                else None
+            ),
+            TIMEOUT,
+            '3 chunks whose views gave way to the engine',
+            node.log,
+        )
+        assert values['views_errors'] == '0'
+        assert int(values['queries']) > int(values['views_chunks_decoded'])
+    finally:
+        stream.close()
+        assert node.stop() == 0, node.log()[-3000:]
+        harness.close()

@@ -4,7 +4,9 @@
 """Hostile and careless requests cost the server little and never degrade other clients.
 
 The server runs as its own process (``dreamzero-openpi-server --preset tiny``, default limits)
-so that its peak resident memory (``VmHWM``) and its log can be measured from here.
+so that its peak resident memory (``VmHWM``) and its log can be measured from here. Refusals
+are counted per client address, so each test's clients come from loopback addresses of their
+own.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import json
 import threading
 
 import msgpack
-from openpi_support import ServerProcess, droid_frames, droid_request, open_client
+from openpi_support import (
+    ServerProcess,
+    droid_frames,
+    droid_request,
+    loopback_address,
+    open_client,
+)
 import pytest
 
 from dreamzero_ros.openpi import msgpack_numpy
@@ -44,7 +52,7 @@ def _bomb(size: int) -> bytes:
 
 
 def _round_trip(server: ServerProcess, payload: bytes) -> bytes | str:
-    ws = open_client(server.url)
+    ws = open_client(server.url, loopback_address())
     try:
         ws.send(payload)
         return ws.recv(timeout=120)
@@ -121,7 +129,7 @@ def test_a_zero_size_dtype_is_refused_and_the_connection_kept(server, request_by
         b'dtype': '|S0',
         b'shape': [2**20, 2**20],
     }
-    ws = open_client(server.url)
+    ws = open_client(server.url, loopback_address())
     try:
         ws.send(msgpack.packb(request))
         body = _error(ws.recv(timeout=60))
@@ -146,8 +154,8 @@ def test_a_connection_refused_again_and_again_is_throttled_then_closed(server, r
     from websockets.exceptions import ConnectionClosed
 
     bad = msgpack.packb({'endpoint': 'nonsense'})
-    ws = open_client(server.url)
-    good = open_client(server.url)
+    ws = open_client(server.url, loopback_address())
+    good = open_client(server.url, loopback_address())
     try:
         times = []
         start = time.monotonic()

@@ -173,3 +173,60 @@ def test_refusals_are_answered_in_a_burst_then_at_the_rate_and_close_after_a_run
     assert throttle.exhausted and throttle.total == 9
     with pytest.raises(ValueError, match='refusal limits'):
         RefusalLimits(burst=0)
+
+
+def test_an_address_shares_one_throttle_across_its_connections_and_is_shut_out_until_rested():
+    from dreamzero_ros.openpi.capacity import ClientLedger, RefusalLimits
+
+    clock = Clock()
+    ledger = ClientLedger(RefusalLimits(burst=2, rate_per_s=1.0, close_after=3), clock=clock)
+    first, again = ledger.of('10.0.0.1'), ledger.of('10.0.0.1')
+    assert first is again and ledger.of('10.0.0.2') is not first
+    first.refused()
+    first.refused()
+    assert again.wait_s() == pytest.approx(1.0)  # a new connection: no fresh burst
+    assert ledger.abusive('10.0.0.1') and not ledger.abusive('10.0.0.2')
+    assert ledger.handshake_refusal('10.0.0.1') is None
+    clock.now += 1.0
+    again.refused()
+    assert again.exhausted
+    assert '3 requests in a row from 10.0.0.1 refused' in ledger.handshake_refusal('10.0.0.1')
+    assert ledger.handshake_refusal('10.0.0.2') is None
+    clock.now += 2.0  # both buckets full again: rested, the run forgotten
+    assert ledger.handshake_refusal('10.0.0.1') is None and not again.exhausted
+
+
+def test_refused_bytes_throttle_an_address_and_shrink_the_frames_it_may_send():
+    from dreamzero_ros.openpi.capacity import RefusalLimits, RefusalThrottle
+
+    clock = Clock()
+    mib = 2**20
+    limits = RefusalLimits(burst=100, bytes_burst=32 * mib, bytes_per_s=8 * mib)
+    throttle = RefusalThrottle(limits, clock)
+    cap = 16 * mib
+    assert throttle.frame_allowance(cap) == cap
+    assert throttle.frame_allowance(cap, connections=8) == 8 * mib  # 4 MiB each, at least 8
+    assert throttle.frame_allowance(cap, connections=2) == cap
+    throttle.refused(15 * mib)
+    throttle.refused(15 * mib)
+    assert throttle.wait_s() == 0.0 and throttle.frame_allowance(cap) == 8 * mib
+    throttle.refused(10 * mib)  # 8 MiB in deficit: a second to earn them back
+    assert throttle.wait_s() == pytest.approx(1.0)
+    clock.now += 5.0
+    assert throttle.frame_allowance(cap) == cap
+
+
+def test_a_full_server_evicts_a_connection_of_an_abusive_address_for_a_newcomer():
+    book, clock = _book(max_connections=4, max_connections_per_client=3)
+    bad = {'10.0.0.66'}
+    for address in ('10.0.0.66', '10.0.0.66', '10.0.0.66', '10.0.0.7'):
+        _open(book, address)
+    with pytest.raises(CapacityError, match='server full'):
+        book.admit('10.0.0.8')  # nobody idle, nobody abusive
+    peer, evicted = book.admit('10.0.0.8', lambda address: address in bad)
+    assert [victim.address for victim in evicted] == ['10.0.0.66']
+    assert max(p.number for p in evicted) == 3  # the abusive address's newest connection
+    book.attach(peer, handle=object())
+    with pytest.raises(CapacityError, match='server full'):  # abusive newcomers evict no one
+        book.admit('10.0.0.66', lambda address: address in bad)
+    assert book.connections_of('10.0.0.66') == 2

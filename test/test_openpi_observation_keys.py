@@ -323,6 +323,49 @@ def test_remove_padding_with_aspect_ignores_dark_edges_of_the_content():
     assert images.remove_padding(padded, 16 / 9).shape == (126, 224, 3)
 
 
+def test_detected_padding_follows_the_resize_geometry_not_dark_content():
+    # A 720p scene whose rows 0-39 are black, letterboxed to 224x224 by a client: the bands are
+    # resize_with_pad's 49 + 49 rows for 16:9; the scene's own black rows stay in the content.
+    camera = _scene(720, 1280, 6)
+    camera[:40] = 0
+    padded = image_resize.resize_with_pad(camera, 224, 224)
+    assert int(np.argmax(padded.any(axis=(1, 2)))) > 49  # dark rows run on past the band
+    detected = images.remove_padding(padded)
+    np.testing.assert_array_equal(detected, images.remove_padding(padded, 16 / 9))
+    assert detected.shape == (126, 224, 3)
+    np.testing.assert_array_equal(detected, padded[49:175])
+    # A 180x320 frame with 3 black rows top and bottom is no resize_with_pad geometry.
+    framed = _scene(180, 320, 7)
+    framed[:3] = framed[-3:] = 0
+    np.testing.assert_array_equal(images.remove_padding(framed), framed)
+    # Bands of the right geometry that are nearly, not exactly, the fill value are content.
+    dim = image_resize.resize_with_pad(_scene(720, 1280, 8), 224, 224)
+    dim[:49] = dim[-49:] = 1
+    np.testing.assert_array_equal(images.remove_padding(dim), dim)
+    dim[:49, :, 2] = 0
+    dim[-49:, :, 2] = 0  # one channel at 0 is not the canvas either
+    np.testing.assert_array_equal(images.remove_padding(dim), dim)
+    # A stack is padded only where every frame has the band.
+    stack = np.stack([image_resize.resize_with_pad(_scene(480, 640, 9), 224, 224)] * 2)
+    assert images.remove_padding(stack).shape == (2, 168, 224, 3)
+    stack[1, 5, 5] = 9
+    np.testing.assert_array_equal(images.remove_padding(stack), stack)
+
+
+def test_detect_mode_of_a_request_keeps_dark_scene_rows():
+    camera = _scene(720, 1280, 10)
+    camera[:40] = 0
+    padded = image_resize.resize_with_pad(camera, 224, 224)
+    request = _droid_request(**{'observation/exterior_image_1_left': padded})
+    detected, _ = observation_keys.request_to_observation(
+        request, CAMERAS, SIZE, source_aspect=None
+    )
+    known, _ = observation_keys.request_to_observation(request, CAMERAS, SIZE)
+    np.testing.assert_array_equal(
+        detected.images['exterior_image_1_left'], known.images['exterior_image_1_left']
+    )
+
+
 def test_resize_of_stacks_matches_frame_by_frame():
     stack = _scene(90, 160, 9, frames=3)
     resized = image_resize.resize(stack, 180, 320)

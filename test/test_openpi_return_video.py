@@ -35,5 +35,10 @@ def test_return_video_answers_with_the_predicted_frames_and_others_get_todays_re
     }
     assert out['times_s'] == pytest.approx([0.2 * (j + 1) for j in range(8)])  # 24 / 15 Hz / 8
     assert out['actions_max_difference'] < 1e-5
+    assert out['numpy_true_keys'] == out['video_keys']  # np.bool_(True): msgpack-numpy's scalar
+    assert out['numpy_false_keys'] == out['plain_keys']
     body = json.loads(out['bad'].split('\n', 1)[1])
-    assert body['error'] == 'MalformedRequest' and 'return_video' in body['message']
+    assert body['error'] == 'MalformedRequest'
+    assert body['message'] == 'return_video must be a boolean (true or false), got str'
+    body = json.loads(out['bad_int'].split('\n', 1)[1])
+    assert body['message'] == 'return_video must be a boolean (true or false), got numpy int64'

@@ -31,6 +31,7 @@ ROS_IMPORTS = {
     'nav_msgs': 'nav_msgs',
     'visualization_msgs': 'visualization_msgs',
     'rosgraph_msgs': 'rosgraph_msgs',
+    'tf2_msgs': 'tf2_msgs',
     'lifecycle_msgs': 'lifecycle_msgs',
     'action_msgs': 'action_msgs',
     'ament_index_python': 'ament_index_python',

@@ -5,10 +5,12 @@
 
 :class:`ViewSettings` are the node's ``views.*`` parameters. :func:`predicted_frame_times`
 stamps a chunk's predicted frames at the times they stand for; :func:`encode_frame` turns a
-frame into a JPEG or a raw ``rgb8`` payload; :class:`ViewWorker` runs the decoding and
-publishing in a thread of its own with a bounded queue, so that a slow decode or a slow
-subscriber never holds up the thread that publishes commands; :class:`ViewCounters` are what
-the diagnostics report.
+frame into a JPEG or a raw ``rgb8`` payload; :class:`ViewWorker` runs the decoding in a thread
+of its own with a bounded queue (at a lower scheduling priority where asked), so that a slow
+decode or a slow subscriber never holds up the thread that publishes commands;
+:class:`FramePacer` publishes each predicted frame when the time it stands for comes, so that
+an image panel plays the prediction as a video; :class:`ViewCounters` are what the diagnostics
+report.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 import inspect
+import os
 import re
 import threading
 from typing import TYPE_CHECKING, Any
@@ -79,6 +82,14 @@ class ViewSettings:
         '(counted as views_chunks_dropped).',
         range=(1, 16),
     )
+    yield_to_engine: bool = parameter(
+        True,
+        'Decode the predicted video at a lower scheduling priority and only while no '
+        'inference is in flight: a decode that would overlap one is given up between latent '
+        'frames (counted as views_chunks_skipped), so watching never slows the commands; on '
+        'a machine whose engine is always busy the predicted video then shows only in its '
+        'pauses. false: decode every chunk at normal priority, beside the inference.',
+    )
 
 
 def predicted_frame_times(stamp: float, horizon_s: float, count: int) -> np.ndarray:
@@ -120,6 +131,8 @@ class ViewCounters:
     Attributes:
         queries_unobserved: queries sent while nobody subscribed (nothing kept or decoded).
         chunks_decoded: chunks whose views were decoded and published.
+        chunks_skipped: chunks whose predicted video was not decoded, or given up, because
+            an inference was in flight (``yield_to_engine``).
         chunks_dropped: chunks replaced in the queue by a newer one before being decoded.
         frames_published: image messages published.
         errors: decodes or publishes that failed (logged; the command path never sees them).
@@ -129,6 +142,7 @@ class ViewCounters:
 
     queries_unobserved: int = 0
     chunks_decoded: int = 0
+    chunks_skipped: int = 0
     chunks_dropped: int = 0
     frames_published: int = 0
     errors: int = 0
@@ -139,6 +153,7 @@ class ViewCounters:
         return (
             ('views_queries_unobserved', str(self.queries_unobserved)),
             ('views_chunks_decoded', str(self.chunks_decoded)),
+            ('views_chunks_skipped', str(self.chunks_skipped)),
             ('views_chunks_dropped', str(self.chunks_dropped)),
             ('views_frames_published', str(self.frames_published)),
             ('views_errors', str(self.errors)),
@@ -151,6 +166,8 @@ class ViewWorker:
 
     :meth:`submit` never blocks: beyond ``max_pending`` waiting jobs the oldest waiting one is
     dropped. ``on_error`` receives any exception ``handle`` raises; the thread keeps going.
+    ``nice`` > 0 lowers the thread's scheduling priority (Linux: per thread; the threads torch
+    starts from it for its own parallel work inherit it).
     """
 
     def __init__(
@@ -159,6 +176,7 @@ class ViewWorker:
         max_pending: int = 1,
         on_error: Callable[[BaseException], None] | None = None,
         name: str = 'dreamzero-views',
+        nice: int = 0,
     ) -> None:
         if max_pending < 1:
             raise ValueError(f'max_pending must be >= 1, got {max_pending}')
@@ -169,6 +187,9 @@ class ViewWorker:
         self._wake = threading.Condition()
         self._stopped = False
         self._busy = False
+        self._nice = nice
+        #: The thread's scheduling priority once it runs (``os.getpriority``), None where unknown.
+        self.priority: int | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -196,6 +217,7 @@ class ViewWorker:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        self.priority = _lower_priority(self._nice)
         while True:
             with self._wake:
                 while not self._pending and not self._stopped:
@@ -212,3 +234,86 @@ class ViewWorker:
             finally:
                 with self._wake:
                     self._busy = False
+
+
+def _lower_priority(nice: int) -> int | None:
+    """Add ``nice`` to the calling thread's niceness (Linux: this thread only); the result."""
+    if not hasattr(os, 'setpriority'):
+        return None
+    thread = threading.get_native_id()
+    current = os.getpriority(os.PRIO_PROCESS, thread)
+    if nice > 0:
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, current + nice))
+    return os.getpriority(os.PRIO_PROCESS, thread)
+
+
+class FramePacer:
+    """Publishes scheduled items when their time comes, in a thread of its own.
+
+    :meth:`replace` drops what is still scheduled (an older prediction) and schedules the new
+    items; each ``(due, item)`` goes to ``publish(item)`` once ``clock()`` reaches ``due``
+    (at once if it has passed), in order.
+
+    Args:
+        publish: called with each item, on the pacer's thread.
+        clock: the time the ``due`` values are in (the node's clock), seconds.
+        on_error: receives any exception ``publish`` raises; the thread keeps going.
+        poll_s: longest wait between two looks at the clock (it may be simulated).
+
+    """
+
+    def __init__(
+        self,
+        publish: Callable[[Any], None],
+        clock: Callable[[], float],
+        on_error: Callable[[BaseException], None] | None = None,
+        poll_s: float = 0.02,
+        name: str = 'dreamzero-view-pacer',
+    ) -> None:
+        self._publish = publish
+        self._clock = clock
+        self._on_error = on_error
+        self._poll_s = poll_s
+        self._items: deque[tuple[float, Any]] = deque()
+        self._wake = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def replace(self, items: list[tuple[float, Any]]) -> int:
+        """Schedule ``items`` (``(due, item)``) instead of what is left; how many were dropped."""
+        with self._wake:
+            dropped = len(self._items)
+            self._items = deque(sorted(items, key=lambda entry: entry[0]))
+            self._wake.notify()
+        return dropped
+
+    def pending(self) -> int:
+        """Items still scheduled."""
+        with self._wake:
+            return len(self._items)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Drop what is scheduled and stop the thread."""
+        with self._wake:
+            self._stopped = True
+            self._items.clear()
+            self._wake.notify()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._stopped and (not self._items or self._items[0][0] > self._clock()):
+                    wait = self._poll_s
+                    if self._items:
+                        wait = min(wait, max(0.0, self._items[0][0] - self._clock()))
+                    self._wake.wait(wait if self._items else None)
+                if self._stopped:
+                    return
+                _, item = self._items.popleft()
+            try:
+                self._publish(item)
+            except Exception as error:  # noqa: BLE001 - reported, never raised into the node
+                if self._on_error is not None:
+                    self._on_error(error)

@@ -30,6 +30,7 @@ from dreamzero_ros.core.action_groups import (
 )
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
+from dreamzero_ros.core.description_bounds import DescriptionBounds
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.imagination import ViewSettings
@@ -193,6 +194,40 @@ class RobotDescriptionSettings:
         'Longest wait at configure for the description on robot_description.topic, seconds.',
         range=(0.0, 3600.0),
     )
+    max_bytes: int = parameter(
+        DescriptionBounds.max_bytes,
+        'Largest URDF accepted, bytes; a bigger one is refused before it is parsed.',
+        range=(1024, 2**30),
+    )
+    max_links: int = parameter(
+        DescriptionBounds.max_links,
+        'Most links (and most joints) a URDF may have; checked before the kinematics library '
+        'builds its tree (time grows with the square of the links there).',
+        range=(1, 100_000),
+    )
+    max_depth: int = parameter(
+        DescriptionBounds.max_depth,
+        'Most joints between the root link and any other (the kinematics library recurses '
+        'along them).',
+        range=(1, 1000),
+    )
+    max_length: float = parameter(
+        DescriptionBounds.max_length,
+        'Largest magnitude of a length in the URDF (origin xyz, geometry sizes), metres.',
+        range=(1e-3, 1e9),
+    )
+    max_value: float = parameter(
+        DescriptionBounds.max_value,
+        'Largest magnitude of any other number in the URDF (limits, inertia, rpy, ...).',
+        range=(1.0, 1e300),
+    )
+
+    @property
+    def bounds(self) -> DescriptionBounds:
+        """What a description may hold (``max_*``)."""
+        return DescriptionBounds(
+            self.max_bytes, self.max_links, self.max_depth, self.max_length, self.max_value
+        )
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,10 @@ mimic joint keeps its own limits) and so are ``<safety_controller>`` soft limits
 {has_position_limits, min_position, max_position, has_velocity_limits, max_velocity,
 has_acceleration_limits, max_acceleration, has_jerk_limits, max_jerk}}``), which may only
 tighten the URDF's bounds (as ros2_control's ``joint_limits`` reader) and adds acceleration and
-jerk limits. :class:`RobotDescription` keeps the URDF text with the result. Nothing here imports
-ROS; errors are ``ValueError`` saying what is wrong.
+jerk limits. :class:`RobotDescription` keeps the URDF text with the result. Every URDF is checked
+against :class:`~dreamzero_ros.core.description_bounds.DescriptionBounds` (size, links, depth,
+numbers; names unique, one tree) before anything else reads it. Nothing here imports ROS;
+errors are ``ValueError`` saying what is wrong.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import math
 from pathlib import Path
 from typing import Any
 import xml.etree.ElementTree as ElementTree
+
+from dreamzero_ros.core.description_bounds import DescriptionBounds, check_description
 
 #: Joint types that have a ``<limit>`` element; of them, continuous has no position limits.
 _LIMITED_TYPES = ('revolute', 'prismatic', 'continuous')
@@ -57,6 +61,7 @@ class RobotDescription:
         name: the ``<robot name>``.
         joints: joint name -> limits, for every joint with a ``<limit>`` element.
         source: where it came from (a topic or a file), for messages.
+        joint_limits_yaml: the joint_limits.yaml text overlaid, or None.
 
     """
 
@@ -64,38 +69,58 @@ class RobotDescription:
     name: str
     joints: Mapping[str, JointLimits]
     source: str = ''
+    joint_limits_yaml: str | None = None
 
     @classmethod
     def parse(
-        cls, urdf: str, joint_limits_yaml: str | None = None, source: str = ''
+        cls,
+        urdf: str,
+        joint_limits_yaml: str | None = None,
+        source: str = '',
+        bounds: DescriptionBounds | None = None,
     ) -> RobotDescription:
-        """Parse ``urdf`` (and overlay ``joint_limits_yaml`` where given).
+        """Parse ``urdf`` (and overlay ``joint_limits_yaml`` where given) within ``bounds``.
 
         Raises:
-            ValueError: the URDF or the YAML does not parse or has bad limits.
+            ValueError: the URDF exceeds a bound, or it or the YAML does not parse or has bad
+                limits.
 
         """
-        name, joints = parse_urdf(urdf, source)
+        name, joints = parse_urdf(urdf, source, bounds)
         if joint_limits_yaml is not None:
             joints = apply_joint_limits_yaml(joints, joint_limits_yaml)
-        return cls(urdf, name, joints, source)
+        return cls(urdf, name, joints, source, joint_limits_yaml)
 
     @classmethod
     def read(
-        cls, urdf_file: str | Path, joint_limits_file: str | Path | None = None
+        cls,
+        urdf_file: str | Path,
+        joint_limits_file: str | Path | None = None,
+        bounds: DescriptionBounds | None = None,
     ) -> RobotDescription:
         """Parse the URDF in ``urdf_file`` (and the YAML in ``joint_limits_file``, if any).
 
         Raises:
-            ValueError: a file that cannot be read or does not parse, named.
+            ValueError: a file that cannot be read, is too large or does not parse, named.
 
         """
+        bounds = bounds or DescriptionBounds()
         try:
-            urdf = Path(urdf_file).read_text()
+            with Path(urdf_file).open('rb') as file:
+                data = file.read(bounds.max_bytes + 1)  # never more than the bound into memory
             limits = None if not joint_limits_file else Path(joint_limits_file).read_text()
         except OSError as error:
             raise ValueError(f'robot description: {error}') from None
-        return cls.parse(urdf, limits, source=str(urdf_file))
+        if len(data) > bounds.max_bytes:
+            raise ValueError(
+                f'robot description ({urdf_file}) is more than {bounds.max_bytes} bytes '
+                '(robot_description.max_bytes)'
+            )
+        try:
+            urdf = data.decode('utf-8')
+        except UnicodeDecodeError as error:
+            raise ValueError(f'robot description ({urdf_file}) is not UTF-8: {error}') from None
+        return cls.parse(urdf, limits, source=str(urdf_file), bounds=bounds)
 
     def limits_of(self, names: tuple[str, ...] | list[str]) -> list[JointLimits]:
         """The limits of ``names``, in order.
@@ -133,20 +158,18 @@ def _number(element: ElementTree.Element, key: str, joint: str) -> float | None:
     return value
 
 
-def parse_urdf(urdf: str, source: str = '') -> tuple[str, dict[str, JointLimits]]:
+def parse_urdf(
+    urdf: str, source: str = '', bounds: DescriptionBounds | None = None
+) -> tuple[str, dict[str, JointLimits]]:
     """The robot name and the limits of every joint with a ``<limit>``.
 
     Raises:
-        ValueError: not URDF XML, or a limited joint with a bad or missing bound.
+        ValueError: not URDF XML, beyond ``bounds`` (the defaults if None), or a limited joint
+            with a bad or missing bound.
 
     """
     where = f' ({source})' if source else ''
-    try:
-        root = ElementTree.fromstring(urdf)
-    except ElementTree.ParseError as error:
-        raise ValueError(f'robot description does not parse as XML{where}: {error}') from None
-    if root.tag != 'robot':
-        raise ValueError(f'robot description{where}: root element is <{root.tag}>, not <robot>')
+    root = check_description(urdf, bounds, source)
     joints: dict[str, JointLimits] = {}
     for joint in root.findall('joint'):
         name, kind = joint.get('name', ''), joint.get('type', '')

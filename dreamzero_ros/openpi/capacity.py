@@ -11,9 +11,13 @@ pings does not count as activity here, it only keeps the connection alive) may b
 longest idle first, and it is closed with the reason; otherwise the newcomer is refused with a
 message that says which limit it hit. A connection that starts a new session beyond its own
 allowance ends its own least recently used one, as upstream DreamZero servers end a session when
-its client switches to another ``session_id``. A connection whose requests are refused is
-throttled and, refused often enough in a row, closed (:class:`RefusalThrottle`), so that
-clients sending only bad requests cannot take the server's time from good ones.
+its client switches to another ``session_id``. A client address whose requests are refused is
+throttled across all its connections (refusals and the bytes they made the server read) and,
+refused often enough in a row, its connection is closed and its new handshakes are refused
+until it has rested (:class:`RefusalThrottle`, :class:`ClientLedger`): reconnecting buys no
+fresh burst, and clients sending only bad requests cannot take the server's time from good
+ones. When the connection caps are reached, a connection of such an address makes room for a
+newcomer from another address, busy or not.
 
 Everything here runs on the server's event loop thread; nothing blocks.
 """
@@ -111,8 +115,14 @@ class Capacity:
         self._numbers = 0
 
     # ------------------------------------------------------------------ connections
-    def admit(self, address: str) -> tuple[Peer, list[Peer]]:
+    def admit(
+        self, address: str, abusive: Callable[[str], bool] = lambda address: False
+    ) -> tuple[Peer, list[Peer]]:
         """Register a handshake from ``address``; returns the peer and the peers evicted for it.
+
+        Where the server is full, the victim is a connection idle long enough, else (for a
+        newcomer from an address that is not ``abusive`` itself) one of the ``abusive``
+        address holding most connections.
 
         Raises:
             CapacityError: the connection caps are reached and no connection is idle enough.
@@ -134,6 +144,8 @@ class Capacity:
         live = list(self._live())
         if len(live) >= limits.max_connections:
             victim = self._idle_victim(live, now, prefer_sessionless=True)
+            if victim is None and not abusive(address):
+                victim = _abusive_victim(live, abusive)
             if victim is None:
                 raise CapacityError(
                     f'server full: {len(live)} connections open (max_connections), '
@@ -225,6 +237,10 @@ class Capacity:
         """Whether ``peer`` still counts against the caps (not closed, evicted or stale)."""
         return self._peers.get(peer.number) is peer
 
+    def connections_of(self, address: str) -> int:
+        """Connections from ``address`` counted against the caps."""
+        return sum(1 for peer in self._live() if peer.address == address)
+
     def held_sessions(self) -> int:
         """Sessions held by open connections."""
         return sum(len(p.sessions) for p in self._live())
@@ -268,33 +284,57 @@ class Capacity:
         return victim
 
 
+def _abusive_victim(live: list[Peer], abusive: Callable[[str], bool]) -> Peer | None:
+    """A connection of the abusive address holding most connections (its newest), or None."""
+    counts: dict[str, int] = {}
+    for peer in live:
+        if peer.handle is not None and abusive(peer.address):
+            counts[peer.address] = counts.get(peer.address, 0) + 1
+    if not counts:
+        return None
+    address = max(counts, key=counts.__getitem__)
+    return max((p for p in live if p.address == address and p.handle), key=lambda p: p.number)
+
+
 @dataclasses.dataclass(frozen=True)
 class RefusalLimits:
-    """What a connection whose requests are refused may cost.
+    """What a client address whose requests are refused may cost, all its connections together.
 
     Attributes:
         burst: refused requests answered at once; beyond, one per ``1 / rate_per_s`` seconds
-            (the server reads nothing more from the connection meanwhile, so its frames wait in
-            its own TCP window, not in the server's CPU).
-        rate_per_s: refusals per second a connection earns back (token bucket).
-        close_after: consecutive refusals after which the connection is closed (1008); 0
-            never closes.
+            (the server reads nothing more from the address's connections meanwhile, so their
+            frames wait in their own TCP windows, not in the server's CPU).
+        rate_per_s: refusals per second an address earns back (token bucket).
+        close_after: consecutive refusals after which the connection is closed (1008) and the
+            address's handshakes are refused (HTTP 429) until it has rested; 0 never closes.
+        bytes_burst: bytes of refused requests (a frame over the payload cap counts in full)
+            read at once; beyond, ``bytes_per_s``.
+        bytes_per_s: refused bytes per second an address earns back. While in deficit, the
+            address may send no frame larger than its bytes in hand (at least ``bytes_per_s``):
+            a larger one is refused from its header (1009), before its payload is read.
 
     """
 
     burst: int = 4
     rate_per_s: float = 2.0
     close_after: int = 16
+    bytes_burst: int = 32 * 2**20
+    bytes_per_s: float = 8 * 2**20
 
     def __post_init__(self) -> None:
         if self.burst < 1 or not self.rate_per_s > 0 or self.close_after < 0:
             raise ValueError(
                 f'refusal limits: burst >= 1, rate_per_s > 0, close_after >= 0, got {self}'
             )
+        if self.bytes_burst < 1 or not self.bytes_per_s >= 1:
+            raise ValueError(f'refusal limits: bytes_burst, bytes_per_s >= 1, got {self}')
 
 
 class RefusalThrottle:
-    """One connection's refusals: how long to wait before reading its next request, when to close.
+    """One client address's refusals: when to read its next request, close, and how large.
+
+    How long to wait before reading its next request, when to close its connection, how large
+    a frame it may send.
 
     Args:
         limits: the limits.
@@ -306,19 +346,21 @@ class RefusalThrottle:
         self.limits = limits
         self._clock = clock
         self._tokens = float(limits.burst)
+        self._bytes = float(limits.bytes_burst)
         self._updated = clock()
         self.consecutive = 0
         self.total = 0
 
-    def refused(self) -> None:
-        """A request of the connection was refused."""
+    def refused(self, size: int = 0) -> None:
+        """A request of ``size`` bytes from the address was refused."""
         self._refill()
         self._tokens -= 1.0
+        self._bytes -= size
         self.consecutive += 1
         self.total += 1
 
     def served(self) -> None:
-        """A request of the connection was served: the consecutive count starts again."""
+        """A request of the address was served: the consecutive count starts again."""
         self.consecutive = 0
 
     @property
@@ -326,13 +368,94 @@ class RefusalThrottle:
         """Whether the connection is to be closed (``close_after`` refusals in a row)."""
         return 0 < self.limits.close_after <= self.consecutive
 
-    def wait_s(self) -> float:
-        """Seconds to wait before reading the connection's next request (0: at once)."""
+    @property
+    def abusive(self) -> bool:
+        """Whether the address's last ``burst`` requests or more were all refused."""
+        return self.consecutive >= self.limits.burst
+
+    @property
+    def rested(self) -> bool:
+        """Whether both buckets are full again (then the consecutive count starts again)."""
         self._refill()
-        return max(0.0, 1.0 - self._tokens) / self.limits.rate_per_s
+        return self._tokens >= self.limits.burst and self._bytes >= self.limits.bytes_burst
+
+    def wait_s(self) -> float:
+        """Seconds to wait before reading the address's next request (0: at once)."""
+        self._refill()
+        limits = self.limits
+        return max(
+            max(0.0, 1.0 - self._tokens) / limits.rate_per_s,
+            max(0.0, -self._bytes) / limits.bytes_per_s,
+        )
+
+    def frame_allowance(self, max_payload: int, connections: int = 1) -> int:
+        """The largest frame each of the address's ``connections`` may send now.
+
+        Its bytes in hand shared among its connections, at least ``bytes_per_s`` (a 720p DROID
+        request), at most ``max_payload``.
+        """
+        self._refill()
+        share = self._bytes / max(connections, 1)
+        return int(min(max_payload, max(self.limits.bytes_per_s, share)))
 
     def _refill(self) -> None:
         now = self._clock()
-        rate, burst = self.limits.rate_per_s, self.limits.burst
-        self._tokens = min(float(burst), self._tokens + (now - self._updated) * rate)
+        limits = self.limits
+        elapsed = now - self._updated
+        self._tokens = min(float(limits.burst), self._tokens + elapsed * limits.rate_per_s)
+        self._bytes = min(float(limits.bytes_burst), self._bytes + elapsed * limits.bytes_per_s)
         self._updated = now
+        if self._tokens >= limits.burst and self._bytes >= limits.bytes_burst:
+            self.consecutive = 0
+
+
+class ClientLedger:
+    """The refusal throttle of every client address, shared by its connections.
+
+    Addresses whose throttle has rested are forgotten once more than ``max_addresses`` are
+    known (a rested throttle is a new one), so the ledger stays small.
+
+    Args:
+        limits: the limits of each address.
+        max_addresses: addresses kept before the rested ones are dropped.
+        clock: monotonic seconds (replaceable in tests).
+
+    """
+
+    def __init__(
+        self,
+        limits: RefusalLimits,
+        max_addresses: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.limits = limits
+        self._max_addresses = max_addresses
+        self._clock = clock
+        self._throttles: dict[str, RefusalThrottle] = {}
+
+    def of(self, address: str) -> RefusalThrottle:
+        """The throttle of ``address`` (created as rested)."""
+        throttle = self._throttles.get(address)
+        if throttle is None:
+            if len(self._throttles) >= self._max_addresses:
+                self._throttles = {a: t for a, t in self._throttles.items() if not t.rested}
+            throttle = self._throttles[address] = RefusalThrottle(self.limits, self._clock)
+        return throttle
+
+    def abusive(self, address: str) -> bool:
+        """Whether ``address``'s recent requests were all refused."""
+        throttle = self._throttles.get(address)
+        return throttle is not None and throttle.abusive
+
+    def handshake_refusal(self, address: str) -> str | None:
+        """Why a handshake from ``address`` is refused now, or None."""
+        throttle = self._throttles.get(address)
+        if throttle is None or throttle.rested or not throttle.exhausted:
+            return None
+        return (
+            f'{throttle.consecutive} requests in a row from {address} refused; retry in '
+            f'{max(throttle.wait_s(), 1.0):.0f} s'
+        )
+
+    def __len__(self) -> int:
+        return len(self._throttles)

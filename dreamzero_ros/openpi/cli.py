@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar='W:H',
         help="clients' camera aspect, e.g. 16:9, where resize_with_pad's black bands are "
-        "(default: the checkpoint's, DROID's 16:9); 'detect' looks for black lines instead",
+        "(default: the checkpoint's, DROID's 16:9); 'detect' tries the common camera aspects "
+        'and crops the widest bands of exact zeros where resize_with_pad puts them',
     )
     parser.add_argument(
         '--no-fill-missing-exterior',

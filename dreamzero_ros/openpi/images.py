@@ -44,56 +44,58 @@ def to_uint8_hwc(images: np.ndarray) -> np.ndarray:
     raise ValueError(f'expected uint8, float or integer pixels, got dtype {images.dtype}')
 
 
+#: Camera aspects (width / height) whose ``resize_with_pad`` bands padding detection looks for:
+#: the common landscape sensors (16:9, 4:3, 3:2, 16:10, 5:4, 21:9), square, and the portrait ones.
+DETECTABLE_ASPECTS = (16 / 9, 4 / 3, 3 / 2, 16 / 10, 5 / 4, 21 / 9, 1.0, 9 / 16, 3 / 4, 2 / 3)
+
+
 def remove_padding(images: np.ndarray, source_aspect: float | None = None) -> np.ndarray:
     """Crop the black bands that ``resize_with_pad`` added, where there are any.
 
-    With ``source_aspect`` (width / height of the camera before the client resized it) the bands
-    are where ``resize_with_pad`` puts them for that aspect, and are cropped only if they are
-    black in every frame. Without it, padding is recognised as all-black lines at both ends of
-    one axis whose counts differ by at most one, in every frame. Images without such bands
-    (already the camera's aspect, or stretched rather than padded) come back unchanged.
+    Bands are only ever where ``resize_with_pad`` puts them for a camera of ``source_aspect``
+    (width / height before the client resized it): centred, ``int((span - content) / 2)`` lines
+    first and the rest last, the content ``int(size / ratio)`` lines. They are cropped only if
+    every pixel of them is exactly 0 in every channel and every frame, the canvas value it
+    writes; the content is never looked at, so a scene with dark edges keeps them. Without
+    ``source_aspect`` each of :data:`DETECTABLE_ASPECTS` is tried and the widest bands that are
+    exactly 0 win (a camera whose aspect is not in the list needs ``source_aspect``). Images
+    without such bands (already the camera's aspect, stretched rather than padded, or black
+    throughout) come back unchanged.
 
     Args:
         images: uint8 ``(H, W, C)`` or ``(T, H, W, C)``.
-        source_aspect: aspect ratio of the camera, or None to detect the bands.
+        source_aspect: aspect ratio of the camera, or None to try the detectable aspects.
 
     """
     height, width = images.shape[-3:-1]
     frames = images.reshape(-1, height, width, images.shape[-1])
-    if source_aspect is None:
-        bands = _detected_bands(frames)
-    else:
-        bands = _expected_bands(frames, source_aspect)
-    if bands is None:
+    filled = frames.any(axis=(0, 3))  # (H, W): True where any frame or channel is not 0
+    if not filled.any():
         return images
-    top, bottom, left, right = bands
+    aspects = DETECTABLE_ASPECTS if source_aspect is None else (source_aspect,)
+    found = [bands for a in aspects if (bands := _expected_bands(filled, a)) is not None]
+    if not found:
+        return images
+    top, bottom, left, right = max(found, key=sum)
     return images[..., top : height - bottom, left : width - right, :]
 
 
-def _detected_bands(frames: np.ndarray) -> tuple[int, int, int, int] | None:
-    for axis in (1, 2):
-        others = tuple(a for a in (0, 1, 2, 3) if a != axis)
-        empty = ~frames.any(axis=others)
-        if empty.all():
-            return None
-        first = int(np.argmax(~empty))
-        last = int(np.argmax(~empty[::-1]))
-        if min(first, last) >= 1 and abs(first - last) <= 1:
-            return (first, last, 0, 0) if axis == 1 else (0, 0, first, last)
-    return None
+def _expected_bands(filled: np.ndarray, source_aspect: float) -> tuple[int, int, int, int] | None:
+    """``resize_with_pad``'s bands for a camera of ``source_aspect``, if they are exactly 0.
 
-
-def _expected_bands(frames: np.ndarray, source_aspect: float) -> tuple[int, int, int, int] | None:
-    height, width = frames.shape[1:3]
+    The content size is tried as computed and one line either side of it: the camera's own
+    integer size, which the request does not carry, decides the rounding.
+    """
+    height, width = filled.shape
     rows_padded = source_aspect > width / height
     span = height if rows_padded else width
     nominal = int(width / source_aspect) if rows_padded else int(height * source_aspect)
+    lines = filled.any(axis=1) if rows_padded else filled.any(axis=0)
     for content in (nominal, nominal - 1, nominal + 1):
         if not 1 <= content < span:
             continue
-        first = (span - content) // 2
+        first = int((span - content) / 2)
         last = span - content - first
-        lines = frames.transpose(1, 0, 2, 3) if rows_padded else frames.transpose(2, 0, 1, 3)
         if first >= 1 and not lines[:first].any() and not lines[span - last :].any():
             return (first, last, 0, 0) if rows_padded else (0, 0, first, last)
     return None

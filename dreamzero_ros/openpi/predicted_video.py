@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from dreamzero_ros.core.imagination import policy_keeps_views, predicted_frame_times
 from dreamzero_ros.errors import ProtocolError
 from dreamzero_ros.policy_types import ActionChunk
@@ -25,12 +27,29 @@ RETURN_VIDEO = 'return_video'
 
 def wants_video(request: Mapping[str, Any], policy: Any) -> bool:
     """Whether ``request`` asks for the predicted video; ProtocolError where it cannot have it."""
-    value = request.get(RETURN_VIDEO, False)
-    if not isinstance(value, bool):
-        raise ProtocolError(f'{RETURN_VIDEO} must be true or false, got {type(value).__name__}')
+    value = _boolean(request.get(RETURN_VIDEO, False))
     if value and not policy_keeps_views(policy):
         raise ProtocolError(f"{RETURN_VIDEO}: this server's policy does not predict video")
     return value
+
+
+def _boolean(value: Any) -> bool:
+    """``value`` as a bool; ProtocolError naming the type of anything but a boolean.
+
+    Booleans come as msgpack's, as NumPy's (``np.bool_``: msgpack-numpy's ``__npgeneric__``)
+    or as a 0-d bool array.
+    """
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.shape == ():
+        return bool(value)
+    if isinstance(value, np.ndarray):
+        received = f'an array of {value.dtype} and shape {value.shape}'
+    elif isinstance(value, np.generic):
+        received = f'numpy {type(value).__name__}'
+    else:
+        received = type(value).__name__
+    raise ProtocolError(f'{RETURN_VIDEO} must be a boolean (true or false), got {received}')
 
 
 def predicted_video_reply(chunk: ActionChunk) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.errors import PolicyError, ProtocolError
 from dreamzero_ros.openpi import msgpack_numpy
 from dreamzero_ros.openpi.observation_keys import DROID_TAG, EMBODIMENT_METADATA_KEYS
-from dreamzero_ros.policy_types import ObservationError
+from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, ObservationError
 
 ENDPOINT_KEY = 'endpoint'
 SESSION_KEY = 'session_id'
@@ -181,3 +182,37 @@ def parse_error_text(text: str) -> tuple[str, str]:
         return str(body['error']), str(body['message'])
     except (ValueError, KeyError, TypeError):
         return 'ServerError', text
+
+
+def checked_actions(chunk: ActionChunk, action_dim: int = DROID_ACTION_DIM) -> np.ndarray:
+    """The chunk's actions as C-order float32, refusing anything a robot must not receive."""
+    actions = np.ascontiguousarray(chunk.actions, dtype=np.float32)
+    if actions.ndim != 2 or actions.shape[1] != action_dim or actions.shape[0] < 1:
+        raise PolicyError(
+            f'policy returned actions of shape {actions.shape}, expected (H, {action_dim})'
+        )
+    if not np.all(np.isfinite(actions)):
+        raise PolicyError('policy returned non-finite actions')
+    return actions
+
+
+#: First bytes of a msgpack map (fixmap, map 16, map 32): every request is one.
+_MAP_HEADERS = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
+
+
+def check_request_header(message: bytes | str) -> None:
+    """Refuse, on its first byte and on the event loop, a frame that cannot be a request.
+
+    Raises:
+        ProtocolError: a text frame, or binary data that is not a msgpack map.
+
+    """
+    if isinstance(message, str):
+        raise ProtocolError('requests must be binary msgpack frames, got a text frame')
+    if not message:
+        raise ProtocolError('malformed msgpack: an empty frame; a request must be a map')
+    if message[0] not in _MAP_HEADERS:
+        raise ProtocolError(
+            f'malformed msgpack: a request must be a map, the frame starts with byte '
+            f'0x{message[0]:02x}'
+        )

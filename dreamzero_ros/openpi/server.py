@@ -28,7 +28,6 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
 from websockets.asyncio.server import Request, Response, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
@@ -44,10 +43,12 @@ from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol, sess
 from dreamzero_ros.openpi.capacity import (
     Capacity,
     CapacityLimits,
+    ClientLedger,
     Peer,
     RefusalLimits,
     RefusalThrottle,
 )
+from dreamzero_ros.openpi.heap_trim import HeapTrimmer
 from dreamzero_ros.openpi.predicted_video import predicted_video_reply, wants_video
 from dreamzero_ros.policy_types import DROID_ACTION_DIM, ActionChunk, Observation, Policy
 
@@ -96,14 +97,20 @@ class ServerConfig:
             (openpi-client, sim-evals, the DROID loop, RoboArena's evaluator) the map.
         camera_aspect: width / height of the clients' cameras, where ``resize_with_pad``'s
             bands are; None takes the policy's (``camera_aspect`` metadata, else DROID's 16:9).
-        detect_padding: find the bands by looking for black lines instead.
+        detect_padding: find the bands among the common camera aspects' instead
+            (:data:`~dreamzero_ros.openpi.images.DETECTABLE_ASPECTS`).
         fill_missing_exterior: serve requests with one exterior camera (DROID main loop,
             sim-evals) by giving the other a black frame, a dropped view as in training;
             False refuses them.
-        refusal_burst, refusal_rate_per_s, close_after_refusals: what a connection whose
-            requests are refused (malformed, bad observations) may cost: ``refusal_burst``
-            refusals at once, then ``refusal_rate_per_s`` (nothing more is read from it
-            meanwhile); closed (1008) after ``close_after_refusals`` in a row (0: never).
+        refusal_burst, refusal_rate_per_s, close_after_refusals: what a client address whose
+            requests are refused (malformed, bad observations, frames over the payload cap)
+            may cost, all its connections together: ``refusal_burst`` refusals at once, then
+            ``refusal_rate_per_s`` (nothing more is read from its connections meanwhile); a
+            connection is closed (1008) after ``close_after_refusals`` in a row (0: never),
+            and the address's handshakes are refused (HTTP 429) until it has rested.
+        refusal_bytes_burst, refusal_bytes_per_s: the bytes of refused requests an address may
+            make the server read, likewise; in deficit, a frame larger than its bytes in hand
+            (at least ``refusal_bytes_per_s``) is refused from its header (1009).
             A request that is not a binary frame holding a msgpack map is refused on its first
             byte, before any decoding.
 
@@ -135,6 +142,8 @@ class ServerConfig:
     refusal_burst: int = 4
     refusal_rate_per_s: float = 2.0
     close_after_refusals: int = 16
+    refusal_bytes_burst: int = 32 * 2**20
+    refusal_bytes_per_s: float = 8 * 2**20
 
     def __post_init__(self) -> None:
         if self.reply_format not in REPLY_FORMATS:
@@ -155,7 +164,13 @@ class ServerConfig:
 
     def refusal_limits(self) -> RefusalLimits:
         """What a connection's refused requests may cost."""
-        return RefusalLimits(self.refusal_burst, self.refusal_rate_per_s, self.close_after_refusals)
+        return RefusalLimits(
+            self.refusal_burst,
+            self.refusal_rate_per_s,
+            self.close_after_refusals,
+            self.refusal_bytes_burst,
+            self.refusal_bytes_per_s,
+        )
 
     def decode_limits(self) -> msgpack_numpy.DecodeLimits:
         """What one request may hold (strings: a prompt of ``max_prompt_chars`` in UTF-8)."""
@@ -206,6 +221,8 @@ class _Connection:
     seed_route: bool
     throttle: RefusalThrottle
     prev_total_ms: float | None = None
+    #: The largest frame the connection may send next (its address's refusals lower it).
+    allowance: int = 0
 
     def session_key(self, session_id: str | None) -> str:
         return f'openpi/{self.peer.number}/{session_id or ""}'
@@ -234,7 +251,15 @@ class OpenPIServer:
         if not config.detect_padding:
             self._aspect = config.camera_aspect or observation_keys.camera_aspect(policy.metadata)
         self._limits = config.decode_limits()
-        self._capacity = Capacity(config.capacity_limits(_default_sessions(policy, config)))
+        self._capacity = Capacity(
+            config.capacity_limits(
+                session_budget.server_sessions(
+                    policy, config.max_sessions, config.reserved_sessions
+                )
+            )
+        )
+        self._ledger = ClientLedger(config.refusal_limits())
+        self._trimmer = HeapTrimmer()
         self._pending: dict[ServerConnection, Peer] = {}
         self._tasks: set[asyncio.Task] = set()
         self._worker: ThreadPoolExecutor | None = None
@@ -321,11 +346,22 @@ class OpenPIServer:
                 )
                 logger.info('OpenPI server listening on ws://%s:%d', config.host, port)
                 on_bound(port)
-                await self._stop_future
+                trimming = loop.create_task(self._trim_after_refusals())
+                try:
+                    await self._stop_future
+                finally:
+                    trimming.cancel()
         finally:
             self._decoder.shutdown(wait=False, cancel_futures=True)
             self._worker.shutdown(wait=False, cancel_futures=True)
             logger.info('OpenPI server stopped')
+
+    async def _trim_after_refusals(self) -> None:
+        """Give the memory of large refused requests back once they have stopped."""
+        while True:
+            await asyncio.sleep(1.0)
+            if self._trimmer.due:
+                await self._in_decoder(self._trimmer.trim)
 
     # ------------------------------------------------------------------ connections
     async def _process_request(
@@ -341,8 +377,12 @@ class OpenPIServer:
                 return connection.respond(
                     http.HTTPStatus.UNAUTHORIZED, 'missing or wrong API key\n'
                 )
+        refusal = self._ledger.handshake_refusal(address)
+        if refusal is not None:
+            logger.info('refused a connection: %s', refusal)
+            return connection.respond(http.HTTPStatus.TOO_MANY_REQUESTS, f'{refusal}\n')
         try:
-            peer, evicted = self._capacity.admit(address)
+            peer, evicted = self._capacity.admit(address, self._ledger.abusive)
         except CapacityError as error:
             logger.warning('refused a connection from %s: %s', address, error)
             return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, f'{error}\n')
@@ -365,7 +405,7 @@ class OpenPIServer:
             websocket,
             peer,
             seed_route=websocket.request.path == protocol.SEED_ROUTE,
-            throttle=RefusalThrottle(self._config.refusal_limits()),
+            throttle=self._ledger.of(peer.address),
         )
         self._capacity.attach(peer, state)
         logger.info(
@@ -375,14 +415,20 @@ class OpenPIServer:
             protocol.preview(websocket.request.path),
         )
         try:
+            self._limit_frames(state)
             await websocket.send(msgpack_numpy.packb(self._metadata))
             while await self._serve_one(state):
                 pass
         except ConnectionClosed:
-            pass
+            sent = getattr(websocket.protocol, 'close_sent', None)
+            if sent is not None and sent.code == CloseCode.MESSAGE_TOO_BIG:
+                state.throttle.refused(state.allowance)  # refused from its header
+                self._trimmer.note(state.allowance)
         finally:
             keys = self._capacity.release(peer)
             logger.info('connection %d closed', peer.number)
+            if state.throttle.consecutive:  # its last frames were refused: trim once it is gone
+                self._trimmer.note(state.allowance)
             if keys:
                 try:
                     await self._in_worker(self._reset_sessions, keys)
@@ -415,7 +461,11 @@ class OpenPIServer:
         """Answer one request; False once the connection is to end."""
         delay = state.throttle.wait_s()
         if delay > 0:  # refused too often: its next frame waits in its own TCP window
-            await asyncio.sleep(delay)
+            try:  # unless the connection ends meanwhile
+                await asyncio.wait_for(state.websocket.wait_closed(), delay)
+            except asyncio.TimeoutError:
+                pass
+        self._limit_frames(state)
         message = await state.websocket.recv()
         self._capacity.started(state.peer)
         try:
@@ -428,7 +478,7 @@ class OpenPIServer:
         endpoint = None
         number = state.peer.number
         try:
-            _check_header(message)
+            protocol.check_request_header(message)
             request = await self._in_decoder(self._parse, message)
             endpoint = protocol.endpoint_of(request)
             session_id = protocol.session_id_of(request)
@@ -468,9 +518,13 @@ class OpenPIServer:
             return True
         limit = self._config.max_error_chars
         logger.info('connection %d: %s: %s', number, kind, protocol.truncate(text, limit))
+        refused = kind in ('MalformedRequest', 'ObservationError')
+        if refused:
+            state.throttle.refused(len(message))
+            self._trimmer.note(len(message))
+            self._limit_frames(state)
         await state.websocket.send(protocol.error_text(kind, text, endpoint, limit))
-        if kind in ('MalformedRequest', 'ObservationError'):
-            state.throttle.refused()
+        if refused:
             if state.throttle.exhausted:
                 count = state.throttle.consecutive
                 logger.warning('connection %d closed: %d requests in a row refused', number, count)
@@ -479,6 +533,21 @@ class OpenPIServer:
                 )
                 return False
         return True
+
+    def _limit_frames(self, state: _Connection) -> None:
+        """Refuse the connection's next frames over its address's allowance from their header.
+
+        Called before each read and before each reply (a client in lockstep sends its next
+        frame only once it has the reply, so that frame's header meets the allowance in force).
+        """
+        connections = self._capacity.connections_of(state.peer.address)
+        cap = self._config.max_payload_bytes
+        state.allowance = state.throttle.frame_allowance(cap, connections)
+        protocol = state.websocket.protocol
+        if hasattr(protocol, 'max_message_size'):  # websockets >= 14
+            protocol.max_message_size = state.allowance
+        else:
+            protocol.max_size = state.allowance
 
     def _parse(self, message: bytes) -> dict[str, Any]:
         """The request map of one frame (on a decoder thread; its header checked already)."""
@@ -541,7 +610,7 @@ class OpenPIServer:
             self._evict(victim, f'connection {state.peer.number} needed a session')
         queued = time.monotonic()
         chunk, infer_ms = await self._in_worker(self._run_policy, observation, return_video)
-        actions = _checked_actions(chunk, self._action_dim)
+        actions = protocol.checked_actions(chunk, self._action_dim)
         if self._array_reply(state, key_set):
             return msgpack_numpy.packb(actions)
         timing = {
@@ -586,60 +655,6 @@ class OpenPIServer:
             self._policy.reset(key)
 
 
-def _default_sessions(policy: Policy, config: ServerConfig) -> int:
-    """The session capacity where none is configured; refuses one the policy cannot keep."""
-    store = getattr(policy, 'max_sessions', None)
-    available = None if store is None else store - config.reserved_sessions
-    if available is not None and available < 1:
-        raise ValueError(
-            f'the policy keeps {store} sessions, all reserved ({config.reserved_sessions})'
-        )
-    if config.max_sessions is not None:
-        if available is not None and config.max_sessions > available:
-            raise ValueError(
-                f'max_sessions {config.max_sessions} is more than the policy keeps for the '
-                f'server ({store} less {config.reserved_sessions} reserved): it would drop '
-                'sessions of open connections'
-            )
-        return config.max_sessions
-    default = session_budget.default_max_sessions(policy)
-    return default if available is None else min(default, available)
-
-
 def _log_failure(future: Future) -> None:
     if not future.cancelled() and future.exception() is not None:
         logger.error('resetting sessions failed: %s', future.exception())
-
-
-def _checked_actions(chunk: ActionChunk, action_dim: int = DROID_ACTION_DIM) -> np.ndarray:
-    """The chunk's actions as C-order float32, refusing anything a robot must not receive."""
-    actions = np.ascontiguousarray(chunk.actions, dtype=np.float32)
-    if actions.ndim != 2 or actions.shape[1] != action_dim or actions.shape[0] < 1:
-        raise PolicyError(
-            f'policy returned actions of shape {actions.shape}, expected (H, {action_dim})'
-        )
-    if not np.all(np.isfinite(actions)):
-        raise PolicyError('policy returned non-finite actions')
-    return actions
-
-
-#: First bytes of a msgpack map (fixmap, map 16, map 32): every request is one.
-_MAP_HEADERS = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
-
-
-def _check_header(message: bytes | str) -> None:
-    """Refuse, on its first byte and on the event loop, a frame that cannot be a request.
-
-    Raises:
-        ProtocolError: a text frame, or binary data that is not a msgpack map.
-
-    """
-    if isinstance(message, str):
-        raise ProtocolError('requests must be binary msgpack frames, got a text frame')
-    if not message:
-        raise ProtocolError('malformed msgpack: an empty frame; a request must be a map')
-    if message[0] not in _MAP_HEADERS:
-        raise ProtocolError(
-            f'malformed msgpack: a request must be a map, the frame starts with byte '
-            f'0x{message[0]:02x}'
-        )

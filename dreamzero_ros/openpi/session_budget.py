@@ -45,3 +45,26 @@ def default_max_sessions(policy: Any) -> int:
 
     free, total = torch.cuda.mem_get_info(device)
     return min(store, sessions_that_fit(free, total, per_session()))
+
+
+def server_sessions(policy: Any, max_sessions: int | None, reserved: int) -> int:
+    """The server's session capacity: ``max_sessions``, else what the GPU holds.
+
+    Raises:
+        ValueError: the policy keeps fewer sessions than that besides ``reserved`` ones (those
+            used outside the server).
+
+    """
+    store = getattr(policy, 'max_sessions', None)
+    available = None if store is None else store - reserved
+    if available is not None and available < 1:
+        raise ValueError(f'the policy keeps {store} sessions, all reserved ({reserved})')
+    if max_sessions is not None:
+        if available is not None and max_sessions > available:
+            raise ValueError(
+                f'max_sessions {max_sessions} is more than the policy keeps for the server '
+                f'({store} less {reserved} reserved): it would drop sessions of open connections'
+            )
+        return max_sessions
+    default = default_max_sessions(policy)
+    return default if available is None else min(default, available)

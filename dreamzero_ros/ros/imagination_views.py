@@ -10,19 +10,25 @@ sensor_msgs/Image rgb8 on ``<name>``, as image_transport names them):
   stitching), stamped with the observation's stamp;
 - ``~/predicted_video``: the decoded predicted frames of each chunk, stitched as the model's
   input, each stamped at the time it stands for
-  (:func:`~dreamzero_ros.core.imagination.predicted_frame_times`);
+  (:func:`~dreamzero_ros.core.imagination.predicted_frame_times`) and published when that time
+  comes, so that an image panel plays the prediction as a video; a newer chunk's frames replace
+  those of an older one still to come;
 - ``~/predicted_video/<camera_key>``: the same frames cut into each camera's view.
 
 Before each query :meth:`ImaginationViews.request` asks the policy to keep the latents and the
 input only for topics that have subscribers (``get_subscription_count``); with none, nothing is
 kept or decoded (``views_queries_unobserved`` counts those queries). After the node has
 published a chunk's trajectory, :meth:`ImaginationViews.on_chunk` hands the chunk to a worker
-thread (:class:`~dreamzero_ros.core.imagination.ViewWorker`) that decodes, encodes and
-publishes: a slow decode or a slow subscriber never holds up a command.
+thread (:class:`~dreamzero_ros.core.imagination.ViewWorker`) that decodes and encodes, and a
+pacer thread publishes: a slow decode or a slow subscriber never holds up a command. With
+``views.yield_to_engine`` the worker runs at a lower priority and decodes only while no
+inference is in flight (``engine_busy``), giving up between latent frames when one starts
+(``views_chunks_skipped``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import time
 from typing import Any
 
@@ -32,6 +38,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from dreamzero_ros.core.image_codec import RawImage
 from dreamzero_ros.core.imagination import (
+    FramePacer,
     ViewCounters,
     ViewSettings,
     ViewWorker,
@@ -41,6 +48,10 @@ from dreamzero_ros.core.imagination import (
 )
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros.conversions import to_time
+
+#: How much the views' worker thread lowers its scheduling priority with yield_to_engine: far
+#: enough to give way to the engine, not so far that, starved, it holds Python's GIL long.
+VIEW_NICE = 10
 
 #: Reliable, keep-last: a burst of one chunk's frames fits, and a slow reader loses old frames
 #: instead of holding up the writer.
@@ -58,14 +69,17 @@ class ImaginationViews:
         settings: ViewSettings,
         camera_keys: tuple[str, ...],
         step_duration: float,
+        engine_busy: Callable[[], bool] = lambda: False,
     ) -> None:
-        """Create the publishers and the worker.
+        """Create the publishers, the worker and the pacer.
 
-        ``step_duration``: seconds per action row the node plays (0: the chunk's own).
+        ``step_duration``: seconds per action row the node plays (0: the chunk's own);
+        ``engine_busy``: whether an inference is in flight (asked from the worker thread).
         """
         self._node = node
         self._settings = settings
         self._step_duration = step_duration
+        self._engine_busy = engine_busy if settings.yield_to_engine else None
         self.counters = ViewCounters()
         msg_type = CompressedImage if settings.encoding == 'jpeg' else Image
         topics = view_topics(camera_keys, settings.encoding)
@@ -75,7 +89,9 @@ class ImaginationViews:
             key: node.create_publisher(msg_type, topics[f'predicted_video/{key}'], VIEW_QOS)
             for key in camera_keys
         }
-        self._worker = ViewWorker(self._publish, settings.max_pending, self._on_error)
+        nice = VIEW_NICE if settings.yield_to_engine else 0
+        self._worker = ViewWorker(self._publish, settings.max_pending, self._on_error, nice=nice)
+        self._pacer = FramePacer(self._send_paced, self._now, self._on_error)
 
     def request(self) -> dict[str, bool]:
         """The ``infer`` options that keep what subscribers will read ({} with none)."""
@@ -100,37 +116,52 @@ class ImaginationViews:
         return self._worker.idle()
 
     def destroy(self) -> None:
-        """Stop the worker and destroy the publishers."""
+        """Stop the worker and the pacer and destroy the publishers."""
         self._worker.close()
+        self._pacer.close()
         for publisher in (self._input, self._video, *self._cameras.values()):
             self._node.destroy_publisher(publisher)
 
     # ------------------------------------------------------------------ worker thread
 
+    def _now(self) -> float:
+        return self._node.get_clock().now().nanoseconds * 1e-9
+
     def _publish(self, chunk: ActionChunk) -> None:
         started = time.perf_counter()
         views = chunk.views
-        published = 0
         if views.has_model_input and self._input.get_subscription_count() > 0:
-            published += self._send(self._input, views.model_input_frame(), chunk.stamp, '')
-        if views.has_predicted_video:
-            frames = views.decode_predicted()
-            step = self._step_duration or chunk.step_duration
-            times = predicted_frame_times(chunk.stamp, step * chunk.horizon, len(frames))
-            if self._video.get_subscription_count() > 0:
-                for frame, stamp in zip(frames, times, strict=True):
-                    published += self._send(self._video, frame, stamp, '')
-            watched = [k for k, p in self._cameras.items() if p.get_subscription_count() > 0]
-            if watched:
-                per_camera = views.per_camera(frames)
-                for key in watched:
-                    for frame, stamp in zip(per_camera[key], times, strict=True):
-                        published += self._send(self._cameras[key], frame, stamp, key)
-        self.counters.frames_published += published
+            self._send_paced((self._input, self._message(views.model_input_frame(), chunk.stamp)))
+        if not views.has_predicted_video:
+            return
+        busy = self._engine_busy
+        frames = None if busy is not None and busy() else views.decode_predicted(stop=busy)
+        if frames is None:  # an inference is in flight: it has the cores (or the GPU)
+            self.counters.chunks_skipped += 1
+            return
+        step = self._step_duration or chunk.step_duration
+        times = predicted_frame_times(chunk.stamp, step * chunk.horizon, len(frames))
+        scheduled = []
+        if self._video.get_subscription_count() > 0:
+            for frame, stamp in zip(frames, times, strict=True):
+                scheduled.append((stamp, (self._video, self._message(frame, stamp))))
+        watched = [k for k, p in self._cameras.items() if p.get_subscription_count() > 0]
+        if watched:
+            per_camera = views.per_camera(frames)
+            for key in watched:
+                for frame, stamp in zip(per_camera[key], times, strict=True):
+                    message = self._message(frame, stamp, key)
+                    scheduled.append((stamp, (self._cameras[key], message)))
+        self._pacer.replace(scheduled)
         self.counters.chunks_decoded += 1
         self.counters.last_decode_ms = (time.perf_counter() - started) * 1e3
 
-    def _send(self, publisher: Any, frame: Any, stamp: float, frame_id: str) -> int:
+    def _send_paced(self, entry: tuple[Any, Any]) -> None:
+        publisher, message = entry
+        publisher.publish(message)
+        self.counters.frames_published += 1
+
+    def _message(self, frame: Any, stamp: float, frame_id: str = '') -> Any:
         payload = encode_frame(frame, self._settings.encoding)
         if isinstance(payload, RawImage):
             msg = Image(
@@ -145,8 +176,7 @@ class ImaginationViews:
             msg = CompressedImage(format='jpeg', data=payload)
         msg.header.stamp = to_time(stamp)
         msg.header.frame_id = frame_id
-        publisher.publish(msg)
-        return 1
+        return msg
 
     def _on_error(self, error: BaseException) -> None:
         self.counters.errors += 1

@@ -90,7 +90,7 @@ from dreamzero_ros.ros.image_decoding import decode_image
 from dreamzero_ros.ros.imagination_views import ImaginationViews
 from dreamzero_ros.ros.plan_views import PlanViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription
-from dreamzero_ros.ros.robot_description import load_description
+from dreamzero_ros.ros.robot_description import DescriptionWatch, load_description
 from dreamzero_ros.ros.ros_compat import SubscriptionEventCallbacks, add_parameter_callbacks
 from dreamzero_ros.ros.task_server import TaskServer
 
@@ -200,6 +200,9 @@ class PolicyNode(LifecycleNode):
         self._jump_handle: Any = None
         self._views: ImaginationViews | None = None
         self._plan_views: PlanViews | None = None
+        self._description_watch: DescriptionWatch | None = None
+        #: What became of the last description published after configure (diagnostics).
+        self._description_note = ''
 
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._status = (
@@ -298,9 +301,20 @@ class PolicyNode(LifecycleNode):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='dreamzero-infer')
         self._create_inputs()
         self._create_outputs()
+        if settings.robot_description.source == 'topic':
+            self._description_watch = DescriptionWatch(
+                self,
+                settings.robot_description.topic,
+                self.robot_description.urdf,
+                self._on_description,
+            )
         if settings.views.enabled and policy_keeps_views(self.policy):
             self._views = ImaginationViews(
-                self, settings.views, self.layout.cameras, settings.scheduler.step_duration
+                self,
+                settings.views,
+                self.layout.cameras,
+                settings.scheduler.step_duration,
+                engine_busy=lambda: self.loop is not None and self.loop.in_flight,
             )
         self.enabled = settings.start_enabled
         self._tasks.configure(
@@ -426,6 +440,10 @@ class PolicyNode(LifecycleNode):
         if self._plan_views is not None:
             self._plan_views.destroy()
             self._plan_views = None
+        if self._description_watch is not None:
+            self._description_watch.destroy()
+            self._description_watch = None
+        self._description_note = ''
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
             self._worker = None
@@ -577,6 +595,60 @@ class PolicyNode(LifecycleNode):
         (result,) = self.set_parameters([Parameter('prompt', Parameter.Type.STRING, msg.data)])
         if not result.successful:
             self.get_logger().warning(f'~/prompt refused: {result.reason}')
+
+    def _on_description(self, urdf: str) -> None:
+        """A robot description published after configure: applied at a hold now, or refused.
+
+        Applied: the motion in force brakes to a stop (the hold) and every command after it is
+        limited by the new description (joint limits, envelope, plan views). Refused (it does
+        not parse, exceeds a bound, lacks an arm joint, its limits or an envelope link, or is
+        wider than a typed safety.* limit): the node holds with commands disabled; the
+        description in force stays, and enabling again commands by it.
+        """
+        if self.loop is None or self.robot_description is None:
+            return
+        settings, arm_joints = self.settings, self.groups.arm_joints
+        previous = self.robot_description
+        if urdf == previous.urdf:
+            self._description_note = f'in force ({previous.source})'
+            return
+        now = self._now()
+        try:
+            description = RobotDescription.parse(
+                urdf,
+                previous.joint_limits_yaml,
+                source=previous.source,
+                bounds=settings.robot_description.bounds,
+            )
+            loop_config, limits_line = settings.loop_for(description, arm_joints)
+            self.robot_description = description
+            self._envelope(settings, arm_joints, views=False)  # raises as the envelope would
+        except ValueError as error:
+            self.robot_description = previous
+            self._description_note = f'refused at {now:.3f} s: {error}'
+            self.get_logger().error(
+                f'robot description published on {previous.source} refused: {error}; holding '
+                'with commands disabled (enabling again commands by the description read at '
+                'configure)'
+            )
+            self._set_enabled(False, 'robot description refusal')
+            self.publish_diagnostics()
+            return
+        self._publish_hold(self.loop.hold(now, 'robot description changed'))
+        if self._plan_views is not None:
+            self._plan_views.destroy()
+            self._plan_views = None
+        self.loop.envelope = self._envelope(settings, arm_joints)
+        self.loop.config = loop_config
+        self._description_note = (
+            f'applied at the hold at {now:.3f} s: {description.name!r} from {description.source}'
+        )
+        self.get_logger().warning(
+            f'robot description changed on {description.source}: applied at the hold at '
+            f'{now:.3f} s (the motion in force brakes to a stop; every later command is limited '
+            f'by it): {limits_line}'
+        )
+        self.publish_diagnostics()
 
     def _on_estop(self, msg: Bool) -> None:
         if msg.data:
@@ -936,6 +1008,9 @@ class PolicyNode(LifecycleNode):
             report = dataclasses.replace(
                 report, values=report.values + self._views.counters.values()
             )
+        if self._description_note:
+            note = (('robot_description', self._description_note),)
+            report = dataclasses.replace(report, values=report.values + note)
         if self._group_outputs is not None and self._group_outputs.goal_failures:
             failures = tuple(
                 (f'{group}.goal_failures', str(count))

@@ -7,6 +7,7 @@ robot_state_publisher publishes the URDF on ``/robot_description`` (std_msgs/Str
 transient local: a late subscriber still gets it). :func:`load_description` reads it at
 configure, from the topic (waiting up to ``robot_description.timeout``) or from
 ``robot_description.file``, and overlays ``robot_description.joint_limits_file``.
+:class:`DescriptionWatch` hands the node each different description published later.
 """
 
 from __future__ import annotations
@@ -60,6 +61,29 @@ def receive_description(
         node.destroy_subscription(subscription)
 
 
+class DescriptionWatch:
+    """Descriptions published on ``topic`` after configure, each different one to ``on_new``.
+
+    ``on_new(urdf)`` runs on the node's executor, as any subscription callback; the transient
+    local sample read at configure (``current``) and repeats of the last one are not handed on.
+    """
+
+    def __init__(self, node: Node, topic: str, current: str, on_new: Callable[[str], None]) -> None:
+        self._node = node
+        self._last = current
+        self._on_new = on_new
+        self._subscription = node.create_subscription(String, topic, self._receive, DESCRIPTION_QOS)
+
+    def _receive(self, msg: String) -> None:
+        if msg.data != self._last:
+            self._last = msg.data
+            self._on_new(msg.data)
+
+    def destroy(self) -> None:
+        """Stop watching."""
+        self._node.destroy_subscription(self._subscription)
+
+
 def load_description(
     node: Node, settings: RobotDescriptionSettings, stop: Callable[[], bool] = lambda: False
 ) -> RobotDescription | None:
@@ -74,7 +98,7 @@ def load_description(
         return None
     limits_file = settings.joint_limits_file or None
     if settings.source == 'file':
-        return RobotDescription.read(settings.file, limits_file)
+        return RobotDescription.read(settings.file, limits_file, settings.bounds)
     topic = node.resolve_topic_name(settings.topic)
     urdf = receive_description(node, settings.topic, settings.timeout, stop)
     if urdf is None:
@@ -86,4 +110,4 @@ def load_description(
         limits = None if limits_file is None else Path(limits_file).read_text()
     except OSError as error:
         raise ValueError(f'robot_description.joint_limits_file: {error}') from None
-    return RobotDescription.parse(urdf, limits, source=topic)
+    return RobotDescription.parse(urdf, limits, source=topic, bounds=settings.bounds)

@@ -19,7 +19,9 @@ its diagnostics carry ``hardware_id`` ``dreamzero_sim_arm``.
 
 The arm has a robot description (the packaged Franka Panda URDF unless
 ``robot_description_file`` names another), published on ``robot_description`` (transient local)
-as robot_state_publisher does, and stands at a table: ``/diagnostics`` reports every update at
+as robot_state_publisher does, with its link frames on ``/tf`` and ``/tf_static`` from the joint
+states (``publish_tf``: :mod:`~dreamzero_ros.ros.description_tf`), so that RViz's RobotModel and
+Foxglove's URDF layer show the arm; it stands at a table: ``/diagnostics`` reports every update at
 which a point of ``table.links`` (forward kinematics, core/kinematics.py; by default the points
 the policy node's envelope checks: the flange and both fingertips) was below ``table.height``
 in ``table.frame``, and the lowest point reached. Its command is checked as a Franka checks
@@ -80,6 +82,7 @@ from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
 from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
+from dreamzero_ros.ros.description_tf import description_tf
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -117,6 +120,11 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
         True,
         'Publish the description on robot_description (transient local), as '
         'robot_state_publisher does.',
+    ),
+    'publish_tf': (
+        True,
+        "Publish the description's link frames on /tf (moving joints, with each joint state) "
+        'and /tf_static (fixed joints), as robot_state_publisher does; needs tf2_msgs.',
     ),
     'table.height': (
         0.0,
@@ -223,7 +231,10 @@ class SimArm(Node):
         self.description = ''
         self.table_points: LinkPoints | None = None
         if not value('action_groups'):
-            self.description = _read_description(value('robot_description_file'))
+            path = value('robot_description_file')
+            self.description = RobotDescription.parse(  # bounded before pinocchio reads it
+                _read_description(path), source=path or 'the packaged Panda'
+            ).urdf
             self.table_points = LinkPoints(
                 self.description,
                 value('joints'),
@@ -255,6 +266,9 @@ class SimArm(Node):
             )
             self._description = self.create_publisher(String, 'robot_description', latched)
             self._description.publish(String(data=self.description))
+        self._tf = None
+        if self.description and value('publish_tf'):
+            self._tf = description_tf(self, self.description)
         self._status_name = f'{self.get_name()}: {controller}'
         self._create_groups(specs, bool(value('action_groups')))
         if self.description:
@@ -601,6 +615,8 @@ class SimArm(Node):
             msg = JointState(name=names, position=positions, velocity=velocities)
             msg.header.stamp = self._stamp(now)
             self._states[topic].publish(msg)
+            if self._tf is not None:
+                self._tf.publish(msg.header.stamp, names, positions)
         for base, command in odometry:
             self._odometry[base.spec.name].publish(
                 _odometry_msg(self._stamp(now), base.pose, command)

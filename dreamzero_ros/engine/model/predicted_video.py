@@ -19,7 +19,7 @@ what the model saw, and every chunk gives ``4 * num_frame_per_block`` future fra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import threading
 
 import numpy as np
@@ -33,8 +33,12 @@ __all__ = ['ChunkViews', 'decode_to_uint8', 'unstitch']
 
 def decode_to_uint8(vae: WanVAE, latents: torch.Tensor) -> np.ndarray:
     """VAE-decode normalised ``latents (1, z, n, h, w)`` to host RGB uint8 ``(T, 8h, 8w, 3)``."""
-    decoded = vae.decode(latents)[0]
-    frames = ((decoded.float() + 1.0) * 127.5).round_().clamp_(0, 255).to(torch.uint8)
+    return _video_to_uint8(vae.decode(latents)[0])
+
+
+def _video_to_uint8(video: torch.Tensor) -> np.ndarray:
+    """``(3, T, H, W)`` in ``[-1, 1]`` -> host RGB uint8 ``(T, H, W, 3)``."""
+    frames = ((video.float() + 1.0) * 127.5).round_().clamp_(0, 255).to(torch.uint8)
     return frames.permute(1, 2, 3, 0).cpu().numpy()
 
 
@@ -106,16 +110,28 @@ class ChunkViews:
         return self._model_input is not None
 
     @torch.no_grad()
-    def decode_predicted(self) -> np.ndarray:
+    def decode_predicted(self, stop: Callable[[], bool] | None = None) -> np.ndarray | None:
         """The predicted future frames, stitched: uint8 ``(4 n, H, W, 3)``, oldest first.
 
-        Decoded once; later calls return the same (read-only) array.
+        Decoded once; later calls return the same (read-only) array. With ``stop``, the
+        latents are decoded one at a time (the same frames) and ``stop()`` is asked before
+        each: True abandons the decode and returns None (a later call starts again).
         """
         if self.latents is None:
             raise ValueError('the predicted video was not kept for this chunk')
         with self._lock:
             if self._decoded is None:
-                self._decoded = decode_to_uint8(self._vae, self.latents)[1:]
+                if stop is None:
+                    decoded = decode_to_uint8(self._vae, self.latents)
+                else:
+                    stream = self._vae.decode_stream()
+                    pieces = []
+                    for index in range(self.latents.shape[2]):
+                        if stop():
+                            return None
+                        pieces.append(stream.push(self.latents[:, :, index : index + 1]))
+                    decoded = _video_to_uint8(torch.cat(pieces, dim=2)[0])
+                self._decoded = decoded[1:]
                 self._decoded.flags.writeable = False
             return self._decoded
 
