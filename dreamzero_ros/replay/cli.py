@@ -473,17 +473,19 @@ def live_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _live(argv: list[str]) -> int:
-    import rclpy
-
     from dreamzero_ros.replay.live_replay import (
         LiveReplayConfig,
         node_topic,
         recorded_outputs,
         run,
     )
+    from dreamzero_ros.ros.ros_arguments import tool_arguments
 
     parser = build_live_parser()
-    args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    try:
+        args = parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
     if args.imagination is not None and args.output is None:
         parser.error('--imagination needs --output')
     node_name = args.node_name
