@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -37,6 +37,7 @@ from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
 from dreamzero_ros.replay.progress import ProgressBar
+from dreamzero_ros.replay.replay_outputs import served_description, summary, write_replay_outputs
 from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -230,7 +231,6 @@ def _replay(argv: list[str]) -> int:
         return 2
     _note(f'bag {args.bag} checked; loading the policy ({_policy_name(args)})')
     policy, end_workers = load_policy(args)
-    from dreamzero_ros.replay.report import write_outputs
     from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
 
     try:
@@ -245,6 +245,7 @@ def _replay(argv: list[str]) -> int:
             cache=settings.cache_for(layout),
             layout=layout,
             groups=settings.group_layout(layout),
+            policy=served_description(config.policy, policy.metadata),
         )
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
@@ -265,25 +266,14 @@ def _replay(argv: list[str]) -> int:
             )
             if progress is not None:
                 progress.close()
-            with _output_folder(out) as folder:
-                video_path = (
-                    video.write(args.bag, topics, folder / 'prediction.mp4', args.allow_partial)
-                    if video
-                    else None
-                )
-                figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
-                video_name = video_path.name if video_path else None
-                written = write_outputs(evaluation, folder, video_name, figures)
-                if video_path is not None:
-                    written['video'] = video_path
+            written = write_replay_outputs(evaluation, out, video, strips, _note, args.no_progress)
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
-        written = {name: out / path.name for name, path in written.items()}
-        if video is not None and video_path is None:
+        if video is not None and 'video' not in written:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
-        if args.preset:
+        print(json.dumps(summary(evaluation.metrics(), written), indent=1))
+        if config.policy.get('random_weights'):
             _note('random weights: the scores measure nothing about DreamZero (see the report)')
         _note(f'open {written["report"]} in a browser for the plots and the error tables')
         if not evaluation.records:
@@ -293,37 +283,6 @@ def _replay(argv: list[str]) -> int:
     finally:
         if end_workers is not None:
             end_workers()
-
-
-@contextlib.contextmanager
-def _output_folder(out: Path) -> Iterator[Path]:
-    """Where to write the outputs: an existing folder itself; a new one staged.
-
-    A new folder appears only once every output is written: an interrupt or an error while
-    writing the video or the report leaves none (:func:`.staged_folder.staged_folder`).
-    """
-    if out.is_dir():
-        yield out
-        return
-    with staged_folder(out) as folder:
-        folder.mkdir()
-        yield folder
-
-
-def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
-    summary: dict[str, object] = {'policy': metrics['policy'].get('source')}
-    summary.update(
-        {key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')}
-    )
-    if metrics['chunks']:
-        summary['arm_mae_rad'] = metrics['errors']['arm']['mae']
-        summary['hold_baseline_arm_mae_rad'] = metrics['hold_baseline_errors']['arm']['mae']
-        summary['latency_p50_s'] = metrics['latency_s']['p50']
-        summary['latency_p95_s'] = metrics['latency_s']['p95']
-    if not metrics['integrity']['complete']:
-        summary['skipped_messages'] = metrics['integrity']['skipped_messages']
-    summary['outputs'] = {name: str(path) for name, path in written.items()}
-    return summary
 
 
 def build_make_bag_parser() -> argparse.ArgumentParser:

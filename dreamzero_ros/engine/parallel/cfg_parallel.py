@@ -426,8 +426,7 @@ WORKER_ENGINE_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-engine-worker``."""
-    from dreamzero_ros.engine.loader import add_engine_arguments
-    from dreamzero_ros.engine.model.config import PRESETS
+    from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 
     parser = new_parser(
         'dreamzero-engine-worker',
@@ -437,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_policy_source(
         parser,
-        PRESETS,
+        RANDOM_PRESETS,
         remote=False,
         preset_help='seeded random weights (--seed) of a preset architecture instead of a '
         'checkpoint (benchmarks)',
