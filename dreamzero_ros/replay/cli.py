@@ -290,7 +290,8 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         'dreamzero-make-bag',
         'Write a demo rosbag2 from the DROID clips (synthetic frames where they are absent) '
-        'with a Franka joint trajectory.',
+        'with a Franka joint trajectory, as the policy node of --params-file reads them (topics, '
+        'image transport, joint names, gripper range).',
     )
     add_output(parser, 'the bag (a new one)', DEFAULT_BAG)
     parser.add_argument(
@@ -299,8 +300,9 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--image-format',
         choices=IMAGE_FORMATS,
-        default='jpeg',
-        help='camera frames as raw rgb8 Image or jpeg CompressedImage messages',
+        default=None,
+        help='camera frames as raw rgb8 Image or jpeg CompressedImage messages (default: what '
+        'the node reads, its image_transport: raw rgb8, compressed jpeg)',
     )
     parser.add_argument(
         '--frames', type=int, default=None, help='frames per camera (default: the whole clip)'
@@ -328,14 +330,16 @@ def _make_bag(argv: list[str]) -> int:
     parser = build_make_bag_parser()
     args = parser.parse_args(argv)
     try:
-        topics = ReplayTopics.from_settings(settings_from_args(args), args.command_topic)
+        settings = settings_from_args(args)
+        compressed = settings.image_transport == 'compressed'
         spec = BagSpec(
             storage=args.storage,
-            image_format=args.image_format,
+            image_format=args.image_format or ('jpeg' if compressed else 'rgb8'),
             num_frames=args.frames,
             source=args.source,
             joint_rate_hz=args.joint_rate,
-            topics=topics,
+            topics=ReplayTopics.from_settings(settings, args.command_topic),
+            gripper_range=tuple(settings.gripper_range),
         )
     except (ValueError, OSError) as error:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
@@ -462,6 +466,7 @@ def _live(argv: list[str]) -> int:
             linger_s=args.linger,
             until_chunks=args.until_chunks,
             allow_partial=args.allow_partial,
+            node_name=node_name,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
@@ -469,16 +474,15 @@ def _live(argv: list[str]) -> int:
     with contextlib.ExitStack() as stack:
         record = stack.enter_context(staged_folder(args.output)) if args.output else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
-        empty = record is not None and not any(result.recorded.values())
-        if empty:  # an empty recording is not kept: the folder stays free for the next try
+        empty = record is not None and not result.chunks_recorded
+        if empty:  # a recording without chunks is not kept: the folder stays free for a retry
             shutil.rmtree(record)
     summary = dict(result.__dict__)
     if empty:
         print(json.dumps(summary, indent=1))
         print(
-            f'dreamzero-live-replay: nothing recorded (no {args.output} written): no policy '
-            'node published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
-            '--node-name if it is not the default)',
+            f'dreamzero-live-replay: nothing recorded (no chunk; no {args.output} written): '
+            f'{result.why_nothing_recorded}',
             file=sys.stderr,
         )
         return 1
