@@ -180,6 +180,28 @@ def test_device_cuda_without_cuda_is_one_line(bag):
         assert lines[-1].startswith(f'{name}: error: --device cuda: '), lines
         assert 'CUDA' in lines[-1] and 'use --device cpu or auto' in lines[-1]
         assert 'Torch not compiled' not in '\n'.join(lines)
+    worker = [installed_script('dreamzero-engine-worker'), '--preset', 'tiny', '--device', 'cuda']
+    result = subprocess.run(
+        worker, capture_output=True, text=True, timeout=120, env={**ros_env(), 'RANK': '1'}
+    )
+    assert _lines(result, EXIT_RESOURCE)[-1].startswith('dreamzero-engine-worker: error: --device')
+
+
+@pytest.mark.skipif(not _cuda_absent(), reason='this machine has a CUDA device')
+def test_node_engine_device_cuda_without_cuda_names_the_parameter(tmp_path):
+    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+
+    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
+    result = _run(
+        'dreamzero-policy-node', '--ros-args', '-p', f'engine.checkpoint:={checkpoint}',
+        '-p', 'engine.device:=cuda',
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert (
+        'configure failed: error: DeviceUnavailableError: engine.device cuda: this torch' in output
+    )
+    assert 'Torch not compiled' not in output
 
 
 def test_demo_interrupted_while_writing_its_checkpoint_leaves_no_partial_folder(tmp_path):
