@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+import threading
 from typing import Any
 
 from dreamzero_ros.replay.topics import (
@@ -213,8 +214,7 @@ def ask_node_inputs(node: Any, node_name: str, timeout_s: float = 3.0) -> NodeIn
 
 
 def _wait(future: Any, timeout_s: float) -> bool:
-    import threading
-
+    """Wait for ``future`` (completed by another thread's executor); whether it completed."""
     event = threading.Event()
     future.add_done_callback(lambda _: event.set())
     return event.wait(timeout_s)
