@@ -11,8 +11,8 @@ processes.
 The exit is timed by a small process of its own that sends the signal and polls the processes'
 pidfds: the test process publishes the robot stream (camera frames at 15 Hz) and spins the
 harness, and on a loaded machine its own threads see an exit hundreds of milliseconds late (at
-a load of 17-21 on 2 cores the pidfds said 0.30-0.76 s where the test process's polling said
-up to 1.4 s). The node runs with input bounds that follow the load, so that it commands rather
+a load of 17-21 on 2 cores the pidfds said 0.30-0.76 s after the signal, where the test
+process's polling, started shortly before the signal, said up to 1.4 s). The node runs with input bounds that follow the load, so that it commands rather
 than holds on late frames when the signal comes; the controller's last command must be a hold,
 and how long the test waits for it to arrive follows the load.
 """
