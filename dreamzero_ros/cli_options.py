@@ -17,15 +17,16 @@ the rest of the package (the engine's worker uses it too).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
 __all__ = [
     'HelpFormatter',
     'ListingHelpFormatter',
+    'ToolParser',
     'add_api_key_file',
     'add_image_transport',
     'add_node_name',
@@ -35,6 +36,7 @@ __all__ = [
     'add_preset',
     'new_parser',
     'parse_parameter',
+    'seconds',
 ]
 
 
@@ -61,12 +63,37 @@ class ListingHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
     """:class:`HelpFormatter` that prints the description and epilog as written (listings)."""
 
 
+class ToolParser(argparse.ArgumentParser):
+    """argparse's parser whose mistakes end in two lines: a short usage, then the error.
+
+    argparse's own usage of a tool with many options spans dozens of lines before the one that
+    matters; here it is the tool's positionals and a pointer to ``--help`` (or the ``usage``
+    given).
+    """
+
+    def short_usage(self) -> str:
+        """``usage: prog [options] POSITIONALS (--help lists the options)``, one line."""
+        if self.usage is not None:
+            return 'usage: ' + self.usage % {'prog': self.prog}
+        formatter = self._get_formatter()
+        positionals = [
+            formatter._format_args(action, action.dest)  # noqa: SLF001 - argparse's own form
+            for action in self._get_positional_actions()
+            if action.help is not argparse.SUPPRESS
+        ]
+        return ' '.join(
+            ['usage:', self.prog, '[options]', *positionals, '(--help lists the options)']
+        )
+
+    def error(self, message: str) -> NoReturn:
+        """Print the short usage and ``prog: error: message``; exit 2."""
+        self.exit(2, f'{self.short_usage()}\n{self.prog}: error: {message}\n')
+
+
 def new_parser(prog: str, description: str, **settings: Any) -> argparse.ArgumentParser:
     """The parser of console script ``prog``, in the one style of every tool."""
     settings.setdefault('formatter_class', HelpFormatter)
-    return argparse.ArgumentParser(
-        prog=prog, description=description, allow_abbrev=False, **settings
-    )
+    return ToolParser(prog=prog, description=description, allow_abbrev=False, **settings)
 
 
 PRESET_HELP = (
@@ -207,6 +234,28 @@ def add_node_parameter_options(parser: argparse.ArgumentParser | Any, *aliases: 
         help='set one node parameter, VALUE in YAML, as --ros-args -p does (NAME=VALUE works '
         'too; repeatable), e.g. -p max_age:=1.0 (default: none)',
     )
+
+
+def seconds(maximum: float, minimum: float = 0.0) -> Callable[[str], float]:
+    """An option type: a finite number of seconds above ``minimum``, at most ``maximum``.
+
+    ``nan``, ``inf``, negative and absurd values are refused as a bad command line, naming the
+    range, before the tool starts waiting for them.
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected seconds, got {text!r}') from None
+        if not minimum < value <= maximum:  # False for nan
+            raise argparse.ArgumentTypeError(
+                f'expected seconds above {minimum:g} and at most {maximum:g}, got {text!r}'
+            )
+        return value
+
+    parse.__name__ = 'seconds'
+    return parse
 
 
 def add_node_name(parser: argparse.ArgumentParser | Any, default: str, use: str) -> None:

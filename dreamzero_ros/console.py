@@ -23,6 +23,7 @@ from dreamzero_ros.errors import (
     CheckpointError,
     ConfigError,
     DeviceMemoryError,
+    DeviceUnavailableError,
     DreamZeroError,
     EmbodimentError,
     MetadataError,
@@ -59,7 +60,7 @@ def exit_code(error: BaseException) -> int | None:
         return EXIT_INTERRUPTED
     if isinstance(error, (CheckpointError, MetadataError, EmbodimentError)):
         return EXIT_MODEL
-    if isinstance(error, (DeviceMemoryError, CapacityError)):
+    if isinstance(error, (DeviceMemoryError, DeviceUnavailableError, CapacityError)):
         return EXIT_RESOURCE
     if isinstance(error, (ConnectionError, TimeoutError)):
         return EXIT_CONNECTION

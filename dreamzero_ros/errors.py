@@ -19,6 +19,7 @@ __all__ = [
     'DatasetError',
     'DefinitionError',
     'DeviceMemoryError',
+    'DeviceUnavailableError',
     'DreamZeroError',
     'EmbodimentError',
     'ImageDecodeError',
@@ -99,6 +100,10 @@ class DefinitionError(DreamZeroError, ValueError):
 
 class DeviceMemoryError(DreamZeroError, RuntimeError):
     """An engine configuration needs more device memory than the device has free."""
+
+
+class DeviceUnavailableError(DreamZeroError, RuntimeError):
+    """The device an engine is asked to run on is not on this machine (no CUDA, no such GPU)."""
 
 
 class CfgParallelError(DreamZeroError, RuntimeError):

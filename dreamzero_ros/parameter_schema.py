@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 import enum
 import math
+import reprlib
 import typing
 from typing import Any, TypeVar
 
@@ -109,7 +110,9 @@ class ParameterSpec:
         """
         if self.kind.is_array:
             if not isinstance(value, Sequence) or isinstance(value, str):
-                raise ValueError(f'{self.name}: expected {_a(self.kind.value)}, got {value!r}')
+                raise ValueError(
+                    f'{self.name}: expected {_a(self.kind.value)}, got {_shown(value)}'
+                )
             return tuple(self._check_element(item, index) for index, item in enumerate(value))
         return self._check_element(value, None)
 
@@ -121,14 +124,25 @@ class ParameterSpec:
         python_type = {Kind.BOOL: bool, Kind.INTEGER: int, Kind.DOUBLE: float, Kind.STRING: str}
         expected = python_type[kind]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ValueError(f'{where}: expected {_a(kind.value)}, got {value!r}')
+            raise ValueError(f'{where}: expected {_a(kind.value)}, got {_shown(value)}')
         if self.range is not None:
             low, high = self.range
             if not (low <= value <= high) or (isinstance(value, float) and math.isnan(value)):
-                raise ValueError(f'{where}: {value!r} is outside the range [{low}, {high}]')
+                raise ValueError(f'{where}: {_shown(value)} is outside the range [{low}, {high}]')
         if self.choices and value not in self.choices:
-            raise ValueError(f'{where}: must be one of {list(self.choices)}, got {value!r}')
+            raise ValueError(f'{where}: must be one of {list(self.choices)}, got {_shown(value)}')
         return value
+
+
+#: How values appear in error messages: cut short, so that a huge value (a parameter file's
+#: 200,000 nested values) never becomes a megabyte-long line.
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple = 2, 8, 8
+_REPR.maxstring, _REPR.maxother = 80, 80
+
+
+def _shown(value: Any) -> str:
+    return _REPR.repr(value)
 
 
 def _a(noun: str) -> str:

@@ -40,8 +40,9 @@ PARSERS = {
 }
 #: Benchmarks that build engines: their engine options are the tools'.
 BENCHMARKS = ('engine_benchmark', 'memory_benchmark', 'predicted_video')
-#: Tools whose --preset builds random weights on the device, so the 14B architecture too.
-DEVICE_PRESETS = {'dreamzero-engine-worker', *BENCHMARKS}
+#: Benchmarks whose --preset builds random weights on the device, so the 14B architecture too
+#: (the engine worker offers the tools' presets: its rank 0 is one of them).
+DEVICE_PRESETS = set(BENCHMARKS)
 #: Benchmark options named as an engine option but meaning more: several step caches compared
 #: in one run; the tensor-parallel ranks that torchrun starts (not rank 0).
 BENCHMARK_OWN = {('engine_benchmark', '--step-cache'), ('engine_benchmark', '--tensor-parallel')}

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+from machine_load import load_factor
 from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, ros_env
 import pytest
 
@@ -19,6 +20,9 @@ from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
 
 LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
+#: Seconds a node takes to start (imports, parameters) on an idle machine, at most; the waits
+#: for it are this times the machine's load (machine_load.load_factor).
+NODE_START_S = 30.0
 REQUIRED_ARGUMENTS = {
     'config',
     'checkpoint',
@@ -145,6 +149,7 @@ sys.exit(service.run())
 """
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path):
     """The real launch file, run as ``ros2 launch`` runs it; parameters read back from the node."""
     _require_launch_ros()
@@ -161,7 +166,7 @@ def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path)
     try:
         values = harness.wait_for(
             lambda: _parameters_if_up(harness),
-            60,
+            2 * NODE_START_S * load_factor(),
             'the launched node',
             lambda: (tmp_path / 'launch.log').read_text(),
         )
@@ -175,6 +180,19 @@ def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path)
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def _wait_until_up(harness, node) -> None:
+    """Wait (as long as the machine's load makes a node's start take) for its parameters."""
+    harness.wait_for(
+        lambda: any(
+            name == f'{NODE}/get_parameters'
+            for name, _ in harness.node.get_service_names_and_types()
+        ),
+        NODE_START_S * load_factor(),
+        'the node and its parameter service',
+        node.log,
+    )
 
 
 def _parameters_if_up(harness) -> dict | None:
@@ -228,6 +246,7 @@ def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, confi
     overrides = [f'{name}:={_as_ros_arg(value)}' for name, value in plan.node_parameters.items()]
     node = NodeProcess(tmp_path / 'node.log', 'autostart:=false', *overrides, params_file=config)
     try:
+        _wait_until_up(harness, node)
         names = [spec.name for spec in PARAMETERS]
         values = harness.get_parameters(NODE, names)
         expected = {spec.name: spec.default for spec in PARAMETERS}
@@ -248,7 +267,7 @@ def test_unknown_parameter_stops_the_node(tmp_path):
     bad = tmp_path / 'typo.yaml'
     bad.write_text((CONFIG / 'cpu_small.yaml').read_text().replace('max_skew:', 'max_skwe:'))
     node = NodeProcess(tmp_path / 'node.log', params_file=bad)
-    assert node.wait_exit(30) == 2
+    assert node.wait_exit(NODE_START_S * load_factor()) == 2
     assert "dreamzero_policy: unknown parameters ['max_skwe']" in node.log()
     node.stop()
 
@@ -259,7 +278,7 @@ def test_parameters_change_while_unconfigured_with_ranges_enforced(harness, tmp_
         tmp_path / 'node.log', 'autostart:=false', params_file=CONFIG / 'cpu_small.yaml'
     )
     try:
-        harness.get_parameters(NODE, ['prompt'])
+        _wait_until_up(harness, node)
         assert harness.set_parameter(NODE, 'prompt', 'stack the cups').successful
         assert harness.get_parameters(NODE, ['prompt'])['prompt'] == 'stack the cups'
         assert harness.set_parameter(NODE, 'max_age', 3).successful  # an integer for a double
@@ -272,6 +291,7 @@ def test_parameters_change_while_unconfigured_with_ranges_enforced(harness, tmp_
         node.stop()
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_integer_overrides_for_doubles_start_the_node(harness, tmp_path):
     node = NodeProcess(
         tmp_path / 'node.log',
@@ -281,6 +301,7 @@ def test_integer_overrides_for_doubles_start_the_node(harness, tmp_path):
         params_file=CONFIG / 'cpu_small.yaml',
     )
     try:
+        _wait_until_up(harness, node)
         values = harness.get_parameters(NODE, ['max_age', 'gripper_range'])
         assert values['max_age'] == 1.0 and isinstance(values['max_age'], float)
         assert list(values['gripper_range']) == [0.0, 1.0]
@@ -288,15 +309,17 @@ def test_integer_overrides_for_doubles_start_the_node(harness, tmp_path):
         assert node.stop() == 0, node.log()[-3000:]
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_out_of_range_override_stops_the_node_naming_the_range(tmp_path):
     node = NodeProcess(
         tmp_path / 'node.log', 'control_rate_hz:=5000.0', params_file=CONFIG / 'cpu_small.yaml'
     )
-    assert node.wait_exit(30) == 2
+    assert node.wait_exit(NODE_START_S * load_factor()) == 2
     assert 'control_rate_hz: 5000.0 is outside the range [0.1, 1000.0]' in node.log()
     node.stop()
 
 
+@pytest.mark.slow  # the node in its own process over DDS: see pytest.ini
 def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harness, tmp_path):
     """``autostart:=false namespace:=robot1``: unconfigured until a manager brings it up."""
     _require_launch_ros()
@@ -318,7 +341,7 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
         names = lambda: {name for name, _ in harness.node.get_service_names_and_types()}  # noqa: E731
         harness.wait_for(
             lambda: f'{node}/change_state' in names(),
-            60,
+            2 * NODE_START_S * load_factor(),
             'the lifecycle services',
             lambda: (tmp_path / 'launch.log').read_text(),
         )

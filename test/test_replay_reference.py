@@ -98,6 +98,7 @@ def test_make_bag_console_script(tmp_path, capsys):
     status = make_bag_main([
         '-o', str(out), '--storage', 'sqlite3', '--frames', '4', '--source', 'synthetic',
         '--command-topic', 'joint_command', '-p', 'joint_states_topic:=/robot/joints',
+        '-p', 'image_transport:=compressed',  # jpeg, as that node reads them
     ])  # fmt: skip
     assert status == 0
     captured = capsys.readouterr()

@@ -48,7 +48,7 @@ from dreamzero_ros.core.trajectory import (
     PANDA_STOP_DECELERATION,
     MotionConfig,
 )
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, read_yaml
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.policy_types import DROID_CAMERAS
@@ -997,13 +997,20 @@ def read_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, 
 
     Sections apply in file order, as rcl applies them; nested maps flatten to dotted names.
 
+    The file is read with the bounds of every configuration file (size, depth, nodes with
+    aliases expanded: :func:`~dreamzero_ros.engine.model.embodiment.read_yaml`).
+
     Raises:
-        ValueError: the file has no section for the node or names unknown parameters.
+        ValueError: the file is missing, unreadable, not YAML, beyond those bounds or not a map
+            of node sections; it has no section for the node or names unknown parameters.
 
     """
-    import yaml
-
-    document = yaml.safe_load(Path(path).read_text()) or {}
+    document = read_yaml(Path(path), ValueError) or {}
+    if not isinstance(document, dict):
+        raise ValueError(
+            f'{path}: expected a map of node sections ("/**:" with ros__parameters), got a '
+            f'{type(document).__name__}'
+        )
     values: dict[str, Any] = {}
     matched = False
     for key, section in document.items():

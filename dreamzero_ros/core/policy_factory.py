@@ -67,7 +67,9 @@ def create_policy(
         raise ValueError('engine.checkpoint is required with engine.backend local')
 
     from dreamzero_ros.engine.loader import load_engine, resolve_device_dtype
+    from dreamzero_ros.engine.options import check_device
 
+    check_device(options.device, 'engine.device')  # one line, before anything loads
     device, dtype = resolve_device_dtype(options.device, options.dtype)  # 'auto' resolved
     options = dataclasses.replace(options, device=device, dtype=dtype)
     folder = options.checkpoint

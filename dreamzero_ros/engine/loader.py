@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Collection
-import os
 from pathlib import Path
 import shutil
 import tempfile
@@ -30,6 +29,7 @@ from dreamzero_ros.engine.options import (
     engine_option_specs,
 )
 from dreamzero_ros.parameter_schema import add_arguments
+from dreamzero_ros.partial_folders import partial_folder, remove_stale_partials
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
     from dreamzero_ros.engine.memory.options import MemoryConfig
@@ -154,6 +154,8 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
 
     Returns the folder and whether this call wrote it.  Concurrent first uses are safe: each
     writes a private folder and renames it into place; a loser of the race discards its copy.
+    An interrupt (Ctrl-C) or an error while writing leaves no partial folder, and one left by a
+    killed writer is removed by the next (:mod:`dreamzero_ros.partial_folders`).
     """
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
@@ -162,14 +164,17 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
         return folder, False
     if folder.exists():  # written by an earlier version, without experiment_cfg/conf.yaml
         shutil.rmtree(folder, ignore_errors=True)
-    partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
-    write_random_checkpoint(partial, preset=preset)
+    remove_stale_partials(folder)
+    partial = partial_folder(folder)
     try:
-        partial.rename(folder)
-    except OSError:  # another process wrote it first
-        shutil.rmtree(partial)
-        return folder, False
-    return folder, True
+        write_random_checkpoint(partial, preset=preset)
+        try:
+            partial.rename(folder)
+        except OSError:  # another process wrote it first
+            return folder, False
+        return folder, True
+    finally:  # nothing left once renamed; else the partial copy, whatever ended the write
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def add_engine_arguments(

@@ -26,6 +26,7 @@ from dreamzero_ros.engine.option_names import (
     STEP_CACHE_MODES,
     TEXT_ENCODER_PLACEMENTS,
 )
+from dreamzero_ros.errors import ConfigError, DeviceUnavailableError
 from dreamzero_ros.parameter_schema import (
     ParameterSpec,
     argument_values,
@@ -37,7 +38,13 @@ from dreamzero_ros.parameter_schema import (
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ['AUTO', 'ENGINE_OPTION_SECTIONS', 'EngineOptions', 'engine_option_specs']
+__all__ = [
+    'AUTO',
+    'ENGINE_OPTION_SECTIONS',
+    'EngineOptions',
+    'check_device',
+    'engine_option_specs',
+]
 
 #: ``device`` / ``dtype``: CUDA where present, else the CPU; bfloat16 on CUDA, float32 on the CPU.
 AUTO = 'auto'
@@ -157,8 +164,16 @@ class EngineOptions:
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> EngineOptions:
-        """The options of a command line made by :func:`.loader.add_engine_arguments`."""
-        return build(cls, argument_values(args, engine_option_specs()))
+        """The options of a command line made by :func:`.loader.add_engine_arguments`.
+
+        Raises:
+            ValueError: an option's value is invalid, naming it.
+            DeviceUnavailableError: ``--device`` names a device this machine does not have.
+
+        """
+        options = build(cls, argument_values(args, engine_option_specs()))
+        check_device(options.device, '--device')
+        return options
 
     def load_arguments(self) -> dict[str, Any]:
         """:func:`.loader.load_engine` keywords (all but the parallel options)."""
@@ -226,3 +241,37 @@ ENGINE_OPTION_SECTIONS: dict[str, tuple[str, ...]] = {
         'worker_timeout',
     ),
 }
+
+
+def check_device(device: str, name: str = 'device') -> None:
+    """Refuse, in one line, a ``device`` that torch cannot use here (``name``: the option).
+
+    ``auto`` and ``cpu`` pass without importing torch; a CUDA device needs a torch built with
+    CUDA and that device visible.
+
+    Raises:
+        ConfigError: ``device`` is not a torch device name.
+        DeviceUnavailableError: no CUDA in this torch, or no such CUDA device.
+
+    """
+    if device in (AUTO, 'cpu'):
+        return
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except RuntimeError as error:
+        raise ConfigError(f'{name} {device!r}: {error}') from None
+    if parsed.type != 'cuda':
+        return
+    if not torch.backends.cuda.is_built():
+        raise DeviceUnavailableError(
+            f'{name} {device}: this torch ({torch.__version__}) is built without CUDA; use '
+            f'{name} cpu or auto, or install a CUDA build of torch'
+        )
+    count = torch.cuda.device_count()
+    if count == 0 or (parsed.index or 0) >= count:
+        raise DeviceUnavailableError(
+            f'{name} {device}: {count} CUDA device(s) visible here (CUDA_VISIBLE_DEVICES, '
+            f'driver); use {name} cpu or auto, or one of cuda:0..cuda:{max(count - 1, 0)}'
+        )

@@ -208,6 +208,7 @@ def _serve(argv: list[str]) -> int:
             max_sessions_per_connection=args.max_sessions_per_connection,
             idle_evict_after_s=args.idle_evict_after,
             metadata_extras=args.metadata_extras,
+            random_weights=args.preset is not None,
             reply_format=args.reply_format,
             camera_aspect=None if args.camera_aspect == 'detect' else args.camera_aspect,
             detect_padding=args.camera_aspect == 'detect',

@@ -46,6 +46,12 @@ DREAMZERO_CLIENT_CONFIG: dict[str, Any] = {
     'needs_session_id': True,
     'action_space': 'joint_position',
 }
+#: Handshake header by which DreamZero's own clients (the remote policy of replay and the node)
+#: ask for the metadata keys only they read (:data:`RANDOM_WEIGHTS_KEY`); other clients get the
+#: client-configuration fields alone, as RoboArena's, which reject unknown keys, need.
+CLIENT_HEADER = 'X-DreamZero-Client'
+#: Metadata key (for DreamZero's clients) of a server of random weights (``--preset``): true.
+RANDOM_WEIGHTS_KEY = 'random_weights'
 #: Longest session id accepted, characters; most elements of an array session id.
 MAX_SESSION_ID_LENGTH = 256
 MAX_SESSION_ID_ELEMENTS = 16

@@ -172,7 +172,9 @@ class RemoteOpenPIPolicy:
         self.close()
 
     def _connect(self) -> dict[str, Any]:
-        headers = {'Authorization': f'Api-Key {self._api_key}'} if self._api_key else None
+        headers = {protocol.CLIENT_HEADER: 'dreamzero_ros'}
+        if self._api_key:
+            headers['Authorization'] = f'Api-Key {self._api_key}'
         try:
             ws = connect(
                 self._uri,

@@ -90,6 +90,10 @@ class ServerConfig:
         ping_timeout_s: close a connection whose pong is this late.
         metadata_extras: send the policy's extra metadata (horizon, rate) besides the six
             client-configuration fields; RoboArena clients reject unknown keys.
+        random_weights: the policy has random weights (``--preset``): DreamZero's own clients
+            (:data:`.protocol.CLIENT_HEADER`) are told so in the metadata
+            (:data:`.protocol.RANDOM_WEIGHTS_KEY`), so that their reports say the scores mean
+            nothing.
         reply_format: ``dict`` replies ``{"actions", "server_timing", "chunk_id"}``;
             ``array`` the bare ``(H, 8)`` array; ``auto`` recognises the client: connections
             on the seed integration's route get arrays, other requests with RoboArena keys
@@ -135,6 +139,7 @@ class ServerConfig:
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
     metadata_extras: bool = False
+    random_weights: bool = False
     reply_format: str = 'auto'
     camera_aspect: float | None = None
     detect_padding: bool = False
@@ -241,6 +246,10 @@ class OpenPIServer:
         self._policy = policy
         self._config = config = config or ServerConfig()
         self._metadata = protocol.build_metadata(policy.metadata, config.metadata_extras)
+        #: What DreamZero's own clients get: the metadata and what only they read.
+        self._own_clients_metadata = dict(self._metadata)
+        if config.random_weights:
+            self._own_clients_metadata[protocol.RANDOM_WEIGHTS_KEY] = True
         self._cameras = observation_keys.required_cameras(self._metadata)
         #: The request keys of a policy for a robot other than DROID (None for DROID).
         self._embodiment = observation_keys.EmbodimentKeys.from_metadata(policy.metadata)
@@ -416,7 +425,9 @@ class OpenPIServer:
         )
         try:
             self._limit_frames(state)
-            await websocket.send(msgpack_numpy.packb(self._metadata))
+            own_client = protocol.CLIENT_HEADER in websocket.request.headers
+            metadata = self._own_clients_metadata if own_client else self._metadata
+            await websocket.send(msgpack_numpy.packb(metadata))
             while await self._serve_one(state):
                 pass
         except ConnectionClosed:

@@ -41,6 +41,8 @@ class BagSpec:
         joint_rate_hz: JointState rate; the cameras run at the clips' 15 Hz.
         command_lead_s: the command topic (if any) carries the trajectory this far ahead of the
             measured state, as a position controller's target leads the arm.
+        gripper_range: the gripper joint's positions ``(open, closed)`` (the node's
+            ``gripper_range``): the gripper signal (0 open .. 1 closed) is written in them.
         start_s: time of the first message, seconds (stamps and log times agree).
         topics: topic and joint names to write.
 
@@ -54,6 +56,7 @@ class BagSpec:
     command_lead_s: float = 1.0 / droid_clips.CLIP_FPS
     start_s: float = 1_700_000_000.0
     topics: ReplayTopics = field(default_factory=ReplayTopics)
+    gripper_range: tuple[float, float] = (0.0, 1.0)
 
     def __post_init__(self) -> None:
         if self.image_format not in IMAGE_FORMATS:
@@ -97,7 +100,7 @@ def make_bag(
     num_frames = len(next(iter(frames.values())))
     duration = num_frames / droid_clips.CLIP_FPS
     joint_times = np.arange(0.0, duration, 1.0 / spec.joint_rate_hz)
-    states = np.concatenate(droid_clips.demo_joint_trajectory(joint_times), axis=1)
+    states = _joint_units(droid_clips.demo_joint_trajectory(joint_times), spec)
     names = topics.joint_names
     compressed = spec.image_format == 'jpeg'
     image_type = COMPRESSED_IMAGE_TYPE if compressed else IMAGE_TYPE
@@ -118,7 +121,7 @@ def make_bag(
             lead = droid_clips.demo_joint_trajectory(
                 np.array([index / droid_clips.CLIP_FPS + spec.command_lead_s])
             )
-            command = np.concatenate(lead, axis=1)[0]
+            command = _joint_units(lead, spec)[0]
             records.append((stamp, topics.command, BAG_MESSAGES.joint_state(stamp, names, command)))
         if progress is not None:
             progress((index + 1) / droid_clips.CLIP_FPS, duration)
@@ -145,3 +148,10 @@ def make_bag(
         'joint_states': len(joint_times),
         'duration_s': duration,
     }
+
+
+def _joint_units(trajectory: tuple[np.ndarray, np.ndarray], spec: BagSpec) -> np.ndarray:
+    """Joint-state rows ``(N, 8)``: the arm joints, then the gripper in its joint's units."""
+    joints, gripper = trajectory
+    opened, closed = spec.gripper_range
+    return np.concatenate([joints, opened + gripper * (closed - opened)], axis=1)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 import contextlib
 import dataclasses
 import importlib.metadata
@@ -37,6 +37,7 @@ from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
 from dreamzero_ros.replay.bag_maker import FRAME_SOURCES, IMAGE_FORMATS, BagSpec, make_bag
 from dreamzero_ros.replay.progress import ProgressBar
+from dreamzero_ros.replay.replay_outputs import served_description, summary, write_replay_outputs
 from dreamzero_ros.replay.settings import node_settings
 from dreamzero_ros.replay.staged_folder import staged_folder
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -230,7 +231,6 @@ def _replay(argv: list[str]) -> int:
         return 2
     _note(f'bag {args.bag} checked; loading the policy ({_policy_name(args)})')
     policy, end_workers = load_policy(args)
-    from dreamzero_ros.replay.report import write_outputs
     from dreamzero_ros.replay.video import ImaginationStrips, VideoComparison
 
     try:
@@ -245,6 +245,7 @@ def _replay(argv: list[str]) -> int:
             cache=settings.cache_for(layout),
             layout=layout,
             groups=settings.group_layout(layout),
+            policy=served_description(config.policy, policy.metadata),
         )
         progress = None if args.no_progress else ProgressBar('replay')
         video = VideoComparison() if args.video else None
@@ -265,25 +266,14 @@ def _replay(argv: list[str]) -> int:
             )
             if progress is not None:
                 progress.close()
-            with _output_folder(out) as folder:
-                video_path = (
-                    video.write(args.bag, topics, folder / 'prediction.mp4', args.allow_partial)
-                    if video
-                    else None
-                )
-                figures = strips.render(args.bag, topics, args.allow_partial) if strips else {}
-                video_name = video_path.name if video_path else None
-                written = write_outputs(evaluation, folder, video_name, figures)
-                if video_path is not None:
-                    written['video'] = video_path
+            written = write_replay_outputs(evaluation, out, video, strips, _note, args.no_progress)
         except BagError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2
-        written = {name: out / path.name for name, path in written.items()}
-        if video is not None and video_path is None:
+        if video is not None and 'video' not in written:
             print('dreamzero-replay: the policy returned no predicted video', file=sys.stderr)
-        print(json.dumps(_summary(evaluation.metrics(), written), indent=1))
-        if args.preset:
+        print(json.dumps(summary(evaluation.metrics(), written), indent=1))
+        if config.policy.get('random_weights'):
             _note('random weights: the scores measure nothing about DreamZero (see the report)')
         _note(f'open {written["report"]} in a browser for the plots and the error tables')
         if not evaluation.records:
@@ -295,43 +285,13 @@ def _replay(argv: list[str]) -> int:
             end_workers()
 
 
-@contextlib.contextmanager
-def _output_folder(out: Path) -> Iterator[Path]:
-    """Where to write the outputs: an existing folder itself; a new one staged.
-
-    A new folder appears only once every output is written: an interrupt or an error while
-    writing the video or the report leaves none (:func:`.staged_folder.staged_folder`).
-    """
-    if out.is_dir():
-        yield out
-        return
-    with staged_folder(out) as folder:
-        folder.mkdir()
-        yield folder
-
-
-def _summary(metrics: dict, written: dict[str, Path]) -> dict[str, object]:
-    summary: dict[str, object] = {'policy': metrics['policy'].get('source')}
-    summary.update(
-        {key: metrics[key] for key in ('chunks', 'queries', 'refusals', 'reference_topic')}
-    )
-    if metrics['chunks']:
-        summary['arm_mae_rad'] = metrics['errors']['arm']['mae']
-        summary['hold_baseline_arm_mae_rad'] = metrics['hold_baseline_errors']['arm']['mae']
-        summary['latency_p50_s'] = metrics['latency_s']['p50']
-        summary['latency_p95_s'] = metrics['latency_s']['p95']
-    if not metrics['integrity']['complete']:
-        summary['skipped_messages'] = metrics['integrity']['skipped_messages']
-    summary['outputs'] = {name: str(path) for name, path in written.items()}
-    return summary
-
-
 def build_make_bag_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-make-bag``."""
     parser = new_parser(
         'dreamzero-make-bag',
         'Write a demo rosbag2 from the DROID clips (synthetic frames where they are absent) '
-        'with a Franka joint trajectory.',
+        'with a Franka joint trajectory, as the policy node of --params-file reads them (topics, '
+        'image transport, joint names, gripper range).',
     )
     add_output(parser, 'the bag (a new one)', DEFAULT_BAG)
     parser.add_argument(
@@ -340,8 +300,9 @@ def build_make_bag_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--image-format',
         choices=IMAGE_FORMATS,
-        default='jpeg',
-        help='camera frames as raw rgb8 Image or jpeg CompressedImage messages',
+        default=None,
+        help='camera frames as raw rgb8 Image or jpeg CompressedImage messages (default: what '
+        'the node reads, its image_transport: raw rgb8, compressed jpeg)',
     )
     parser.add_argument(
         '--frames', type=int, default=None, help='frames per camera (default: the whole clip)'
@@ -369,14 +330,16 @@ def _make_bag(argv: list[str]) -> int:
     parser = build_make_bag_parser()
     args = parser.parse_args(argv)
     try:
-        topics = ReplayTopics.from_settings(settings_from_args(args), args.command_topic)
+        settings = settings_from_args(args)
+        compressed = settings.image_transport == 'compressed'
         spec = BagSpec(
             storage=args.storage,
-            image_format=args.image_format,
+            image_format=args.image_format or ('jpeg' if compressed else 'rgb8'),
             num_frames=args.frames,
             source=args.source,
             joint_rate_hz=args.joint_rate,
-            topics=topics,
+            topics=ReplayTopics.from_settings(settings, args.command_topic),
+            gripper_range=tuple(settings.gripper_range),
         )
     except (ValueError, OSError) as error:
         print(f'dreamzero-make-bag: error: {error}', file=sys.stderr)
@@ -473,17 +436,19 @@ def live_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _live(argv: list[str]) -> int:
-    import rclpy
-
     from dreamzero_ros.replay.live_replay import (
         LiveReplayConfig,
         node_topic,
         recorded_outputs,
         run,
     )
+    from dreamzero_ros.ros.ros_arguments import tool_arguments
 
     parser = build_live_parser()
-    args = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    try:
+        args = parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
     if args.imagination is not None and args.output is None:
         parser.error('--imagination needs --output')
     node_name = args.node_name
@@ -501,6 +466,7 @@ def _live(argv: list[str]) -> int:
             linger_s=args.linger,
             until_chunks=args.until_chunks,
             allow_partial=args.allow_partial,
+            node_name=node_name,
         )
     except (ValueError, OSError) as error:
         parser.error(str(error))
@@ -508,16 +474,15 @@ def _live(argv: list[str]) -> int:
     with contextlib.ExitStack() as stack:
         record = stack.enter_context(staged_folder(args.output)) if args.output else None
         result = run(args.bag, config, record, args.storage, ['prog', *argv])
-        empty = record is not None and not any(result.recorded.values())
-        if empty:  # an empty recording is not kept: the folder stays free for the next try
+        empty = record is not None and not result.chunks_recorded
+        if empty:  # a recording without chunks is not kept: the folder stays free for a retry
             shutil.rmtree(record)
     summary = dict(result.__dict__)
     if empty:
         print(json.dumps(summary, indent=1))
         print(
-            f'dreamzero-live-replay: nothing recorded (no {args.output} written): no policy '
-            'node published (start one with use_sim_time:=true on the same ROS_DOMAIN_ID, '
-            '--node-name if it is not the default)',
+            f'dreamzero-live-replay: nothing recorded (no chunk; no {args.output} written): '
+            f'{result.why_nothing_recorded}',
             file=sys.stderr,
         )
         return 1

@@ -261,6 +261,8 @@ def evaluate_bag(
                 on_chunk(record, chunk)
             if config.max_chunks is not None and len(evaluation.records) >= config.max_chunks:
                 break
+        if progress is not None:  # the last query is done too, whatever ended the loop
+            progress(stop - start, stop - start)
     return evaluation
 
 

@@ -98,6 +98,7 @@ class LiveReplayConfig:
         until_chunks: end the linger early once this many chunks have been recorded.
         allow_partial: play the intact parts of a damaged bag (skipping damaged chunks and
             undecodable messages, counted in the result) instead of refusing it.
+        node_name: the policy node's name (for the reason when nothing was recorded).
 
     """
 
@@ -112,6 +113,7 @@ class LiveReplayConfig:
     linger_s: float = 2.0
     until_chunks: int | None = None
     allow_partial: bool = False
+    node_name: str = NODE_NAME
 
     def __post_init__(self) -> None:
         if self.rate <= 0 or self.clock_period_s <= 0:
@@ -272,6 +274,10 @@ class LiveReplayResult:
     without_subscribers: list[str]
     skipped_topics: dict[str, str]
     integrity: dict[str, object]
+    #: Chunks recorded (the node's own or rebuilt from its previews).
+    chunks_recorded: int = 0
+    #: Where a recording was asked for and no chunk came: why (no node, or what differs).
+    why_nothing_recorded: str = ''
 
 
 def play(
@@ -308,6 +314,9 @@ def play(
             if missing:
                 node.get_logger().warning(f'playing without subscribers on {missing}')
             published, span, wall = _play_messages(reader, node, config, stop)
+            why = ''
+            if writer is not None and not recorder.chunks:  # holds alone answer no bag
+                why = _why_nothing(node, reader, config, missing)
         finally:
             executor.shutdown(timeout_sec=2.0)
             spinner.join(timeout=5.0)
@@ -322,7 +331,31 @@ def play(
         missing,
         node.skipped_topics,
         integrity.to_json(),
+        recorder.chunks,
+        why,
     )
+
+
+def _why_nothing(
+    node: BagPlayerNode, reader: BagReader, config: LiveReplayConfig, missing: list[str]
+) -> str:
+    """Why the node recorded nothing (:func:`.live_diagnosis.explain_nothing_recorded`)."""
+    from dreamzero_ros.replay.live_diagnosis import explain_nothing_recorded
+
+    source = {config.remap.get(topic, topic): topic for topic in node.publishers_by_topic}
+    played = {topic: reader.topics[bag_topic] for topic, bag_topic in source.items()}
+
+    def joint_names(topic: str) -> set[str] | None:
+        if played.get(topic) != JOINT_STATE_TYPE:
+            return None
+        names: set[str] = set()  # a robot may split its joints over several messages
+        for index, (_, _, message) in enumerate(reader.messages([source[topic]])):
+            names.update(message.name)
+            if index >= 50:
+                break
+        return names
+
+    return explain_nothing_recorded(node, config.node_name, played, joint_names, missing)
 
 
 def _play_messages(

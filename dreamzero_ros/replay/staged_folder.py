@@ -6,8 +6,9 @@
 An interrupted or failed write (Ctrl-C, a damaged input) leaves no folder that looks finished:
 the work happens in ``.<name>.partial-<pid>/<name>`` beside the target (the inner folder keeps
 the real name, which rosbag2 gives its files), moved into place on success and removed on
-failure. A later run removes partial folders whose writer is gone. An existing folder is updated
-the same way (:func:`staged_update`): a copy of hard links, changed, then swapped in.
+failure. A later run removes partial folders whose writer is gone
+(:mod:`dreamzero_ros.partial_folders`). An existing folder is updated the same way
+(:func:`staged_update`): a copy of hard links, changed, then swapped in.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from pathlib import Path
 import shutil
 
 from dreamzero_ros.errors import BagError
+from dreamzero_ros.partial_folders import partial_folder, remove_stale_partials
 
-_PARTIAL = '.partial-'
+__all__ = ['remove_stale_partials', 'staged_folder', 'staged_update']
 
 
 @contextlib.contextmanager
@@ -34,7 +36,7 @@ def staged_folder(target: Path) -> Iterator[Path]:
     if target.exists():
         raise BagError(f'{target} exists; choose a new folder name')
     remove_stale_partials(target)
-    partial = target.parent / f'.{target.name}{_PARTIAL}{os.getpid()}'
+    partial = partial_folder(target)
     partial.mkdir(parents=True)
     try:
         yield partial / target.name
@@ -59,7 +61,7 @@ def staged_update(target: Path, linked: Callable[[Path], bool]) -> Iterator[Path
     if not target.is_dir():
         raise BagError(f'{target} is not a folder')
     remove_stale_partials(target)
-    partial = target.parent / f'.{target.name}{_PARTIAL}{os.getpid()}'
+    partial = partial_folder(target)
     partial.mkdir(parents=True)
     old = partial / f'{target.name}.old'
     try:
@@ -79,24 +81,3 @@ def staged_update(target: Path, linked: Callable[[Path], bool]) -> Iterator[Path
             raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-
-
-def remove_stale_partials(target: Path) -> list[Path]:
-    """Remove partial folders of ``target`` whose writing process no longer runs."""
-    removed = []
-    for path in target.parent.glob(f'.{target.name}{_PARTIAL}*'):
-        pid = path.name.rsplit(_PARTIAL, 1)[1]
-        if pid.isdigit() and not _running(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

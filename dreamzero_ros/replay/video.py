@@ -12,6 +12,7 @@ until the bag's second pass fetches the recorded frames.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -87,11 +88,17 @@ class VideoComparison:
         return len(self._frames)
 
     def write(
-        self, bag: str | Path, topics: ReplayTopics, path: str | Path, allow_partial: bool = False
+        self,
+        bag: str | Path,
+        topics: ReplayTopics,
+        path: str | Path,
+        allow_partial: bool = False,
+        progress: Callable[[float, float], None] | None = None,
     ) -> Path | None:
         """Write the side-by-side mp4 (H.264); None where no chunk carried a video.
 
         ``allow_partial``: read the intact parts of a damaged bag (see ``BagReader``).
+        ``progress(done, total)``: called per frame written.
         """
         if not self._frames:
             return None
@@ -103,7 +110,9 @@ class VideoComparison:
         path.parent.mkdir(parents=True, exist_ok=True)
         with av.open(str(path), 'w') as container:
             stream = None
-            for frame in self._frames:
+            for index, frame in enumerate(self._frames):
+                if progress is not None:
+                    progress(index, len(self._frames))
                 predicted = decode_compressed('jpeg', frame.jpeg)
                 height, width = predicted.shape[:2]
                 real = recorded.get(frame.time)
@@ -124,6 +133,8 @@ class VideoComparison:
                     container.mux(packet)
             for packet in stream.encode(None):
                 container.mux(packet)
+        if progress is not None:
+            progress(len(self._frames), len(self._frames))
         return path
 
 
@@ -285,17 +296,28 @@ class ImaginationStrips:
             self.add(predicted)
 
     def render(
-        self, bag: str | Path, topics: ReplayTopics, allow_partial: bool = False
+        self,
+        bag: str | Path,
+        topics: ReplayTopics,
+        allow_partial: bool = False,
+        progress: Callable[[float, float], None] | None = None,
     ) -> dict[str, bytes]:
-        """``imagination_<k>`` -> PNG of chunk ``k`` against the camera frames of ``bag``."""
+        """``imagination_<k>`` -> PNG of chunk ``k`` against the camera frames of ``bag``.
+
+        ``progress(done, total)``: called per figure drawn.
+        """
         if not self.chunks:
             return {}
         times = sorted({t for chunk in self.chunks for t in chunk.times})
         recorded = _recorded_by_camera(bag, topics, times, allow_partial)
-        return {
-            f'imagination_{index}': _strip_png(chunk, recorded)
-            for index, chunk in enumerate(self.chunks)
-        }
+        figures = {}
+        for index, chunk in enumerate(self.chunks):
+            if progress is not None:
+                progress(index, len(self.chunks))
+            figures[f'imagination_{index}'] = _strip_png(chunk, recorded)
+        if progress is not None:
+            progress(len(self.chunks), len(self.chunks))
+        return figures
 
 
 def _recorded_by_camera(

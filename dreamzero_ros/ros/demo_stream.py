@@ -28,6 +28,7 @@ from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NodeSettings
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time
+from dreamzero_ros.ros.ros_arguments import tool_arguments
 
 _DEFAULTS = NodeSettings()
 
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         'dreamzero-demo-stream',
         'Publish DROID camera clips (synthetic frames where absent) and a joint trajectory as '
         'a live robot would, for the policy node.',
+        epilog='exit codes: 0 stopped (Ctrl-C or --duration), 2 invalid arguments or ROS arguments',
     )
     parser.add_argument(
         '--joint-states',
@@ -152,7 +154,10 @@ def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-demo-stream``."""
     parser = build_parser()
     argv = sys.argv[1:] if args is None else args
-    options = parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    try:
+        options = parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
     clips, source = demo_clips(options.frames)
     rclpy.init(args=['prog', *argv])
     node = DemoStream(

@@ -13,6 +13,7 @@ in parameter files and overrides (:func:`coerce_overrides`) and at run time
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+import difflib
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
@@ -128,3 +129,31 @@ def coerce_parameters(
         widen(parameter, specs[parameter.name]) if parameter.name in specs else parameter
         for parameter in parameters
     ]
+
+
+def refuse_unknown_overrides(node: Node, declared: Iterable[str]) -> None:
+    """Refuse parameter-file and ``-p`` values of parameters that ``node`` does not declare.
+
+    rclpy keeps them in the node's overrides and ignores them, so that a misspelt name
+    (``gripper.interfce``) would silently leave its parameter at the default.
+
+    Raises:
+        ValueError: naming each unknown parameter, with the declared name closest to it.
+
+    """
+    from dreamzero_ros.core.node_config import BUILTIN_PARAMETERS
+
+    names = set(declared) | BUILTIN_PARAMETERS
+    unknown = sorted(
+        name
+        for name in node._parameter_overrides  # noqa: SLF001 - rclpy keeps them only here
+        if name not in names and not name.startswith('qos_overrides.')
+    )
+    if unknown:
+        hints = [
+            f'{name}: did you mean {close[0]}?'
+            for name in unknown
+            if (close := difflib.get_close_matches(name, sorted(names), n=1))
+        ]
+        hint = f' ({"; ".join(hints)})' if hints else ''
+        raise ValueError(f'unknown parameters {unknown}{hint}')

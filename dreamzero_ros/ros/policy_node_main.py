@@ -33,6 +33,13 @@ SIGNAL_POLL_PERIOD = 0.2
 #: normally exits sooner, as soon as the hold is out): time to hold, not to finish an inference.
 PARENT_LOST_GRACE = 0.7
 
+#: The node's exit codes, in --help.
+EXIT_CODES_HELP = (
+    'exit codes: 0 stopped (Ctrl-C, SIGTERM), 1 configure or activate failed, or the parent '
+    'process ended, 2 invalid arguments or parameters (a parameter file that rcl cannot parse, '
+    'an unknown parameter, a value of the wrong type or out of range)'
+)
+
 
 class StopRequest:
     """SIGINT/SIGTERM handler: the first signal asks the spin loop to stop, a second interrupts.
@@ -84,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         'DreamZero policy node (ROS 2 lifecycle node). Example:\n'
         '  dreamzero-policy-node --ros-args --params-file config/cpu_small.yaml \\\n'
         '      -p engine.checkpoint:=/path/to/ckpt',
-        epilog=_parameter_help(),
+        epilog=f'{_parameter_help()}\n\n{EXIT_CODES_HELP}',
         formatter_class=ListingHelpFormatter,
     )
 
@@ -97,8 +104,14 @@ def main(args: list[str] | None = None) -> int:
     from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.signals import SignalHandlerOptions
 
+    from dreamzero_ros.ros.ros_arguments import tool_arguments
+
     argv = sys.argv[1:] if args is None else args
-    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    parser = build_parser()
+    try:
+        parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
 
     from dreamzero_ros.ros.policy_node import PolicyNode
 

@@ -10,7 +10,8 @@ the configured joints, the robot description (``robot_description.*``) naming th
 pose inside the safety envelope (with ``envelope.enabled``), a subscriber on
 ``trajectory_topic``, the gripper action server (with ``gripper.interface: action``), and the
 engine's memory on its GPU. Exit code 0 when every check passed, 1 when one failed, 2 when the
-parameters are invalid.
+arguments or parameters are invalid (the parameter file missing, unreadable or not a
+``ros__parameters`` map within the bounds of every configuration file included).
 
     ros2 run dreamzero_ros dreamzero-preflight --params-file config/droid.yaml
 """
@@ -25,12 +26,20 @@ import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 
-from dreamzero_ros.cli_options import add_node_name, add_node_parameter_options, new_parser
+from dreamzero_ros.cli_options import (
+    add_node_name,
+    add_node_parameter_options,
+    new_parser,
+    seconds,
+)
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core import preflight
 from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings, read_params_file
 from dreamzero_ros.core.preflight import Check
+
+#: Longest --duration: a preflight listens for seconds, not for hours.
+MAX_DURATION_S = 600.0
 
 
 def _settings(options: argparse.Namespace) -> NodeSettings:
@@ -165,13 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         'dreamzero-preflight',
         "Check a live robot system before the policy node's first enable.",
-        epilog='exit codes: 0 every check passed, 1 a check failed, 2 invalid parameters, '
-        '130 interrupted',
+        epilog='exit codes: 0 every check passed, 1 a check failed, 2 invalid arguments or '
+        'parameters (a missing, unreadable or invalid --params-file included), 130 interrupted',
     )
     add_node_parameter_options(parser)
     add_node_name(parser, NODE_NAME, 'its section in the parameter file')
     parser.add_argument(
-        '--duration', type=float, default=3.0, metavar='SECONDS', help='seconds to listen'
+        '--duration',
+        type=seconds(MAX_DURATION_S),
+        default=3.0,
+        metavar='SECONDS',
+        help=f'seconds to listen, more than 0 and at most {MAX_DURATION_S:g}',
     )
     add_debug_option(parser)
     return parser

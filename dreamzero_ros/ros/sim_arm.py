@@ -83,6 +83,8 @@ from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
 from dreamzero_ros.ros.description_tf import description_tf
+from dreamzero_ros.ros.parameters import refuse_unknown_overrides
+from dreamzero_ros.ros.ros_arguments import tool_arguments
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.
 PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -90,6 +92,8 @@ GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
 #: The points checked against the table: those the policy node's envelope checks (the
 #: Panda's flange and both fingertips), so that both report the same table.
 TABLE_POINTS = EnvelopeConfig()
+#: The exit codes, in --help.
+EXIT_CODES_HELP = 'exit codes: 0 stopped (Ctrl-C), 2 invalid arguments or parameters'
 #: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
 HARDWARE_ID = 'dreamzero_sim_arm'
 
@@ -200,6 +204,7 @@ class SimArm(Node):
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        refuse_unknown_overrides(self, PARAMETERS)
         #: The node's clock at its start: its internal times are seconds since (exact to
         #: nanoseconds, as the 1 kHz checks need).
         self._epoch_ns = self.get_clock().now().nanoseconds
@@ -673,6 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
     for name, (default, description) in PARAMETERS.items():
         lines.append(f'  {name} (default {default!r}): {description}')
+    lines.append(f'\n{EXIT_CODES_HELP}')
     return new_parser(
         'dreamzero-sim-arm',
         __doc__,
@@ -685,7 +691,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-sim-arm``."""
     argv = sys.argv[1:] if args is None else args
-    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    parser = build_parser()
+    try:
+        parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
     rclpy.init(args=['dreamzero-sim-arm', *argv])
     try:
         node = SimArm()

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dreamzero_ros.engine.checkpoint.json_files import DEFAULT_LIMITS, FileLimits
+from dreamzero_ros.engine.checkpoint.json_files import DEFAULT_LIMITS, FileLimits, check_shape
 from dreamzero_ros.errors import EmbodimentError
 
 __all__ = [
@@ -457,7 +457,10 @@ def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_L
     """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
 
     Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
-    the number of nodes (aliases included) on its parser's events, before anything is built.
+    the number of nodes (aliases included) on its parser's events, before anything is built,
+    and the values once built with every alias expanded (an alias bomb: 1 KB of nested
+    aliases standing for billions of values), as they would be walked. A syntax error is one
+    line naming where it is.
     """
     path = Path(path)
     limits.check_size(path, error)
@@ -469,13 +472,19 @@ def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_L
         raise error(f'{path} is unreadable: {cause}') from cause
     try:
         _check_events(text, limits)
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+        value = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
     except _BeyondLimitsError as cause:
         raise error(f'{path} {cause}') from None
+    except yaml.MarkedYAMLError as cause:
+        mark = cause.problem_mark
+        where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark else ''
+        what = ' '.join(str(part) for part in (cause.context, cause.problem) if part)
+        raise error(f'{path} is not valid YAML: {where}{what}') from cause
     except yaml.YAMLError as cause:
-        raise error(f'{path} is not valid YAML: {cause}') from cause
+        raise error(f'{path} is not valid YAML: {" ".join(str(cause).split())}') from cause
     except RecursionError:
         raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
+    return check_shape(value, path, error, limits)
 
 
 #: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.

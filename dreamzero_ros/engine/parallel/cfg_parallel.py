@@ -426,8 +426,7 @@ WORKER_ENGINE_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-engine-worker``."""
-    from dreamzero_ros.engine.loader import add_engine_arguments
-    from dreamzero_ros.engine.model.config import PRESETS
+    from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 
     parser = new_parser(
         'dreamzero-engine-worker',
@@ -437,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_policy_source(
         parser,
-        PRESETS,
+        RANDOM_PRESETS,
         remote=False,
         preset_help='seeded random weights (--seed) of a preset architecture instead of a '
         'checkpoint (benchmarks)',
@@ -467,7 +466,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Console script ``dreamzero-engine-worker``: one worker rank of a CFG-parallel group."""
+    from dreamzero_ros.console import EXIT_RESOURCE
     from dreamzero_ros.engine.loader import resolve_device_dtype
+    from dreamzero_ros.engine.options import check_device
+    from dreamzero_ros.errors import DeviceUnavailableError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -475,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
     world_size = args.world_size or int(os.environ.get('WORLD_SIZE', '2'))
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
+    try:
+        check_device(args.device, '--device')
+    except DeviceUnavailableError as error:
+        print(f'dreamzero-engine-worker: error: {error}', file=sys.stderr)
+        return EXIT_RESOURCE
     device, dtype = resolve_device_dtype(args.device, args.dtype)
     dit = load_worker_dit(
         device,
