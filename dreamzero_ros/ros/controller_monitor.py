@@ -1,0 +1,153 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The policy node's view of its controllers in the ROS graph, and its measured base velocity.
+
+:func:`find_controllers` reads, for every group with a controller, who subscribes to its
+command topic (and which of those publishes its state topic) or who serves its action (the
+publishers of ``<action>/_action/status``), and names the controller by
+:func:`~dreamzero_ros.core.controller_identity.identify`. :class:`ControllerMonitor` uses it at
+enable (refused, naming the groups, while a controller is missing or a base's odometry is bad)
+and every control step while commanding (:class:`~dreamzero_ros.core.controller_watch.
+ControllerWatch`: a controller gone or a group's state stopped is a fault). Odometry is read
+through it: a message whose twist is not finite or far outside the base's limits is refused,
+counted and reported, never used as the measured velocity. ``dreamzero-preflight`` uses
+:func:`find_controllers` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+import time
+from typing import Any
+
+import numpy as np
+
+from dreamzero_ros.core.action_groups import GroupLayout, GroupSpec
+from dreamzero_ros.core.controller_identity import ControllerClaim, Finding, claim_of, identify
+from dreamzero_ros.core.controller_watch import (
+    ControllerWatch,
+    ControllerWatchSettings,
+    Fault,
+    odometry_problem,
+)
+
+
+def _nodes(endpoints: Iterable[Any]) -> list[str]:
+    """Fully qualified node names of topic endpoints."""
+    return [f'{e.node_namespace.rstrip("/")}/{e.node_name}' for e in endpoints]
+
+
+def resolved_claims(node: Any, specs: Iterable[GroupSpec]) -> list[ControllerClaim]:
+    """The claims of every group of ``specs`` with a controller, names resolved by ``node``."""
+    claims = (claim_of(spec) for spec in specs)
+    return [claim.resolved(node.resolve_topic_name) for claim in claims if claim is not None]
+
+
+def find_controllers(node: Any, claims: Sequence[ControllerClaim]) -> dict[str, Finding]:
+    """Group -> the controller found for it in ``node``'s view of the graph now."""
+    findings = {}
+    for claim in claims:
+        target = node.resolve_topic_name(claim.target)
+        if claim.action:
+            servers = _nodes(node.get_publishers_info_by_topic(f'{target}/_action/status'))
+            findings[claim.group] = identify(claim, servers=servers)
+            continue
+        subscribers = _nodes(node.get_subscriptions_info_by_topic(target))
+        state = []
+        if claim.state_topic and claim.node not in subscribers:
+            state = _nodes(node.get_publishers_info_by_topic(claim.state_topic))
+        findings[claim.group] = identify(claim, subscribers, state)
+    return findings
+
+
+class ControllerMonitor:
+    """The controllers of ``layout``'s groups and their state, for the policy node ``node``.
+
+    ``lower``/``upper``: the command row's limits (a base's velocity columns bound its
+    odometry).
+    """
+
+    def __init__(
+        self,
+        node: Any,
+        layout: GroupLayout,
+        settings: ControllerWatchSettings,
+        lower: np.ndarray,
+        upper: np.ndarray,
+    ) -> None:
+        self.node = node
+        self.layout = layout
+        self._lower, self._upper = lower, upper
+        self.claims = resolved_claims(node, (group.spec for group in layout.groups))
+        watched = {claim.group for claim in self.claims}
+        state_names = {
+            group.name: group.spec.state_names
+            for group in layout.groups
+            if group.name in watched and group.spec.output != 'twist'
+        }
+        self.watch = ControllerWatch(self.claims, state_names, settings.state_timeout)
+        #: The last findings (group -> Finding), for diagnostics.
+        self.findings: dict[str, Finding] = {}
+        self._commanding = False
+
+    def enable_refusal(self) -> tuple[str, str]:
+        """``(why enabling is refused, '')``, or ``('', the controllers found)``."""
+        self.findings = find_controllers(self.node, self.claims)
+        missing = [str(f) for f in self.findings.values() if not f.found]
+        problems = []
+        if missing:
+            problems.append(f'no controller for {"; ".join(missing)}')
+        if self.watch.state_problems():
+            problems.append(f'bad odometry: {"; ".join(self.watch.state_problems())}')
+        if problems:
+            return '; '.join(problems), ''
+        return '', self.found()
+
+    def found(self) -> str:
+        """The controllers of the last findings, one ``group: node (how)`` each."""
+        return '; '.join(str(f) for f in self.findings.values() if f.found)
+
+    def check(self, commanding: bool) -> Fault | None:
+        """One control step: a new fault while commanding, or None."""
+        if not commanding:
+            self._commanding = False
+            return None
+        if not self._commanding:  # commanding (re)starts: watch from now on
+            self._commanding = True
+            self.watch.restart()
+        self.findings = find_controllers(self.node, self.claims)
+        return self.watch.check(time.monotonic(), self.findings)
+
+    def note_joint_state(self, msg: Any) -> None:
+        """A joint state message was read."""
+        self.watch.note_joint_state(msg.name, time.monotonic())
+
+    def odometry(self, group: Any, msg: Any) -> np.ndarray | None:
+        """The velocities of twist ``group``'s axes in odometry ``msg``; None when refused."""
+        twist = msg.twist.twist
+        values = []
+        for axis in group.spec.axes:
+            part, field = axis.split('.')
+            values.append(float(getattr(getattr(twist, part), field)))
+        columns = list(group.columns)
+        problem = odometry_problem(
+            group.spec.axes, values, self._lower[columns], self._upper[columns]
+        )
+        self.watch.note_state(group.name, time.monotonic(), problem)
+        if problem:
+            self.node.get_logger().error(
+                f'odometry of {group.name} refused: {problem}', throttle_duration_sec=2.0
+            )
+            return None
+        return np.array(values)
+
+    def values(self) -> tuple[tuple[str, str], ...]:
+        """Diagnostic key/values: each controller found, the fault, refused state messages."""
+        watch = self.watch
+        return (
+            *((f'controller.{g}', f.controller or 'missing') for g, f in self.findings.items()),
+            ('controller_fault', str(watch.fault) if watch.fault else ''),
+            ('states_refused', str(watch.states_refused)),
+            ('last_state_refusal', watch.last_state_refusal),
+        )
