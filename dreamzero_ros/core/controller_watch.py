@@ -10,13 +10,17 @@ joint and odometry message. It reports a :class:`Fault` naming the group when
 - a controller seen since commanding started is gone (its node left the graph, or only a
   recorder is left on the topic),
 - no joint state of a group's joints (or odometry of a base) arrived for
-  ``controller_watch.state_timeout`` seconds after they had arrived,
+  ``controller_watch.state_timeout`` seconds (counted from the start of commanding at the
+  earliest) after they had arrived once,
 - a base's odometry was refused (:func:`odometry_problem`: NaN, inf, or a speed far outside
   its limits).
 
 The node then holds every group and disables commands: commanding resumes only through
-``~/enable``, which checks the controllers again. A fault latches until :meth:`restart`.
-Nothing here imports ROS.
+``~/enable``, which checks the controllers again (:meth:`ControllerWatch.state_problems`: a
+group whose state stopped is refused there too; a process killed without leaving the graph,
+SIGKILL or a power cut, stays in it until DDS's lease expires, 20 s in Fast DDS, but its joint
+states stop at once). A fault latches until :meth:`ControllerWatch.restart`. Nothing here
+imports ROS.
 """
 
 from __future__ import annotations
@@ -100,16 +104,19 @@ class ControllerWatch:
         self.states_refused = 0
         self.last_state_refusal = ''
         self._seen: set[str] = set()
+        self._restarted_at = -math.inf
         self._joint_arrived: dict[tuple[str, str], float] = {}  # (group, joint) -> time
         self._state_arrived: dict[str, float] = {}  # group -> time (odometry)
         self._bad: dict[str, str] = {}
 
-    def restart(self) -> None:
-        """Commanding starts (enable, activate): forget what was seen and the fault."""
+    def restart(self, now: float) -> None:
+        """Commanding starts at ``now`` (enable, activate): forget the fault and who was seen.
+
+        A group's state that arrived before has ``state_timeout`` from ``now`` to arrive again.
+        """
         self.fault = None
         self._seen.clear()
-        self._joint_arrived.clear()
-        self._state_arrived.clear()
+        self._restarted_at = now
 
     def note_joint_state(self, names: Iterable[str], now: float) -> None:
         """A joint state naming ``names`` arrived at ``now`` (monotonic seconds)."""
@@ -127,9 +134,18 @@ class ControllerWatch:
         self._bad.pop(group, None)
         self._state_arrived[group] = now
 
-    def state_problems(self) -> list[str]:
-        """Groups whose newest state message was refused, with the reason (for enable)."""
-        return [f'{group}: {problem}' for group, problem in self._bad.items()]
+    def state_problems(self, now: float | None = None) -> list[str]:
+        """Groups whose newest state message was refused, with the reason (for enable).
+
+        With ``now``, also the groups whose state arrived once but not for ``state_timeout``.
+        """
+        problems = [f'{group}: {problem}' for group, problem in self._bad.items()]
+        if now is not None:
+            for group in self._watched():
+                stopped = self._stopped(group, now, -math.inf)
+                if stopped:
+                    problems.append(f'{group}: {stopped}')
+        return problems
 
     def check(self, now: float, findings: Mapping[str, Finding]) -> Fault | None:
         """A new fault at ``now`` given this step's ``findings`` (group -> Finding), or None."""
@@ -145,16 +161,25 @@ class ControllerWatch:
                 return self._latch(claim.group, f'controller gone ({finding.problem})')
         for group, problem in self._bad.items():
             return self._latch(group, f'state refused: {problem}')
-        for group in (*self._names, *self._state_arrived):
-            last = self._last_arrival(group)
-            if last is not None and now - last > self.state_timeout:
-                what = 'joint states' if self._names.get(group) else 'odometry'
-                return self._latch(
-                    group,
-                    f'no {what} for {now - last:.2f} s (controller_watch.state_timeout '
-                    f'{self.state_timeout:g} s)',
-                )
+        for group in self._watched():
+            stopped = self._stopped(group, now, self._restarted_at)
+            if stopped:
+                return self._latch(group, stopped)
         return None
+
+    def _watched(self) -> tuple[str, ...]:
+        return (*self._names, *(g for g in self._state_arrived if g not in self._names))
+
+    def _stopped(self, group: str, now: float, since: float) -> str:
+        """Why ``group``'s state counts as stopped at ``now`` ('' it does not)."""
+        last = self._last_arrival(group)
+        if last is None or now - max(last, since) <= self.state_timeout:
+            return ''
+        what = 'joint states' if self._names.get(group) else 'odometry'
+        return (
+            f'no {what} for {now - last:.2f} s (controller_watch.state_timeout '
+            f'{self.state_timeout:g} s)'
+        )
 
     def _last_arrival(self, group: str) -> float | None:
         """When the group's state last arrived: its stalest joint's arrival; None before."""

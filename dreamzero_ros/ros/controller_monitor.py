@@ -32,10 +32,18 @@ from dreamzero_ros.core.controller_watch import (
     odometry_problem,
 )
 
+#: rmw's name of a node whose endpoint is discovered before the node itself.
+UNDISCOVERED = '_NODE_NAME_UNKNOWN_'
+
 
 def _nodes(endpoints: Iterable[Any]) -> list[str]:
     """Fully qualified node names of topic endpoints."""
-    return [f'{e.node_namespace.rstrip("/")}/{e.node_name}' for e in endpoints]
+    return [
+        'a node not discovered yet'
+        if e.node_name == UNDISCOVERED
+        else f'{e.node_namespace.rstrip("/")}/{e.node_name}'
+        for e in endpoints
+    ]
 
 
 def resolved_claims(node: Any, specs: Iterable[GroupSpec]) -> list[ControllerClaim]:
@@ -91,15 +99,20 @@ class ControllerMonitor:
         self.findings: dict[str, Finding] = {}
         self._commanding = False
 
-    def enable_refusal(self) -> tuple[str, str]:
-        """``(why enabling is refused, '')``, or ``('', the controllers found)``."""
+    def enable_refusal(self, reading: bool) -> tuple[str, str]:
+        """``(why enabling is refused, '')``, or ``('', the controllers found)``.
+
+        ``reading``: the node reads its inputs (it is active), so that a group whose state
+        stopped arriving is refused too.
+        """
         self.findings = find_controllers(self.node, self.claims)
         missing = [str(f) for f in self.findings.values() if not f.found]
         problems = []
         if missing:
             problems.append(f'no controller for {"; ".join(missing)}')
-        if self.watch.state_problems():
-            problems.append(f'bad odometry: {"; ".join(self.watch.state_problems())}')
+        states = self.watch.state_problems(time.monotonic() if reading else None)
+        if states:
+            problems.append(f'bad state: {"; ".join(states)}')
         if problems:
             return '; '.join(problems), ''
         return '', self.found()
@@ -113,11 +126,12 @@ class ControllerMonitor:
         if not commanding:
             self._commanding = False
             return None
+        now = time.monotonic()
         if not self._commanding:  # commanding (re)starts: watch from now on
             self._commanding = True
-            self.watch.restart()
+            self.watch.restart(now)
         self.findings = find_controllers(self.node, self.claims)
-        return self.watch.check(time.monotonic(), self.findings)
+        return self.watch.check(now, self.findings)
 
     def note_joint_state(self, msg: Any) -> None:
         """A joint state message was read."""
