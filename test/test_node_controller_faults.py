@@ -59,6 +59,7 @@ class SplitRobot:
             'max_age': 1.0 * load_factor(),
             # the input refusal while the head is gone must not end the task first
             'task.input_timeout': 60.0,
+            'engine.warmup': True,  # the default: warmed up on the groups' layout
         }
         self.node = NodeProcess(
             tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters)
