@@ -39,7 +39,7 @@ STATE_TIMEOUT = 1.0
 class SplitRobot:
     """The policy node, two simulated-robot processes (``apart`` groups in the second), cameras."""
 
-    def __init__(self, tmp_path, tag, safety, apart, harness_name):
+    def __init__(self, tmp_path, tag, safety, apart, harness_name, node_groups=None):
         data = yaml.safe_load((EMBODIMENTS_DIR / f'{tag}.yaml').read_text())['groups']
         self.files = {}
         for part, entries in (
@@ -53,7 +53,9 @@ class SplitRobot:
         self.harness = Harness(harness_name)
         self.sims: dict[str, subprocess.Popen] = {}
         parameters = {
-            **_parameters(write_shipped_checkpoint(tmp_path / tag, tag), tag, tag, safety),
+            **_parameters(
+                write_shipped_checkpoint(tmp_path / tag, tag), tag, node_groups or tag, safety
+            ),
             # the simulated robot shares a loaded machine: its joint states come late
             'controller_watch.state_timeout': STATE_TIMEOUT * load_factor(),
             'max_age': 1.0 * load_factor(),
@@ -330,4 +332,93 @@ def test_yam_right_arm_controller_gone_with_a_recorder_left_on_its_topic_holds_e
             response.message
         )
     finally:
+        assert robot.close() == 0, robot.log()
+
+
+def test_agibot_nan_inf_or_absurd_odometry_is_refused_named_and_stops_commanding(
+    tmp_path, monkeypatch
+):
+    """Bad measured base velocities never become a plan's start.
+
+    The base's measured velocity comes from odometry the harness publishes; the simulated base,
+    identified by its own odom, drives.
+    """
+    import math
+
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from trajectory_msgs.msg import JointTrajectory
+
+    for name, value in control_msgs_env().items():  # GripperCommand for the effectors
+        monkeypatch.setenv(name, value)
+    data = yaml.safe_load((EMBODIMENTS_DIR / 'agibot.yaml').read_text())['groups']
+    for entry in data:
+        if entry['name'] == 'base':
+            entry['odometry'] = 'measured_odom'
+            entry['controller_state'] = 'odom'
+    groups = tmp_path / 'groups.yaml'
+    groups.write_text(yaml.safe_dump({'groups': data}))
+    robot = SplitRobot(
+        tmp_path, 'agibot', (range(18), range(2), range(2)), {'head'}, 'odom_harness', groups
+    )
+    harness = robot.harness
+    harness.record('left_arm', JointTrajectory, 'left_arm_controller/joint_trajectory')
+    harness.record('cmd_vel', Twist, 'cmd_vel')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    speed = {'value': 0.0}
+    odometry = harness.node.create_publisher(Odometry, 'measured_odom', 10)
+
+    def publish_odometry():
+        msg = Odometry()
+        msg.twist.twist.linear.x = speed['value']
+        odometry.publish(msg)
+
+    timer = harness.node.create_timer(0.05, publish_odometry)
+    try:
+        robot.start_sim('main')
+        robot.start_sim('apart')
+        harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable', robot.log)
+        harness.wait_for(
+            lambda: _moving(harness, 'left_arm', 0.0), TIMEOUT, 'a trajectory', robot.log
+        )
+        bad = harness.now()
+        speed['value'] = math.nan
+        status = harness.wait_for(
+            lambda: _error_status(harness, bad, 'controller fault: base: state refused'),
+            30,
+            'an ERROR naming the base',
+            robot.log,
+        )
+        values = {kv.key: kv.value for kv in status.values}
+        assert values['last_state_refusal'] == 'base: linear.x is nan', values
+        assert int(values['states_refused']) >= 1
+        hold = _first_hold(harness, 'left_arm', bad)
+        assert hold is not None and harness.wait_for(
+            lambda: [t for t in harness.messages('cmd_vel', bad) if not t.linear.x],
+            10,
+            'a zero Twist',
+            robot.log,
+        )
+        time.sleep(1.0)
+        assert _moving(harness, 'left_arm', hold + 0.3) == []
+        for value, problem in (
+            (math.nan, 'base: linear.x is nan'),
+            (math.inf, 'base: linear.x is inf'),
+            (1e308, 'base: linear.x is 1e+308, beyond [-0.6, 0.6]'),
+        ):
+            speed['value'] = value
+            time.sleep(0.5)
+            response = robot.enable()
+            assert not response.success and f'bad state: {problem}' in response.message, (
+                value,
+                response.message,
+            )
+        speed['value'] = 0.0
+        harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable again', robot.log)
+        log = robot.node.log()
+        assert 'odometry of base refused: linear.x is nan' in log
+        assert 'no valid previous command' not in log, log[-3000:]
+    finally:
+        harness.node.destroy_timer(timer)
         assert robot.close() == 0, robot.log()
