@@ -75,6 +75,7 @@ from dreamzero_ros.core.envelope import PANDA_FINGERTIP
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
+from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
 from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
@@ -657,9 +658,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-sim-arm``."""
+    watchdog = ParentWatchdog(None).start()  # ros2 launch killed: no simulated robot left
     argv = sys.argv[1:] if args is None else args
     build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
     rclpy.init(args=['dreamzero-sim-arm', *argv])
+    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
     try:
         node = SimArm()
     except (RuntimeError, ValueError) as error:
