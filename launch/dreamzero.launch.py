@@ -75,7 +75,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name=NODE_NAME,
             namespace=namespace,
             parameters=[config, plan.node_parameters],
-            additional_env={**plan.node_env, **launcher_env()},  # it ends with launch
+            additional_env=plan.node_env | launcher_env(),  # it ends with launch
             output='screen',
             emulate_tty=True,
         )

@@ -68,7 +68,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name=NODE_NAME,
             namespace=namespace,
             parameters=[config, plan.node_parameters],
-            additional_env={**plan.node_env, **launcher_env()},
+            additional_env=plan.node_env | launcher_env(),
             output='screen',
             emulate_tty=True,
         ),
