@@ -195,3 +195,16 @@ def test_odometry_problem_refuses_non_finite_and_absurd_speeds(value, problem):
 
 def test_odometry_problem_takes_a_base_pushed_past_its_limits():
     assert odometry_problem(['linear.x', 'angular.z'], [0.5, -1.4], [-0.2, -0.5], [0.2, 0.5]) == ''
+
+
+def test_a_subscriber_of_another_message_type_is_no_controller():
+    claims = _claims('agibot')
+    assert claims['left_arm'].message_type == 'trajectory_msgs/msg/JointTrajectory'
+    assert claims['base'].message_type == 'geometry_msgs/msg/Twist'
+    finding = identify(
+        claims['left_arm'], [], other_types=['/left_arm_controller (std_msgs/msg/Float64)']
+    )
+    assert not finding.found and finding.problem == (
+        'subscribed only with another type than trajectory_msgs/msg/JointTrajectory: '
+        '/left_arm_controller (std_msgs/msg/Float64)'
+    )

@@ -34,6 +34,13 @@ __all__ = ['ControllerClaim', 'Finding', 'claim_of', 'controller_node', 'identif
 
 #: What a group accepts as its controller where nothing names one.
 ANY_SUBSCRIBER = 'any subscriber: set the group\'s "controller" to check which'
+#: The message type a topic output's controller subscribes with, by output (and interface).
+MESSAGE_TYPES = {
+    'joint_trajectory': 'trajectory_msgs/msg/JointTrajectory',
+    'gripper joint_trajectory': 'trajectory_msgs/msg/JointTrajectory',
+    'gripper float64': 'std_msgs/msg/Float64',
+    'twist': 'geometry_msgs/msg/Twist',
+}
 
 
 def controller_node(target: str) -> str:
@@ -58,6 +65,7 @@ class ControllerClaim:
         state_topic: a topic only the controller publishes ('' where none is known).
         named: True where the configuration names the controller (an action server must then
             be that node's).
+        message_type: the type a topic output's controller subscribes with.
 
     """
 
@@ -68,6 +76,7 @@ class ControllerClaim:
     node: str = ''
     state_topic: str = ''
     named: bool = False
+    message_type: str = ''
 
     def resolved(self, resolve: Callable[[str], str]) -> ControllerClaim:
         """The claim with its node and state topic fully qualified by ``resolve``.
@@ -103,7 +112,14 @@ def claim_of(spec: GroupSpec) -> ControllerClaim | None:
         elif output == 'twist':
             state = spec.odometry
     return ControllerClaim(
-        spec.name, spec.output, spec.target, action, node, state, bool(spec.controller)
+        spec.name,
+        spec.output,
+        spec.target,
+        action,
+        node,
+        state,
+        bool(spec.controller),
+        MESSAGE_TYPES.get(output, ''),
     )
 
 
@@ -141,11 +157,14 @@ def identify(
     subscribers: Sequence[str] = (),
     state_publishers: Sequence[str] = (),
     servers: Sequence[str] = (),
+    other_types: Sequence[str] = (),
 ) -> Finding:
     """The controller of ``claim`` among the nodes seen (fully qualified names).
 
-    ``subscribers``: nodes subscribed to a topic output's target; ``state_publishers``: nodes
-    publishing its state topic; ``servers``: nodes serving an action output's action.
+    ``subscribers``: nodes subscribed to a topic output's target with its message type;
+    ``state_publishers``: nodes publishing its state topic; ``servers``: nodes serving an
+    action output's action; ``other_types``: subscribers of the target with another type
+    (``node (type)``), which never receive what the group sends.
     """
     if claim.action:
         if not servers:
@@ -155,6 +174,12 @@ def identify(
                 return Finding(claim, claim.node, 'action server')
             return Finding(claim, problem=f'served by {_names(servers)}, not by {claim.node}')
         return Finding(claim, servers[0], 'action server')
+    if not subscribers and other_types:
+        return Finding(
+            claim,
+            problem=f'subscribed only with another type than {claim.message_type}: '
+            f'{_names(other_types)}',
+        )
     if not subscribers:
         return Finding(claim, problem='nobody subscribes')
     if claim.node and claim.node in subscribers:

@@ -12,7 +12,8 @@ and every control step while commanding (:class:`~dreamzero_ros.core.controller_
 ControllerWatch`: a controller gone or a group's state stopped is a fault). Odometry is read
 through it: a message whose twist is not finite or far outside the base's limits is refused,
 counted and reported, never used as the measured velocity. ``dreamzero-preflight`` uses
-:func:`find_controllers` too.
+:func:`find_controllers` too, and :func:`configured_joints` (the joints a controller was
+configured with).
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from dreamzero_ros.core.controller_watch import (
     odometry_problem,
 )
 
-#: rmw's name of a node whose endpoint is discovered before the node itself.
-UNDISCOVERED = '_NODE_NAME_UNKNOWN_'
+#: How a node whose endpoints are discovered before the node itself is named here.
+UNDISCOVERED = 'a node not discovered yet'
 
 
 def _nodes(endpoints: Iterable[Any]) -> list[str]:
-    """Fully qualified node names of topic endpoints."""
+    """Fully qualified node names of topic endpoints (rmw names an undiscovered node so)."""
     return [
-        'a node not discovered yet'
-        if e.node_name == UNDISCOVERED
+        UNDISCOVERED
+        if e.node_name == '_NODE_NAME_UNKNOWN_'
         else f'{e.node_namespace.rstrip("/")}/{e.node_name}'
         for e in endpoints
     ]
@@ -53,20 +54,64 @@ def resolved_claims(node: Any, specs: Iterable[GroupSpec]) -> list[ControllerCla
 
 
 def find_controllers(node: Any, claims: Sequence[ControllerClaim]) -> dict[str, Finding]:
-    """Group -> the controller found for it in ``node``'s view of the graph now."""
+    """Group -> the controller found for it in ``node``'s view of the graph now.
+
+    A node whose endpoints are discovered before the node itself is never taken for a
+    controller (the next look finds it, named).
+    """
     findings = {}
     for claim in claims:
         target = node.resolve_topic_name(claim.target)
         if claim.action:
-            servers = _nodes(node.get_publishers_info_by_topic(f'{target}/_action/status'))
+            endpoints = node.get_publishers_info_by_topic(f'{target}/_action/status')
+            servers = [name for name in _nodes(endpoints) if name != UNDISCOVERED]
             findings[claim.group] = identify(claim, servers=servers)
             continue
-        subscribers = _nodes(node.get_subscriptions_info_by_topic(target))
+        endpoints = node.get_subscriptions_info_by_topic(target)
+        pairs = list(zip(_nodes(endpoints), (e.topic_type for e in endpoints), strict=True))
+        subscribers = [n for n, kind in pairs if kind == claim.message_type and n != UNDISCOVERED]
+        other_types = [f'{n} ({kind})' for n, kind in pairs if kind != claim.message_type]
         state = []
         if claim.state_topic and claim.node not in subscribers:
             state = _nodes(node.get_publishers_info_by_topic(claim.state_topic))
-        findings[claim.group] = identify(claim, subscribers, state)
+        findings[claim.group] = identify(claim, subscribers, state, other_types=other_types)
     return findings
+
+
+def configured_joints(node: Any, controller: str, timeout: float) -> tuple[str, list[str] | None]:
+    """The joints ``controller`` was configured with: JTC's ``joints`` or a gripper's ``joint``.
+
+    ``(parameter, names)``; names None where the node has neither (or no parameter service).
+    """
+    from rcl_interfaces.msg import ParameterType
+    from rcl_interfaces.srv import GetParameters
+    import rclpy
+
+    client = node.create_client(GetParameters, f'{controller}/get_parameters')
+    try:
+        if not client.wait_for_service(timeout_sec=timeout):
+            return 'joints', None
+        for name in ('joints', 'joint'):  # one at a time: an undeclared name empties the answer
+            future = client.call_async(GetParameters.Request(names=[name]))
+            rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+            values = future.result().values if future.done() and future.result() else []
+            for value in values:
+                if value.type == ParameterType.PARAMETER_STRING_ARRAY:
+                    return name, list(value.string_array_value)
+                if value.type == ParameterType.PARAMETER_STRING:
+                    return name, [value.string_value]
+    finally:
+        node.destroy_client(client)
+    return 'joints', None
+
+
+def axis_values(twist: Any, axes: Sequence[str]) -> list[float]:
+    """The values of ``axes`` (``linear.x`` ...) of geometry_msgs/Twist ``twist``."""
+    values = []
+    for axis in axes:
+        part, field = axis.split('.')
+        values.append(float(getattr(getattr(twist, part), field)))
+    return values
 
 
 class ControllerMonitor:
@@ -139,11 +184,7 @@ class ControllerMonitor:
 
     def odometry(self, group: Any, msg: Any) -> np.ndarray | None:
         """The velocities of twist ``group``'s axes in odometry ``msg``; None when refused."""
-        twist = msg.twist.twist
-        values = []
-        for axis in group.spec.axes:
-            part, field = axis.split('.')
-            values.append(float(getattr(getattr(twist, part), field)))
+        values = axis_values(msg.twist.twist, group.spec.axes)
         columns = list(group.columns)
         problem = odometry_problem(
             group.spec.axes, values, self._lower[columns], self._upper[columns]

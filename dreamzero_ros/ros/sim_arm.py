@@ -332,7 +332,11 @@ class SimArm(Node):
         gripper = _Gripper(spec, float(position))
         self.grippers.append(gripper)
         interface, name = spec.gripper_interface, self.resolve_topic_name(spec.target)
-        host = self._controller(spec, joint=spec.gripper_joint) if interface != 'none' else self
+        host = self
+        if interface == 'joint_trajectory':  # a gripper joint_trajectory_controller
+            host = self._controller(spec, joints=[spec.gripper_joint])
+        elif interface != 'none':  # GripperActionController's parameter
+            host = self._controller(spec, joint=spec.gripper_joint)
         if interface == 'float64':
             host.create_subscription(
                 Float64, name, lambda msg: self._set_target(gripper, msg.data), 10
