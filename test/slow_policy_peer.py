@@ -3,36 +3,30 @@
 
 """An OpenPI server whose policy holds the observed arm and answers after a fixed delay.
 
-``python slow_policy_peer.py PORT SECONDS``: every chunk takes SECONDS (a slow model).
+``python slow_policy_peer.py PORT SECONDS``: every chunk takes SECONDS (a slow model); the
+chunks are those of gripper_policy_peer.py with the gripper open.
 """
 
 import sys
 import time
 
-import numpy as np
+from gripper_policy_peer import GripperScript
 
 from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 
-class SlowHold:
-    """24 rows at the observed joints and gripper, after ``delay`` seconds."""
-
-    metadata = {'action_horizon': 24}
+class SlowHold(GripperScript):
+    """The arm held at the observed joints, the gripper open, after ``delay`` seconds."""
 
     def __init__(self, delay: float) -> None:
+        super().__init__(closed_chunks=0)
         self.delay = delay
-        self.chunks = 0
-
-    def reset(self, session_id: str = 'default') -> None:
-        """Sessions do not matter here."""
 
     def infer(self, observation: Observation) -> ActionChunk:
         """Sleep, then hold."""
         time.sleep(self.delay)
-        self.chunks += 1
-        row = np.concatenate([observation.joint_position, observation.gripper_position])
-        return ActionChunk(np.tile(row, (24, 1)), observation.stamp, 1 / 15, self.chunks)
+        return super().infer(observation)
 
 
 if __name__ == '__main__':

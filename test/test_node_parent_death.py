@@ -147,32 +147,49 @@ def test_sigkill_of_a_launcher_that_pipes_the_output_holds_and_leaves_no_process
         node.stop()
 
 
-@pytest.mark.parametrize('parent_lives', [0.3, 1.0])
+#: A launcher that starts the node (the command after its two arguments), prints its id and
+#: exits after ``argv[1]`` seconds; with ``argv[2]`` ``id`` it gives the node its own id
+#: (DREAMZERO_PARENT_PID), as the launch files do.
+_EXITING_LAUNCHER = (
+    'import os, subprocess, sys, time; '
+    f'given = {{{PARENT_PID_ENV!r}: str(os.getpid())}} if sys.argv[2] == "id" else {{}}; '
+    'child = subprocess.Popen(sys.argv[3:], stdout=sys.stderr, env={**os.environ, **given}); '
+    'print(child.pid, file=sys.stderr, flush=True); '
+    'time.sleep(float(sys.argv[1])); '
+    'os._exit(0)'
+)
+
+
+@pytest.mark.parametrize(
+    ('parent_lives', 'gives_id'),
+    # at once: gone before the node's Python has imported anything (its parent is already 1
+    # when it looks), seen only through the id the launcher gave; five times
+    [(0.3, False), (1.0, False), *[(0.0, True)] * 5],
+)
 def test_a_parent_that_exits_while_the_node_starts_ends_the_node(
-    checkpoint, tmp_path, parent_lives
+    checkpoint, tmp_path, parent_lives, gives_id
 ):
     """The parent exits before the node has even imported rclpy (or loaded its engine)."""
     log = tmp_path / 'node.log'
     node = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
     node += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
     node += ['-p', f'engine.checkpoint:={checkpoint}']
-    launcher = (
-        'import subprocess, sys, time; '
-        'print(subprocess.Popen(sys.argv[2:], stdout=sys.stderr).pid, file=sys.stderr); '
-        'time.sleep(float(sys.argv[1]))'
-    )
+    launcher = [sys.executable, '-c', _EXITING_LAUNCHER, str(parent_lives)]
     with open(log, 'w') as output:
         subprocess.run(
-            [sys.executable, '-c', launcher, str(parent_lives), *node],
+            [*launcher, 'id' if gives_id else 'none', *node],
             stderr=output,
             cwd=REPO,
             env={**ros_env(), 'OMP_NUM_THREADS': '1'},
             check=True,
         )
     node_pid = int(log.read_text().split()[0])
+    # at once, the node still has to start Python and import before it can look
+    within = STARTUP_EXIT_WITHIN if parent_lives == 0.0 else EXIT_WITHIN
     try:
-        seconds = _seconds_until_gone([node_pid], limit=10.0)
-        assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
+        seconds = _seconds_until_gone([node_pid], limit=within + 5.0)
+        assert not alive(node_pid), f'still running\n{Path(log).read_text()[-3000:]}'
+        assert seconds < within, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
     finally:
         if alive(node_pid):
             os.kill(node_pid, signal.SIGKILL)
@@ -194,43 +211,6 @@ def test_node_death_ends_its_tensor_parallel_worker_rank(checkpoint, tmp_path):
         stream.close()
         harness.close()
         node.stop()
-
-
-#: A launcher as the launch files are: it gives its process id (DREAMZERO_PARENT_PID) to the
-#: command it starts, prints the command's id and exits at once (before the command's Python
-#: has imported anything).
-_QUICK_LAUNCHER = (
-    'import os, subprocess, sys; '
-    f'env = {{**os.environ, {PARENT_PID_ENV!r}: str(os.getpid())}}; '
-    'print(subprocess.Popen(sys.argv[1:], stdout=sys.stderr, env=env).pid, file=sys.stderr, '
-    'flush=True); '
-    'os._exit(0)'
-)
-
-
-@pytest.mark.parametrize('run', range(5))
-def test_a_launcher_that_exits_at_once_still_ends_the_node(checkpoint, tmp_path, run):
-    """The launcher is gone before the node has imported anything: its id says it ended."""
-    log = tmp_path / 'node.log'
-    node = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
-    node += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
-    node += ['-p', f'engine.checkpoint:={checkpoint}']
-    with open(log, 'w') as output:
-        subprocess.run(
-            [sys.executable, '-c', _QUICK_LAUNCHER, *node],
-            stderr=output,
-            cwd=REPO,
-            env={**ros_env(), 'OMP_NUM_THREADS': '1'},
-            check=True,
-        )
-    node_pid = int(log.read_text().split()[0])
-    try:
-        seconds = _seconds_until_gone([node_pid], limit=STARTUP_EXIT_WITHIN + 5.0)
-        assert not alive(node_pid), f'still running\n{Path(log).read_text()[-3000:]}'
-        assert seconds < STARTUP_EXIT_WITHIN, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
-    finally:
-        if alive(node_pid):
-            os.kill(node_pid, signal.SIGKILL)
 
 
 #: Stands in for ``ros2 launch`` running several processes: each gets the launcher's id and its

@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from interface_support import control_msgs_env
+from machine_load import load_factor
 from node_support import ros_env
 import pytest
 import yaml
@@ -114,7 +115,7 @@ def test_every_action_server_runs_goals_at_once_and_joint_states_keep_coming(
     with open(tmp_path / 'sim_arm.log', 'w') as log:
         arm = subprocess.Popen(
             [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-p', f'action_groups:={agibot_actions}', '-p', 'gripper.speed:=0.2'],
+             '-p', f'action_groups:={agibot_actions}', '-p', 'gripper.speed:=1.0'],
             stdout=log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
         try:
@@ -134,9 +135,11 @@ def test_every_action_server_runs_goals_at_once_and_joint_states_keep_coming(
         'right_effector: /right_gripper_controller (action server)'
     )
     assert report['found']['base'] == 'base: /sim_arm (publishes /odom)'
-    # the simulated robot keeps publishing (100 Hz; a loaded machine delivers fewer)
-    assert report['rate_before'] > 20, report
-    assert report['rate_during'] > 20 and report['rate_after'] > 20, (report, arm_log[-3000:])
+    # the simulated robot keeps publishing (100 Hz; a loaded machine delivers fewer; it went
+    # to 0 for good once both gripper goals ran)
+    least = 50.0 / load_factor()
+    assert report['rate_before'] > least, report
+    assert report['rate_during'] > least and report['rate_after'] > least, (report, arm_log[-3000:])
     positions = report['positions']
     for name in ('idx21_arm_l_joint1', 'idx67_arm_r_joint7', 'idx11_head_joint1'):
         assert positions[name] == pytest.approx(0.3, abs=1e-3), positions

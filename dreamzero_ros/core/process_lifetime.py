@@ -56,19 +56,12 @@ def launcher_env() -> dict[str, str]:
 
 
 def _alive(pid: int) -> bool:
-    """True while process ``pid`` exists and is not a zombie (an ended, unreaped process)."""
+    """True while process ``pid`` exists and is not a zombie (ended, not yet reaped). Linux."""
     try:
         with open(f'/proc/{pid}/stat') as stat:
             return stat.read().rpartition(')')[2].split()[0] != 'Z'
     except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def parent_at_start(environ: MutableMapping[str, str] = os.environ) -> int:
