@@ -55,7 +55,9 @@ class NodeProcess:
 
     With ``launcher``, :attr:`process` is a parent process that started the node (as
     ``ros2 launch`` does) and :meth:`node_pid` the node's process id; a string ``launcher`` is
-    the parent's Python code (the node's command line in ``sys.argv[1:]``).
+    the parent's Python code (the node's command line in ``sys.argv[1:]``). Unless the test sets
+    it, ``controller_watch.state_timeout`` is 2 s times the machine's load factor: a test's own
+    joint-state stream stalls on a loaded machine, which would stop the node's commands.
     """
 
     def __init__(
@@ -68,6 +70,10 @@ class NodeProcess:
         args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
         if params_file is not None:
             args += ['--params-file', str(params_file)]
+        given = ' '.join(ros_args) + (params_file.read_text() if params_file is not None else '')
+        if 'state_timeout' not in given:
+            # a loaded machine delays the test's own joint-state stream (not the point here)
+            ros_args = (*ros_args, f'controller_watch.state_timeout:={2.0 * load_factor():.3f}')
         for item in ros_args:
             args += ['-p', item]
         self.log_path = log_path
