@@ -72,6 +72,10 @@ def rate(seconds):
     now = time.monotonic()
     return sum(1 for t in arrivals if t > now - seconds) / seconds
 
+clients = [*outputs._handles.values(), *(o._handle for o, _ in outputs._grippers.values())]
+for client in clients:  # each action client has matched its server (else nothing is sent)
+    if hasattr(client, 'wait_for_server'):
+        client.wait_for_server(timeout_sec=30)
 time.sleep(1.5)  # a full second of joint states before the goals
 report = {'found': {g: str(f) for g, f in findings.items()}, 'rate_before': rate(1.0)}
 target = np.full(column, 0.3)

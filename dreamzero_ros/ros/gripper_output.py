@@ -65,6 +65,11 @@ class GripperOutput:
         elif interface == 'joint_trajectory':
             self._handle = node.create_lifecycle_publisher(JointTrajectory, name, 10)
 
+    @property
+    def action_client(self) -> Any:
+        """The GripperCommand action client (interface ``action``), else None."""
+        return self._handle if self.interface == 'action' else None
+
     def send(self, position: float) -> bool:
         """Command ``position`` (gripper joint units); False when it could not be sent."""
         if self.interface == 'action':

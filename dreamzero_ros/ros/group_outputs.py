@@ -116,6 +116,12 @@ class GroupOutputs:
         elif spec.output == 'twist':
             self._handles[spec.name] = node.create_lifecycle_publisher(Twist, spec.target, 10)
 
+    def unmatched(self) -> list[str]:
+        """Action outputs whose client has not matched its server yet (goals would be lost)."""
+        clients = {name: h for name, h in self._handles.items() if hasattr(h, 'server_is_ready')}
+        clients.update({name: output.action_client for name, (output, _) in self._grippers.items()})
+        return [name for name, client in clients.items() if client and not client.server_is_ready()]
+
     def send_trajectory(self, msg_for: Any) -> None:
         """Send every trajectory group ``msg_for(group)`` (a JointTrajectory of its columns)."""
         for group in self.layout.groups:

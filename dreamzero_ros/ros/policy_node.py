@@ -684,6 +684,9 @@ class PolicyNode(LifecycleNode):
         refusal, found = '', ''
         if enabled and self._controllers is not None and not self.dry_run:
             refusal, found = self._controllers.enable_refusal(self.lifecycle_state == 'active')
+            unmatched = self._group_outputs.unmatched()
+            if not refusal and unmatched:
+                refusal = f'action clients not matched with their servers yet: {unmatched}'
         if refusal:
             self.get_logger().error(f'enable refused ({source}): {refusal}')
             self._refused_enable = refusal
