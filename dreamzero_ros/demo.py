@@ -42,6 +42,7 @@ import numpy as np
 from dreamzero_ros.cli_options import add_image_transport, add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
+from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
 
@@ -311,6 +312,7 @@ def demo_system(
     env.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env['PYTHONUNBUFFERED'] = '1'
+    env.update(launcher_env())  # the processes end with the demo, however it ends
     os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
     logs.mkdir(parents=True, exist_ok=True)
     config = config_file('cpu_small.yaml')

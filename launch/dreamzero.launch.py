@@ -29,6 +29,7 @@ from launch_ros.actions import LifecycleNode
 
 from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
+from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
 from launch import LaunchContext, LaunchDescription
 
@@ -74,7 +75,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name=NODE_NAME,
             namespace=namespace,
             parameters=[config, plan.node_parameters],
-            additional_env=plan.node_env,
+            additional_env=plan.node_env | launcher_env(),  # it ends with launch
             output='screen',
             emulate_tty=True,
         )

@@ -15,7 +15,8 @@ The arm's joints, controller and gripper are read from the node's config file
 (``sim_arm_parameters``), so that the two agree. Without ``checkpoint`` (here or in the config)
 the node runs a random-weight DreamZero of ``preset``, written once to
 ``$XDG_CACHE_HOME/dreamzero_ros`` by the real checkpoint writer. SIGTERM stops everything as
-Ctrl-C does.
+Ctrl-C does; each process is given launch's process id (``DREAMZERO_PARENT_PID``) and ends
+with it, so that a SIGKILL of ``ros2 launch`` leaves no arm or camera behind.
 """
 
 from pathlib import Path
@@ -27,6 +28,7 @@ from launch_ros.actions import LifecycleNode, Node
 
 from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters
 from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
+from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
 from launch import LaunchContext, LaunchDescription
 
@@ -66,7 +68,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name=NODE_NAME,
             namespace=namespace,
             parameters=[config, plan.node_parameters],
-            additional_env=plan.node_env,
+            additional_env=plan.node_env | launcher_env(),
             output='screen',
             emulate_tty=True,
         ),
@@ -76,6 +78,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name='sim_arm',
             namespace=namespace,
             parameters=[sim_arm_parameters(values)],
+            additional_env=launcher_env(),
             output='screen',
         ),
         Node(
@@ -84,6 +87,7 @@ def _launch_setup(context: LaunchContext) -> list:
             name='dreamzero_demo_stream',
             namespace=namespace,
             arguments=['--no-joint-states', '--rate', f'{camera_rate:g}'],
+            additional_env=launcher_env(),
             output='screen',
         ),
     ]

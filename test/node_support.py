@@ -57,7 +57,9 @@ class NodeProcess:
 
     With ``launcher``, :attr:`process` is a parent process that started the node (as
     ``ros2 launch`` does) and :meth:`node_pid` the node's process id; a string ``launcher`` is
-    the parent's Python code (the node's command line in ``sys.argv[1:]``).
+    the parent's Python code (the node's command line in ``sys.argv[1:]``). Unless the test sets
+    it, ``controller_watch.state_timeout`` is 2 s times the machine's load factor: a test's own
+    joint-state stream stalls on a loaded machine, which would stop the node's commands.
     """
 
     def __init__(
@@ -70,6 +72,10 @@ class NodeProcess:
         args = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
         if params_file is not None:
             args += ['--params-file', str(params_file)]
+        given = ' '.join(ros_args) + (params_file.read_text() if params_file is not None else '')
+        if 'state_timeout' not in given:
+            # a loaded machine delays the test's own joint-state stream (not the point here)
+            ros_args = (*ros_args, f'controller_watch.state_timeout:={2.0 * load_factor():.3f}')
         for item in ros_args:
             args += ['-p', item]
         self.log_path = log_path
@@ -131,6 +137,7 @@ class Harness:
         )
         self.received: dict[str, list[tuple[float, Any]]] = {}
         self._lock = threading.Lock()
+        self._controllers: list[Any] = []
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._executor.spin, daemon=True)
@@ -140,14 +147,32 @@ class Harness:
         """The harness clock, seconds."""
         return self.node.get_clock().now().nanoseconds * 1e-9
 
-    def record(self, key: str, msg_type: Any, topic: str, qos: Any = 10) -> None:
+    def record(self, key: str, msg_type: Any, topic: str, qos: Any = 10, node: Any = None) -> None:
         """Keep every message of ``topic`` under ``key``, with its arrival time."""
 
         def keep(msg: Any) -> None:
             with self._lock:
                 self.received.setdefault(key, []).append((self.now(), msg))
 
-        self.node.create_subscription(msg_type, topic, keep, qos)
+        (node or self.node).create_subscription(msg_type, topic, keep, qos)
+
+    def record_controller(self, key: str, msg_type: Any, topic: str, qos: Any = 10) -> None:
+        """:meth:`record` on a node named as ros2_control names the controller of ``topic``.
+
+        That is the topic's namespace (``joint_trajectory_controller`` for
+        ``joint_trajectory_controller/joint_trajectory``): the policy node's ``~/enable`` takes
+        this subscriber for the controller, as it takes a real joint_trajectory_controller,
+        where it refuses a mere recorder.
+        """
+        import rclpy
+
+        from dreamzero_ros.core.controller_identity import controller_node
+
+        namespace, _, name = f'/{controller_node(topic).lstrip("/")}'.rpartition('/')
+        controller = rclpy.create_node(name, namespace=namespace or '/', context=self.context)
+        self._controllers.append(controller)
+        self._executor.add_node(controller)
+        self.record(key, msg_type, topic, qos, controller)
 
     def messages(self, key: str, since: float = 0.0) -> list[Any]:
         """Messages recorded under ``key`` that arrived after ``since``."""
@@ -225,6 +250,8 @@ class Harness:
     def close(self) -> None:
         """Stop spinning and shut the context down."""
         self._executor.shutdown()
+        for controller in self._controllers:
+            controller.destroy_node()
         self.node.destroy_node()
         self.context.try_shutdown()
         self._thread.join(5)

@@ -31,6 +31,7 @@ from rclpy.node import Node
 from control_msgs.action import FollowJointTrajectory as FJT
 from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, groups_from_mapping
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
+from dreamzero_ros.ros.controller_monitor import find_controllers, resolved_claims
 from dreamzero_ros.ros.group_outputs import GroupOutputs
 
 rclpy.init()
@@ -73,7 +74,12 @@ executor.add_node(server)
 executor.add_node(client)
 threading.Thread(target=executor.spin, daemon=True).start()
 deadline = time.monotonic() + 60
-while outputs.missing() and time.monotonic() < deadline:
+claims = resolved_claims(client, specs)
+
+def missing():
+    return [g for g, f in find_controllers(client, claims).items() if not f.found]
+
+while missing() and time.monotonic() < deadline:
     time.sleep(0.05)
 rows = np.zeros((2, 6))
 for _ in range(3):
@@ -85,7 +91,7 @@ for _ in range(3):
 newest['preempt'] = None  # the last goal ends too
 time.sleep(1.0)
 print(json.dumps({'failures': outputs.goal_failures, 'answered': answered,
-                  'missing': outputs.missing()}))
+                  'missing': missing()}))
 """
 
 

@@ -363,3 +363,19 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def test_every_launched_process_is_given_the_launch_process_id():
+    """So that each one ends with ``ros2 launch``, even killed while it was still starting."""
+    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):
+        tree = ast.parse(path.read_text())
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and getattr(node.func, 'id', '') in ('Node', 'LifecycleNode')
+        ]
+        assert calls, path
+        for call in calls:
+            env = next(k.value for k in call.keywords if k.arg == 'additional_env')
+            assert 'launcher_env()' in ast.unparse(env), (path, ast.unparse(env))

@@ -159,16 +159,21 @@ def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(tmp
     harness.record('rejected', String, '/sim_arm/rejected')
     try:
         robot.wait_configured()
-        # no gripper action servers yet (the harness itself subscribes to the trajectory and
-        # cmd_vel topics): enabling is refused, naming the groups without a controller
+        # no controllers yet (the harness only records the trajectory and cmd_vel topics, and a
+        # recorder is no controller): enabling is refused, naming every group and what it found
         response = robot.enable()
         assert not response.success
-        assert 'no controller for left_effector (gripper left_gripper_controller/gripper_cmd)' in (
-            response.message
-        )
-        assert 'right_effector' in response.message and 'left_arm' not in response.message
+        assert (
+            'no controller for left_arm (joint_trajectory left_arm_controller/joint_trajectory): '
+            'subscribed by /agibot_groups_harness, none of them /left_arm_controller'
+        ) in response.message
+        assert (
+            'left_effector (gripper left_gripper_controller/gripper_cmd): no action server'
+        ) in response.message
+        assert 'right_effector' in response.message and 'base (twist cmd_vel)' in response.message
         robot.start_sim()
         robot.enable_when_the_controllers_are_up()
+        assert 'controllers: left_arm: /left_arm_controller (node name)' in robot.enable().message
         for spec in jtc:
             plans = harness.wait_for(
                 lambda spec=spec: _trajectories(harness, spec.name),
@@ -259,12 +264,17 @@ def test_yam_two_arms_two_grippers_joint_states_from_two_topics(tmp_path, yam_gr
     harness.record('rejected', String, '/sim_arm/rejected')
     try:
         robot.wait_configured()
-        # nothing subscribes to the right gripper's topic yet: enabling is refused, naming it
+        # nothing subscribes to the right gripper's topic yet, and the harness on the others is
+        # no controller: enabling is refused, naming them
         response = robot.enable()
         assert not response.success
         assert response.message.endswith(
-            'no controller for right_gripper (gripper right_gripper/command)'
+            'right_gripper (gripper right_gripper/command): nobody subscribes'
         ), response.message
+        assert (
+            'left_gripper (gripper left_gripper/command): subscribed by /yam_groups_harness, none '
+            'of them /left_gripper'
+        ) in response.message
         harness.record('right_gripper', Float64, 'right_gripper/command')
         robot.start_sim()
         robot.enable_when_the_controllers_are_up()

@@ -3,7 +3,9 @@
 
 """No orphan: the node holds and exits with its worker ranks when its parent process dies.
 
-When the node itself dies, its worker ranks die with it. A small launcher process stands in
+When the node itself dies, its worker ranks die with it. A launcher that exits before the node
+has even started is seen through the id it gave (as the launch files give theirs), and the
+simulated arm and camera stream end with a killed launcher too. A small launcher process stands in
 for ``ros2 launch``; the node commands a robot stream over real DDS with a worker rank over
 gloo (CFG parallel; tensor parallel where the node itself dies); everything runs in separate
 processes.
@@ -41,11 +43,16 @@ from node_support import (
 )
 import pytest
 
+from dreamzero_ros.core.process_lifetime import PARENT_PID_ENV
+
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 120.0
 #: The promise: a held robot and no process left, this long after the parent's death.
 EXIT_WITHIN = 1.0
+#: A process whose launcher ended while it was starting: gone this long after the launcher,
+#: Python's start and the first imports included (longer on a loaded machine).
+STARTUP_EXIT_WITHIN = 3.0 * load_factor()
 
 
 @pytest.fixture(scope='module')
@@ -217,32 +224,49 @@ def test_sigkill_of_a_launcher_that_pipes_the_output_holds_and_leaves_no_process
         node.stop()
 
 
-@pytest.mark.parametrize('parent_lives', [0.3, 1.0])
+#: A launcher that starts the node (the command after its two arguments), prints its id and
+#: exits after ``argv[1]`` seconds; with ``argv[2]`` ``id`` it gives the node its own id
+#: (DREAMZERO_PARENT_PID), as the launch files do.
+_EXITING_LAUNCHER = (
+    'import os, subprocess, sys, time; '
+    f'given = {{{PARENT_PID_ENV!r}: str(os.getpid())}} if sys.argv[2] == "id" else {{}}; '
+    'child = subprocess.Popen(sys.argv[3:], stdout=sys.stderr, env={**os.environ, **given}); '
+    'print(child.pid, file=sys.stderr, flush=True); '
+    'time.sleep(float(sys.argv[1])); '
+    'os._exit(0)'
+)
+
+
+@pytest.mark.parametrize(
+    ('parent_lives', 'gives_id'),
+    # at once: gone before the node's Python has imported anything (its parent is already 1
+    # when it looks), seen only through the id the launcher gave; five times
+    [(0.3, False), (1.0, False), *[(0.0, True)] * 5],
+)
 def test_a_parent_that_exits_while_the_node_starts_ends_the_node(
-    checkpoint, tmp_path, parent_lives
+    checkpoint, tmp_path, parent_lives, gives_id
 ):
     """The parent exits before the node has even imported rclpy (or loaded its engine)."""
     log = tmp_path / 'node.log'
     node = [sys.executable, '-m', 'dreamzero_ros.ros.policy_node_main', '--ros-args']
     node += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
     node += ['-p', f'engine.checkpoint:={checkpoint}']
-    launcher = (
-        'import subprocess, sys, time; '
-        'print(subprocess.Popen(sys.argv[2:], stdout=sys.stderr).pid, file=sys.stderr); '
-        'time.sleep(float(sys.argv[1]))'
-    )
+    launcher = [sys.executable, '-c', _EXITING_LAUNCHER, str(parent_lives)]
     with open(log, 'w') as output:
         subprocess.run(
-            [sys.executable, '-c', launcher, str(parent_lives), *node],
+            [*launcher, 'id' if gives_id else 'none', *node],
             stderr=output,
             cwd=REPO,
             env={**ros_env(), 'OMP_NUM_THREADS': '1'},
             check=True,
         )
     node_pid = int(log.read_text().split()[0])
+    # at once, the node still has to start Python and import before it can look
+    within = STARTUP_EXIT_WITHIN if parent_lives == 0.0 else EXIT_WITHIN
     try:
-        seconds = _seconds_until_gone([node_pid], limit=10.0)
-        assert seconds < EXIT_WITHIN, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
+        seconds = _seconds_until_gone([node_pid], limit=within + 5.0)
+        assert not alive(node_pid), f'still running\n{Path(log).read_text()[-3000:]}'
+        assert seconds < within, f'{seconds:.2f} s\n{Path(log).read_text()[-3000:]}'
     finally:
         if alive(node_pid):
             os.kill(node_pid, signal.SIGKILL)
@@ -264,3 +288,72 @@ def test_node_death_ends_its_tensor_parallel_worker_rank(checkpoint, tmp_path):
         stream.close()
         harness.close()
         node.stop()
+
+
+#: Stands in for ``ros2 launch`` running several processes: each gets the launcher's id and its
+#: output goes through pipes the launcher copies (to the log); arguments are the commands,
+#: separated by ``--``.
+_PIPING_MULTI_LAUNCHER = f"""
+import os, subprocess, sys, threading
+env = {{**os.environ, {PARENT_PID_ENV!r}: str(os.getpid())}}
+commands, command = [], []
+for arg in sys.argv[1:] + ['--']:
+    if arg == '--':
+        commands.append(command)
+        command = []
+    else:
+        command.append(arg)
+children = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            for c in commands]
+print(' '.join(str(child.pid) for child in children), flush=True)
+def copy(stream):
+    for line in iter(stream.readline, b''):
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+threads = [threading.Thread(target=copy, args=(child.stdout,)) for child in children]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+@pytest.mark.parametrize('when', ['running', 'at once'])
+def test_sim_arm_and_camera_stream_end_with_a_killed_launcher(tmp_path, when):
+    """SIGKILL of the launcher (``ros2 launch ... sim.launch.py``) leaves no arm or cameras.
+
+    ``running``: killed once both publish; ``at once``: killed right after starting them.
+    """
+    log_path = tmp_path / 'launch.log'
+    arm = [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm']
+    stream = [sys.executable, '-m', 'dreamzero_ros.ros.demo_stream', '--no-joint-states']
+    with open(log_path, 'w') as log:
+        launcher = subprocess.Popen(
+            [sys.executable, '-c', _PIPING_MULTI_LAUNCHER, *arm, '--', *stream],
+            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
+        )  # fmt: skip
+        pids = []
+        try:
+            end = time.monotonic() + 30
+            while len(pids) < 2 and time.monotonic() < end:
+                first = log_path.read_text().split('\n')[0].split()
+                pids = [int(pid) for pid in first] if len(first) == 2 else []
+                time.sleep(0.005)
+            if when == 'running':
+                end = time.monotonic() + 60
+                while time.monotonic() < end and not (
+                    'ready:' in log_path.read_text() and 'publishing' in log_path.read_text()
+                ):
+                    time.sleep(0.1)
+                assert all(alive(pid) for pid in pids), log_path.read_text()
+            launcher.kill()
+            launcher.wait()
+            limit = EXIT_WITHIN if when == 'running' else STARTUP_EXIT_WITHIN
+            seconds = _seconds_until_gone(pids, limit=limit + 5.0)
+            assert not any(alive(pid) for pid in pids), f'still running\n{log_path.read_text()}'
+            assert seconds < limit, f'{seconds:.2f} s\n{log_path.read_text()}'
+        finally:
+            for pid in pids:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)

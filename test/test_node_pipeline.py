@@ -94,9 +94,12 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_fil
     from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 
     harness = Harness('pipeline_harness')
-    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
-    # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
-    harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
+    # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named as
+    # ros2_control names them: enable needs every group's controller
+    harness.record_controller(
+        'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+    )
+    harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
     harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
     harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')

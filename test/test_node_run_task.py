@@ -36,9 +36,12 @@ def system(tmp_path_factory):
     folder = tmp_path_factory.mktemp('run_task')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
     harness = Harness('run_task_harness')
-    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
-    # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
-    harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
+    # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named as
+    # ros2_control names them: enable needs every group's controller
+    harness.record_controller(
+        'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+    )
+    harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     harness.record('task_events', TaskEvent, f'{NODE}/task_events')
     node = NodeProcess(

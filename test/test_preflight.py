@@ -34,13 +34,10 @@ def test_topic_rate_verdicts():
     assert not silent.ok and 'no message in 3 s' in silent.detail
 
 
-def test_joint_name_and_description_verdicts():
-    ok = preflight.joint_names([*ARM, 'panda_finger_joint1'], ARM, 'panda_finger_joint1', ARM)
-    assert all(check.ok for check in ok)
-    missing = preflight.joint_names(ARM, ARM, 'panda_gripper', ARM[:6])
-    assert [check.ok for check in missing] == [False, False]
-    assert "missing ['panda_gripper']" in missing[0].detail
-    assert "lacks ['panda_joint7']" in missing[1].detail
+def test_description_verdicts():
+    assert preflight.description_joints(ARM, ARM).ok
+    missing = preflight.description_joints(ARM, ARM[:6])
+    assert not missing.ok and "lacks ['panda_joint7']" in missing.detail
 
 
 def test_pose_envelope_and_graph_verdicts():
@@ -50,10 +47,6 @@ def test_pose_envelope_and_graph_verdicts():
     high_table = Envelope.from_description(URDF, ARM, EnvelopeConfig(table_height=0.6))
     below = preflight.pose_in_envelope(high_table, READY)
     assert not below.ok and 'beyond table z +0.600' in below.detail
-    assert not preflight.trajectory_subscribed('/jtc/joint_trajectory', 0, False).ok
-    assert preflight.trajectory_subscribed('/jtc/joint_trajectory', 0, True).ok
-    assert preflight.action_server('/gripper_action', ['/gripper_action']).ok
-    assert not preflight.action_server('/gripper_action', ['/other']).ok
     assert not preflight.device_memory(30 * 2**30, 20 * 2**30, 'cuda:0', 'dit 28.0').ok
     assert preflight.device_memory(10 * 2**30, 20 * 2**30, 'cuda:0', 'dit 8.0').ok
     assert preflight.exit_code([inside, below]) == 1 and preflight.exit_code([inside]) == 0
@@ -77,9 +70,8 @@ def live_system(tmp_path_factory):
     folder = tmp_path_factory.mktemp('preflight')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
     log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
-    arm = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-         '-p', 'gripper.interface:=float64'],
+    arm = subprocess.Popen(  # the robot of config/cpu_small.yaml
+        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm'],
         env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     harness = Harness('preflight_harness')
@@ -113,10 +105,15 @@ def test_preflight_passes_on_a_healthy_system(live_system):
         '[ OK ] encoding exterior_image_2_left: rgb8',
         '[ OK ] rate joint_states:',
         '[ OK ] robot description: ',
-        '[ OK ] joint_states names: all 8 configured joints present',
+        '[ OK ] joints of arm: all 7 in joint_states',
+        '[ OK ] joints of gripper: all 1 in joint_states',
         '[ OK ] description joints: all 7 arm joints described',
         '[ OK ] pose in envelope: closest:',
-        '[ OK ] controller subscribed: 1 subscriber(s) on /joint_trajectory_controller/',
+        '[ OK ] controller arm: /joint_trajectory_controller (node name) on '
+        'joint_trajectory_controller/joint_trajectory',
+        "[ OK ] controller joints arm: /joint_trajectory_controller joints = the group's 7 joints",
+        '[ OK ] controller gripper: /gripper_controller (node name) on '
+        'gripper_controller/joint_trajectory',
         '[ OK ] GPU memory: cpu: not a CUDA device',
     ):
         assert any(line.startswith(expected) for line in lines), (expected, result.stdout)
@@ -137,8 +134,8 @@ def test_preflight_names_what_to_fix(live_system):
     assert result.returncode == 1, out + result.stderr
     assert '[FAIL] rate no_such_camera: no message in 3 s -> start the publisher' in out
     assert '[FAIL] pose in envelope: ' in out and 'beyond table z +0.600' in out
-    assert '[FAIL] controller subscribed: nobody subscribes /arm_controller/joint_trajectory' in out
-    assert '[FAIL] gripper action: no action server /gripper_action' in out
+    assert '[FAIL] controller arm: arm_controller/joint_trajectory: nobody subscribes' in out
+    assert '[FAIL] controller gripper: gripper_action: no action server' in out
 
 
 def test_invalid_parameters_exit_2():

@@ -82,6 +82,8 @@ _GROUP_KEYS = frozenset(
         'min_change',
         'axes',
         'odometry',
+        'controller',
+        'controller_state',
     }
 )
 _SLICE = re.compile(r'^(?P<key>[^\[\]]+)(\[(?P<start>\d*):(?P<stop>\d*)\])?$')
@@ -123,6 +125,10 @@ class GroupSpec:
         axes: a twist group's Twist field of each column (:data:`TWIST_AXES`).
         odometry: nav_msgs/Odometry topic whose twist is a twist group's measured velocity;
             empty: it is taken to rest (zero) when a plan starts from the measured state.
+        controller: the node that is its controller; empty: the one ros2_controllers names
+            for ``target`` (:mod:`~dreamzero_ros.core.controller_identity`).
+        controller_state: a topic its controller publishes, which identifies a subscriber as
+            the controller; empty: the default of its output (JTC's ``~/controller_state``).
 
     """
 
@@ -139,6 +145,8 @@ class GroupSpec:
     move_time: float = 0.5
     axes: tuple[str, ...] = ()
     odometry: str = ''
+    controller: str = ''
+    controller_state: str = ''
 
     def __post_init__(self) -> None:
         where = f'action group {self.name!r}'
@@ -304,6 +312,8 @@ def groups_from_mapping(data: Any, where: str = 'groups') -> tuple[GroupSpec, ..
                     state_topic=str(entry.get('state_topic', '')),
                     axes=tuple(str(axis) for axis in entry.get('axes', ())),
                     odometry=str(entry.get('odometry', '')),
+                    controller=str(entry.get('controller', '')),
+                    controller_state=str(entry.get('controller_state', '')),
                     **gripper,
                 )
             )

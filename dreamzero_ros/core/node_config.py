@@ -30,6 +30,7 @@ from dreamzero_ros.core.action_groups import (
 )
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
+from dreamzero_ros.core.controller_watch import ControllerWatchSettings
 from dreamzero_ros.core.description_bounds import DescriptionBounds
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
@@ -594,6 +595,7 @@ class NodeSettings:
         'Empty: one arm (arm_joint_names on trajectory_topic) and at most one gripper '
         '(gripper_joint_name, gripper.*).',
     )
+    controller_watch: ControllerWatchSettings = field(default_factory=ControllerWatchSettings)
     # --- safety, scheduling, engine, bridge
     gripper: GripperSettings = field(default_factory=GripperSettings)
     safety: SafetySettings = field(default_factory=SafetySettings)

@@ -88,15 +88,16 @@ def create_policy(
 def warmup_observation(settings: NodeSettings, layout: RobotLayout) -> Observation:
     """A plausible observation of the policy's shape.
 
-    Grey frames at the size the node gives each camera, the arm in the middle of its position
-    limits, the gripper at 0.
+    Grey frames at the size the node gives each camera, every arm column (each trajectory
+    group's joints with ``action_groups``) in the middle of its position limits, the grippers
+    at 0.
     """
     config = settings.cache_for(layout)
     images = {}
     for camera in config.cameras:
         height, width = config.size_of(camera) or layout.camera_sizes.get(camera, (180, 320))
         images[camera] = np.full((height, width, 3), 128, dtype=np.uint8)
-    arm_dof = len(settings.arm_joint_names)
+    arm_dof = len(config.arm_joints)  # the command row's arm columns come first
     limits = settings.loop.limits
     arm = (limits.lower[:arm_dof] + limits.upper[:arm_dof]) / 2
     return Observation(

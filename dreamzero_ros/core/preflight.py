@@ -4,9 +4,10 @@
 """The checks of ``dreamzero-preflight``, without ROS: one verdict per check, with what to fix.
 
 The ROS layer (ros/preflight.py) listens to the live system for a few seconds and hands what it
-saw to these functions: arrival times and decode results of each camera topic, the joint names
-and positions in ``joint_states``, the robot description, who subscribes to the trajectory
-topic, which action servers exist, and the device's free memory against the engine's estimate.
+saw to these functions: arrival times and decode results of each camera topic, the robot
+description, the arm's measured pose, and the device's free memory against the engine's
+estimate. The action groups' checks (joints, controllers, odometry) are in
+core/preflight_groups.py.
 """
 
 from __future__ import annotations
@@ -82,41 +83,19 @@ def image_decodes(topic: str, error: str | None, encoding: str) -> Check:
     )
 
 
-def joint_names(
-    seen: Iterable[str],
-    arm_joints: Sequence[str],
-    gripper_joint: str,
-    description_joints: Iterable[str] | None,
-) -> list[Check]:
-    """The configured joints appear in joint_states and in the robot description."""
-    wanted = [*arm_joints, *([gripper_joint] if gripper_joint else [])]
-    seen = set(seen)
-    missing = [name for name in wanted if name not in seen]
-    checks = [
-        Check('joint_states names', True, f'all {len(wanted)} configured joints present')
-        if not missing
-        else Check(
-            'joint_states names',
-            False,
-            f'missing {missing} (seen: {sorted(seen) or "nothing"})',
-            'set arm_joint_names / gripper_joint_name to the names joint_states publishes',
-        )
-    ]
-    if description_joints is not None:
-        known = set(description_joints)
-        absent = [name for name in arm_joints if name not in known]
-        checks.append(
-            Check('description joints', True, f'all {len(arm_joints)} arm joints described')
-            if not absent
-            else Check(
-                'description joints',
-                False,
-                f'the robot description lacks {absent}',
-                "publish the robot's own description on robot_description (or set "
-                'robot_description.file), or fix arm_joint_names',
-            )
-        )
-    return checks
+def description_joints(arm_joints: Sequence[str], description_joints: Iterable[str]) -> Check:
+    """Every arm joint (of every position group) is a joint of the robot description."""
+    known = set(description_joints)
+    absent = [name for name in arm_joints if name not in known]
+    if not absent:
+        return Check('description joints', True, f'all {len(arm_joints)} arm joints described')
+    return Check(
+        'description joints',
+        False,
+        f'the robot description lacks {absent}',
+        "publish the robot's own description on robot_description (or set "
+        'robot_description.file), or fix the joints of the action groups (arm_joint_names)',
+    )
 
 
 def pose_in_envelope(envelope: Envelope, joints: np.ndarray) -> Check:
@@ -134,35 +113,6 @@ def pose_in_envelope(envelope: Envelope, joints: np.ndarray) -> Check:
         )
     return Check(
         'pose in envelope', True, f'closest: {link} {slack[point, bound]:.3f} m from {nearest}'
-    )
-
-
-def trajectory_subscribed(topic: str, subscribers: int, dry_run: bool) -> Check:
-    """The controller subscribes to the trajectory topic (not needed in dry run)."""
-    name = 'controller subscribed'
-    if subscribers > 0:
-        return Check(name, True, f'{subscribers} subscriber(s) on {topic}')
-    if dry_run:
-        return Check(name, True, f'nobody subscribes {topic} (dry_run: previews only)')
-    return Check(
-        name,
-        False,
-        f'nobody subscribes {topic}',
-        'start joint_trajectory_controller (ros2 control load_controller --set-state active) '
-        'or set trajectory_topic to its joint_trajectory topic',
-    )
-
-
-def action_server(name: str, servers: Iterable[str]) -> Check:
-    """An action server named ``name`` (fully resolved) exists."""
-    if name in set(servers):
-        return Check('gripper action', True, f'{name} served')
-    return Check(
-        'gripper action',
-        False,
-        f'no action server {name}',
-        'start the gripper driver (franka_gripper, GripperActionController) or set '
-        'gripper.command_name',
     )
 
 
@@ -192,6 +142,13 @@ def engine_memory(options: Any) -> Check:
     if options.backend != 'local':
         return Check('GPU memory', True, f'{options.backend} engine: its server holds the model')
     if not options.checkpoint:
+        if options.device == 'cpu':  # sim.launch.py and dreamzero-demo give it a random one
+            return Check(
+                'GPU memory',
+                True,
+                'cpu: no GPU memory needed (engine.checkpoint empty: sim.launch.py and '
+                'dreamzero-demo give the node a random-weight checkpoint of a preset)',
+            )
         return Check('GPU memory', False, 'engine.checkpoint is empty', 'set engine.checkpoint')
     from dreamzero_ros.engine.checkpoint.upstream_config import read_config
     from dreamzero_ros.engine.memory.estimate import device_budget, estimate_memory

@@ -13,17 +13,23 @@
   stop has not finished by then. It polls rather than using the parent-death signal, which
   would also fire when a short-lived thread of the parent (not the parent) ends.
 
-The parent watched is :data:`PARENT_AT_START`, read when this module is first imported: import
-it before anything slow (rclpy, torch), so that a parent that exits while the process is still
-starting is seen too (``getppid`` is already 1, or a sub-reaper, by the time a watchdog created
-later would read it). When the parent ends, the output it was reading (``ros2 launch`` reads
+The parent watched is :data:`PARENT_AT_START`: the process id that the launcher gave in
+:data:`PARENT_PID_ENV` (the launch files and ``dreamzero-demo`` set it with
+:func:`launcher_env`), else the parent when this module is first imported. A launcher that
+exits within a fraction of a second of starting the process is gone before Python has even
+imported this module (``getppid`` already says 1, or a sub-reaper): only the id it gave tells
+that the parent the process was started by has ended. A value that names a live process other
+than the parent (left in an exported shell variable, say) is not the launcher and is ignored.
+The variable is removed from this process's environment, so that its own children do not take
+its launcher for theirs. Without it, import this module before anything slow (rclpy, torch).
+When the parent ends, the output it was reading (``ros2 launch`` reads
 its nodes' stdout and stderr through pipes) is gone with it: the watchdog points those file
 descriptors at ``/dev/null`` first, so that no write in the stop that follows fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 import contextlib
 import ctypes
 import ctypes.util
@@ -40,8 +46,39 @@ _LIBC = (
 )
 
 
-#: This process's parent when the module was first imported (see the module's docstring).
-PARENT_AT_START = os.getppid()
+#: Environment variable in which a launcher gives the processes it starts its process id.
+PARENT_PID_ENV = 'DREAMZERO_PARENT_PID'
+
+
+def launcher_env() -> dict[str, str]:
+    """What a launcher adds to the environment of the processes it starts: its process id."""
+    return {PARENT_PID_ENV: str(os.getpid())}
+
+
+def _alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (ended, not yet reaped). Linux."""
+    try:
+        with open(f'/proc/{pid}/stat') as stat:
+            return stat.read().rpartition(')')[2].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+def parent_at_start(environ: MutableMapping[str, str] = os.environ) -> int:
+    """The parent to watch: the launcher's id in ``environ`` (removed from it), else getppid."""
+    given = environ.pop(PARENT_PID_ENV, None)
+    parent = os.getppid()
+    try:
+        launcher = int(given) if given is not None else parent
+    except ValueError:
+        return parent
+    if launcher == parent or (launcher > 1 and not _alive(launcher)):
+        return launcher  # the parent, or a launcher that has ended already
+    return parent
+
+
+#: The parent to watch, read when the module was first imported (see the module's docstring).
+PARENT_AT_START = parent_at_start()
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:

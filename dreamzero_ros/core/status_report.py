@@ -46,10 +46,13 @@ def build_report(
     dry_run: bool,
     task: str = '',
     camera_rates: Sequence[CameraRate] = (),
+    fault: str = '',
 ) -> StatusReport:
     """Summarise the loop's counters and state at ``now``; ``task``: the running task's goal.
 
     ``camera_rates``: each camera's received rate; a slow one makes the level WARN.
+    ``fault``: a controller fault (``group: what happened``) that stopped the commands: ERROR
+    until commands are enabled again.
     """
     counters = loop.counters
     cache = loop.cache.stats
@@ -112,7 +115,10 @@ def build_report(
         ),
     ]
     slow = '; '.join(str(rate) for rate in camera_rates if rate.slow)
-    if engine_state.startswith('error') or lifecycle_state == 'errorprocessing':
+    if fault:
+        level = ERROR
+        message = f'controller fault: {fault}; holding, commands disabled until ~/enable'
+    elif engine_state.startswith('error') or lifecycle_state == 'errorprocessing':
         level, message = ERROR, f'engine {engine_state}'
     elif refusal:
         level, message = WARN, f'input refused: {refusal}' + (f'; {slow}' if slow else '')

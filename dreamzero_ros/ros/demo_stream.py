@@ -25,6 +25,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from dreamzero_ros.cli_options import add_image_transport, new_parser
 from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NodeSettings
+from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time
@@ -152,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-demo-stream``."""
+    watchdog = ParentWatchdog(None).start()  # ros2 launch killed: no camera stream left
     parser = build_parser()
     argv = sys.argv[1:] if args is None else args
     try:
@@ -160,6 +162,7 @@ def main(args: list[str] | None = None) -> int:
         parser.error(str(error))
     clips, source = demo_clips(options.frames)
     rclpy.init(args=['prog', *argv])
+    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
     node = DemoStream(
         clips,
         rate_hz=options.rate,

@@ -65,11 +65,10 @@ class GripperOutput:
         elif interface == 'joint_trajectory':
             self._handle = node.create_lifecycle_publisher(JointTrajectory, name, 10)
 
-    def ready(self) -> bool:
-        """Whether a gripper controller is there (an action server, a subscriber, or none)."""
-        if self.interface == 'action':
-            return self._handle.server_is_ready()
-        return self._handle is None or self._handle.get_subscription_count() > 0
+    @property
+    def action_client(self) -> Any:
+        """The GripperCommand action client (interface ``action``), else None."""
+        return self._handle if self.interface == 'action' else None
 
     def send(self, position: float) -> bool:
         """Command ``position`` (gripper joint units); False when it could not be sent."""

@@ -116,23 +116,11 @@ class GroupOutputs:
         elif spec.output == 'twist':
             self._handles[spec.name] = node.create_lifecycle_publisher(Twist, spec.target, 10)
 
-    def missing(self) -> list[str]:
-        """Groups whose controller is not there (no subscriber, no action server)."""
-        absent = []
-        for group in self.layout.groups:
-            spec = group.spec
-            handle = self._handles.get(spec.name)
-            if spec.output in ('joint_trajectory', 'twist'):
-                there = handle.get_subscription_count() > 0
-            elif spec.output == 'follow_joint_trajectory':
-                there = handle.server_is_ready()
-            elif spec.output == 'gripper':
-                there = self._grippers[spec.name][0].ready()
-            else:
-                there = True
-            if not there:
-                absent.append(f'{spec.name} ({spec.output} {spec.target})')
-        return absent
+    def unmatched(self) -> list[str]:
+        """Action outputs whose client has not matched its server yet (goals would be lost)."""
+        clients = {name: h for name, h in self._handles.items() if hasattr(h, 'server_is_ready')}
+        clients.update({name: output.action_client for name, (output, _) in self._grippers.items()})
+        return [name for name, client in clients.items() if client and not client.server_is_ready()]
 
     def send_trajectory(self, msg_for: Any) -> None:
         """Send every trajectory group ``msg_for(group)`` (a JointTrajectory of its columns)."""

@@ -84,6 +84,7 @@ from dreamzero_ros.core.task_runner import CommandState, abbreviate, prompt_too_
 from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions, parameters
+from dreamzero_ros.ros.controller_monitor import ControllerMonitor
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg, PolicyStatusMsg
 from dreamzero_ros.ros.group_outputs import GroupOutputs
 from dreamzero_ros.ros.image_decoding import decode_image
@@ -190,6 +191,7 @@ class PolicyNode(LifecycleNode):
         #: The robot's controllers, one per action group, and their outputs.
         self.groups: GroupLayout | None = None
         self._group_outputs: GroupOutputs | None = None
+        self._controllers: ControllerMonitor | None = None
         self._timers: list[Any] = []
         self._last_refusal = ''
         self._refusal_logged = False
@@ -197,6 +199,8 @@ class PolicyNode(LifecycleNode):
         self._camera_rates: CameraRateMonitor | None = None
         self._last_drop = ''
         self._refused_enable = ''
+        #: The controllers found when commands were last enabled.
+        self._enabled_with = ''
         self._jump_handle: Any = None
         self._views: ImaginationViews | None = None
         self._plan_views: PlanViews | None = None
@@ -278,6 +282,13 @@ class PolicyNode(LifecycleNode):
             loop_config, _ = settings.loop_for(self.robot_description, arm_joints)
             envelope = self._envelope(settings, arm_joints)
             self._group_outputs = GroupOutputs(self, self.groups)
+            self._controllers = ControllerMonitor(
+                self,
+                self.groups,
+                settings.controller_watch,
+                loop_config.limits.lower,
+                loop_config.limits.upper,
+            )
             self.loop = ControlLoop(
                 ObservationCache(settings.cache_for(self.layout), decode=decode_image),
                 loop_config,
@@ -423,6 +434,7 @@ class PolicyNode(LifecycleNode):
         if self._group_outputs is not None:
             self._group_outputs.destroy()
             self._group_outputs = None
+        self._controllers = None
         for camera in self._cameras.values():
             camera.destroy()
         self._cameras = {}
@@ -534,16 +546,16 @@ class PolicyNode(LifecycleNode):
         for subscription in self._joint_states:
             for msg in subscription.take():
                 self._note_input(cache.add_joint_state_message(msg, now))
+                self._controllers.note_joint_state(msg)
                 if self._plan_views is not None:
                     self._plan_views.note_joint_state(msg)
         first = len(self.groups.arm_joints) + len(self.groups.grippers)
         for subscription, group in self._odometry:
             for msg in subscription.take():
-                twist = msg.twist.twist
-                for axis, column in zip(group.spec.axes, group.columns, strict=True):
-                    part, field = axis.split('.')
-                    value = float(getattr(getattr(twist, part), field))
-                    self.loop.measured_velocities[column - first] = value
+                velocities = self._controllers.odometry(group, msg)
+                if velocities is not None:
+                    columns = [column - first for column in group.columns]
+                    self.loop.measured_velocities[columns] = velocities
 
     def _note_input(self, problem: Refusal | Drop | None) -> None:
         """Log a refused or dropped input; diagnostics at once when its reason changes."""
@@ -664,6 +676,11 @@ class PolicyNode(LifecycleNode):
             f'commands {"enabled" if self.enabled else "disabled"}'
             + (' (dry_run: nothing reaches the controller)' if self.dry_run else '')
             + ('' if self.lifecycle_state == 'active' else f' (node {self.lifecycle_state})')
+            + (
+                f'; controllers: {self._enabled_with}'
+                if self.enabled and self._enabled_with
+                else ''
+            )
         )
         return response
 
@@ -736,13 +753,17 @@ class PolicyNode(LifecycleNode):
         """Enable or disable commands; False when enabling is refused (a controller missing)."""
         if enabled == self.enabled:
             return True
-        missing = [] if self._group_outputs is None else self._group_outputs.missing()
-        if enabled and missing and not self.dry_run:
-            self.get_logger().error(
-                f'enable refused ({source}): no controller for {", ".join(missing)}'
-            )
-            self._refused_enable = f'no controller for {", ".join(missing)}'
+        refusal, found = '', ''
+        if enabled and self._controllers is not None and not self.dry_run:
+            refusal, found = self._controllers.enable_refusal(self.lifecycle_state == 'active')
+            unmatched = self._group_outputs.unmatched()
+            if not refusal and unmatched:
+                refusal = f'action clients not matched with their servers yet: {unmatched}'
+        if refusal:
+            self.get_logger().error(f'enable refused ({source}): {refusal}')
+            self._refused_enable = refusal
             return False
+        self._enabled_with = found
         if not enabled:
             self._tasks.fail(f'commands disabled by the {source}')
             if self.loop is not None:
@@ -751,6 +772,8 @@ class PolicyNode(LifecycleNode):
         else:
             if self.loop is not None:
                 self.loop.forget_plan()  # the next chunk starts from the measured joints
+            if self._controllers is not None:
+                self._controllers.watch.restart(time.monotonic())  # an enable clears a fault
             self.enabled = True
         self.get_logger().warning(f'commands {"enabled" if enabled else "DISABLED"} by {source}')
         self.publish_diagnostics()
@@ -770,6 +793,10 @@ class PolicyNode(LifecycleNode):
         read_at = time.perf_counter()
         now = self._now()
         self._read_inputs(now)
+        fault = self._controllers.check(self.commanding)
+        if fault is not None:  # before anything else goes out
+            self.get_logger().error(f'controller fault: {fault}: holding every group')
+            self._set_enabled(False, f'controller fault ({fault})')
         self._check_and_query(now, read_at)
         refusal = self.loop.last_refusal
         self._tasks.tick('' if refusal is None else str(refusal))
@@ -877,8 +904,11 @@ class PolicyNode(LifecycleNode):
                     query.observation.session_id,
                 )
             )
-        if outcome.discarded:
-            self.get_logger().warning(f'chunk not used: {outcome.discarded}')
+        if outcome.discarded:  # one line per kind and WARNING_PERIOD (counted in diagnostics)
+            kind = f'chunk not used: {outcome.discarded.partition(" (")[0]}'
+            suffix = self._warnings.admit(kind, time.monotonic())
+            if suffix is not None:
+                self.get_logger().warning(f'chunk not used: {outcome.discarded}{suffix}')
             self._publish_hold(outcome.plan)
             return False
         plan = outcome.plan
@@ -1003,6 +1033,7 @@ class PolicyNode(LifecycleNode):
             dry_run=self.dry_run,
             task=abbreviate(self._tasks.instruction),
             camera_rates=rates,
+            fault=str(self._controllers.watch.fault or '') if self._controllers else '',
         )
         if self._views is not None:
             report = dataclasses.replace(
@@ -1011,6 +1042,8 @@ class PolicyNode(LifecycleNode):
         if self._description_note:
             note = (('robot_description', self._description_note),)
             report = dataclasses.replace(report, values=report.values + note)
+        if self._controllers is not None:
+            report = dataclasses.replace(report, values=report.values + self._controllers.values())
         if self._group_outputs is not None and self._group_outputs.goal_failures:
             failures = tuple(
                 (f'{group}.goal_failures', str(count))

@@ -4,14 +4,16 @@
 """``dreamzero-preflight``: check a live robot system before the policy node's first enable.
 
 Reads the node's parameters (``--params-file``, ``-p name:=value``), listens for ``--duration``
-seconds, and prints one line per check (core/preflight.py) with what to fix: every camera topic
-publishing at ``control_rate_hz`` or faster and decodable, ``joint_states`` at that rate with
-the configured joints, the robot description (``robot_description.*``) naming them, the arm's
-pose inside the safety envelope (with ``envelope.enabled``), a subscriber on
-``trajectory_topic``, the gripper action server (with ``gripper.interface: action``), and the
-engine's memory on its GPU. Exit code 0 when every check passed, 1 when one failed, 2 when the
-arguments or parameters are invalid (the parameter file missing, unreadable or not a
-``ros__parameters`` map within the bounds of every configuration file included).
+seconds, and prints one line per check (core/preflight.py, core/preflight_groups.py) with what
+to fix: every camera topic publishing at ``control_rate_hz`` or faster and decodable; for every
+action group (``action_groups``, or the single arm and gripper of the parameters) its joints in
+the joint states of its topic (each at that rate), its controller by the rule ``~/enable``
+applies (ros/controller_monitor.py) and the joints that controller was configured with, a
+base's odometry; the robot description (``robot_description.*``) naming the arm joints, the
+arm's pose inside the safety envelope (with ``envelope.enabled``), and the engine's memory on
+its GPU. Exit code 0 when every check passed, 1 when one failed, 2 when the arguments or
+parameters are invalid (the parameter file missing, unreadable or not a ``ros__parameters`` map
+within the bounds of every configuration file included).
 
     ros2 run dreamzero_ros dreamzero-preflight --params-file config/droid.yaml
 """
@@ -19,6 +21,7 @@ arguments or parameters are invalid (the parameter file missing, unreadable or n
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from typing import Any
@@ -33,7 +36,8 @@ from dreamzero_ros.cli_options import (
     seconds,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core import preflight
+from dreamzero_ros.core import preflight, preflight_groups
+from dreamzero_ros.core.controller_watch import odometry_problem
 from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings, read_params_file
 from dreamzero_ros.core.preflight import Check
@@ -49,17 +53,21 @@ def _settings(options: argparse.Namespace) -> NodeSettings:
 
 
 class _Listener:
-    """Subscriptions recording arrivals of each camera and the newest joint state."""
+    """Subscriptions recording arrivals of each camera, joint-state and odometry topic."""
 
     def __init__(self, node: Any, settings: NodeSettings) -> None:
+        from nav_msgs.msg import Odometry
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
 
         compressed = settings.image_transport == 'compressed'
         self.arrivals: dict[str, list[float]] = {}
         self.frames: dict[str, Any] = {}
-        self.joint_names: set[str] = set()
+        #: Joint-state topic -> the names it published; every joint's newest position.
+        self.joint_names: dict[str, set[str]] = {}
         self.joints: dict[str, float] = {}
+        #: Odometry topic -> its newest message.
+        self.odometry: dict[str, Any] = {}
         for topic in settings.camera_topics:
             name = f'{topic}/compressed' if compressed else topic
             self.arrivals[name] = []
@@ -69,20 +77,37 @@ class _Listener:
                 lambda msg, name=name: self._frame(name, msg),
                 qos_profile_sensor_data,
             )
-        self.joint_topic = settings.joint_states_topic
-        self.arrivals[self.joint_topic] = []
-        node.create_subscription(
-            JointState, self.joint_topic, self._joint_state, qos_profile_sensor_data
-        )
+        specs = settings.group_specs
+        for topic in preflight_groups.state_topics(specs, settings.joint_states_topic):
+            self.arrivals[topic], self.joint_names[topic] = [], set()
+            node.create_subscription(
+                JointState,
+                topic,
+                lambda msg, topic=topic: self._joint_state(topic, msg),
+                qos_profile_sensor_data,
+            )
+        for spec in specs:
+            if spec.output == 'twist' and spec.odometry:
+                self.arrivals[spec.odometry] = []
+                node.create_subscription(
+                    Odometry,
+                    spec.odometry,
+                    lambda msg, topic=spec.odometry: self._odometry(topic, msg),
+                    qos_profile_sensor_data,
+                )
 
     def _frame(self, topic: str, msg: Any) -> None:
         self.arrivals[topic].append(time.monotonic())
         self.frames[topic] = msg
 
-    def _joint_state(self, msg: Any) -> None:
-        self.arrivals[self.joint_topic].append(time.monotonic())
-        self.joint_names.update(msg.name)
+    def _joint_state(self, topic: str, msg: Any) -> None:
+        self.arrivals[topic].append(time.monotonic())
+        self.joint_names[topic].update(msg.name)
         self.joints.update(zip(msg.name, msg.position, strict=False))
+
+    def _odometry(self, topic: str, msg: Any) -> None:
+        self.arrivals[topic].append(time.monotonic())
+        self.odometry[topic] = msg
 
 
 def _image_checks(listener: _Listener, settings: NodeSettings, window: float) -> list[Check]:
@@ -122,10 +147,48 @@ def _description(node: Any, settings: NodeSettings) -> tuple[str | None, Check]:
     return description.urdf, Check('robot description', True, text)
 
 
+def _group_checks(node: Any, settings: NodeSettings, listener: _Listener) -> list[Check]:
+    """Every group's joints, controller, the controller's joints, a base's odometry."""
+    from dreamzero_ros.ros.controller_monitor import (
+        axis_values,
+        configured_joints,
+        find_controllers,
+        resolved_claims,
+    )
+
+    specs = settings.group_specs
+    checks = []
+    for topic, groups in preflight_groups.state_topics(specs, settings.joint_states_topic).items():
+        checks += [
+            preflight_groups.group_joints(s, topic, listener.joint_names[topic]) for s in groups
+        ]
+    by_name = {spec.name: spec for spec in specs}
+    for group, finding in find_controllers(node, resolved_claims(node, specs)).items():
+        checks.append(preflight_groups.controller(finding, settings.dry_run))
+        spec = by_name[group]
+        if finding.found and spec.output != 'twist':
+            parameter, names = configured_joints(node, finding.controller, 2.0)
+            checks.append(
+                preflight_groups.controller_joints(spec, finding.controller, names, parameter)
+            )
+    safety = settings.safety
+    limits = preflight_groups.velocity_limits(specs, safety.joint_lower, safety.joint_upper)
+    for spec in specs:
+        msg = listener.odometry.get(spec.odometry) if spec.output == 'twist' else None
+        if msg is not None:
+            values = axis_values(msg.twist.twist, spec.axes)
+            lower, upper = limits.get(
+                spec.name, ([-math.inf] * len(values), [math.inf] * len(values))
+            )
+            checks.append(
+                preflight_groups.odometry(spec, odometry_problem(spec.axes, values, lower, upper))
+            )
+    return checks
+
+
 def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:
     """Listen for ``window`` seconds, then check everything."""
     import rclpy
-    from rclpy.action import get_action_names_and_types
 
     listener = _Listener(node, settings)
     end = time.monotonic() + window
@@ -134,14 +197,13 @@ def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:
     checks = _image_checks(listener, settings, window)
     urdf, described = _description(node, settings)
     checks.append(described)
-    joints = None
+    checks += _group_checks(node, settings, listener)
+    arm = preflight_groups.arm_joints(settings.group_specs)
     if urdf is not None:
         root = ElementTree.fromstring(urdf)
-        joints = [joint.get('name') for joint in root.iter('joint')]
-    checks += preflight.joint_names(
-        listener.joint_names, settings.arm_joint_names, settings.gripper_joint_name, joints
-    )
-    arm = settings.arm_joint_names
+        checks.append(
+            preflight.description_joints(arm, [j.get('name') for j in root.iter('joint')])
+        )
     if settings.envelope.enabled and urdf is not None and all(j in listener.joints for j in arm):
         try:
             envelope = Envelope.from_description(urdf, arm, settings.envelope_config)
@@ -152,14 +214,6 @@ def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:
         else:
             position = np.array([listener.joints[name] for name in arm])
             checks.append(preflight.pose_in_envelope(envelope, position))
-    topic = node.resolve_topic_name(settings.trajectory_topic)
-    checks.append(
-        preflight.trajectory_subscribed(topic, node.count_subscribers(topic), settings.dry_run)
-    )
-    if settings.gripper.interface == 'action':
-        servers = [name for name, _ in get_action_names_and_types(node)]
-        name = node.resolve_topic_name(settings.gripper.command_name)
-        checks.append(preflight.action_server(name, servers))
     checks.append(preflight.engine_memory(settings.engine))
     return checks
 

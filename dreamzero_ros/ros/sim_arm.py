@@ -44,6 +44,14 @@ into a pose and publishes nav_msgs/Odometry on the group's ``odometry`` topic (`
 names none); a base stops when no Twist came for ``base_timeout``. Joint states are published
 on each group's ``state_topic`` (or ``joint_states_topic``). The single arm above is the
 one-group case of the same code; the description and the table are the single arm's only.
+
+Each controller is a node of its own, named as ros2_control names it (the namespace of its
+topic or action: ``left_arm_controller`` for ``left_arm_controller/joint_trajectory``; the
+group's ``controller`` where it names one), with JTC's ``joints`` or a gripper controller's
+``joint`` parameter, so that the policy node and ``dreamzero-preflight`` recognise it as a real
+controller. A topic without a namespace (``cmd_vel``) stays on the ``sim_arm`` node. Action goals
+run as coroutines that wait for the next update: any number of them may run at once without
+holding an executor thread.
 """
 
 from __future__ import annotations
@@ -53,7 +61,6 @@ from importlib import resources
 from pathlib import Path
 import sys
 import threading
-import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -64,7 +71,9 @@ import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
@@ -72,11 +81,13 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
 from dreamzero_ros.core.command_check import CommandLimits, FollowerCheck
+from dreamzero_ros.core.controller_identity import controller_node
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
 from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
@@ -261,6 +272,10 @@ class SimArm(Node):
         self.bases: list[_Base] = []
         self._states: dict[str, Any] = {}
         self._odometry: dict[str, Any] = {}
+        #: The controller nodes, by fully qualified name (see the module's docstring).
+        self.controllers: dict[str, Node] = {}
+        #: Futures that the next update completes (the action goals waiting for it).
+        self._waiting: list[Future] = []
         self._rejections = self.create_publisher(String, '~/rejected', 10)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         if self.description and value('publish_robot_description'):
@@ -315,10 +330,11 @@ class SimArm(Node):
         )
         group = _JointGroup(spec, rules, start)
         self.joint_groups.append(group)
+        host = self._controller(spec, joints=list(spec.joints))
         if spec.output == 'joint_trajectory':
-            self.create_subscription(
+            host.create_subscription(
                 JointTrajectory,
-                spec.target,
+                self.resolve_topic_name(spec.target),
                 lambda msg, group=group: self._on_trajectory(group, msg),
                 10,
             )
@@ -338,11 +354,14 @@ class SimArm(Node):
                 reason = self._check_trajectory(group, request.trajectory)
                 return GoalResponse.REJECT if reason else GoalResponse.ACCEPT
 
+            async def execute(handle: Any, group: _JointGroup = group) -> Any:
+                return await self._execute_trajectory_goal(group, handle)
+
             ActionServer(
-                self,
+                host,
                 FollowJointTrajectory,
-                spec.target,
-                lambda handle, group=group: self._execute_trajectory_goal(group, handle),
+                self.resolve_topic_name(spec.target),
+                execute,
                 goal_callback=check,
                 cancel_callback=lambda goal: CancelResponse.ACCEPT,
                 callback_group=self._group,
@@ -364,13 +383,18 @@ class SimArm(Node):
         position = spec.gripper.open_position if from_groups else value('gripper.initial_position')
         gripper = _Gripper(spec, float(position))
         self.grippers.append(gripper)
-        interface, name = spec.gripper_interface, spec.target
+        interface, name = spec.gripper_interface, self.resolve_topic_name(spec.target)
+        host = self
+        if interface == 'joint_trajectory':  # a gripper joint_trajectory_controller
+            host = self._controller(spec, joints=[spec.gripper_joint])
+        elif interface != 'none':  # GripperActionController's parameter
+            host = self._controller(spec, joint=spec.gripper_joint)
         if interface == 'float64':
-            self.create_subscription(
+            host.create_subscription(
                 Float64, name, lambda msg: self._set_target(gripper, msg.data), 10
             )
         elif interface == 'joint_trajectory':
-            self.create_subscription(
+            host.create_subscription(
                 JointTrajectory, name, lambda msg: self._on_gripper_trajectory(gripper, msg), 10
             )
         elif interface == 'action':
@@ -384,11 +408,15 @@ class SimArm(Node):
             from rclpy.action import ActionServer, CancelResponse
 
             self._gripper_type = GripperCommand
+
+            async def execute(handle: Any) -> Any:
+                return await self._execute_gripper_goal(gripper, handle)
+
             ActionServer(
-                self,
+                host,
                 GripperCommand,
                 name,
-                lambda handle: self._execute_gripper_goal(gripper, handle),
+                execute,
                 cancel_callback=lambda goal: CancelResponse.ACCEPT,
                 callback_group=self._group,
             )
@@ -396,7 +424,9 @@ class SimArm(Node):
     def _add_base(self, spec: GroupSpec) -> None:
         base = _Base(spec)
         self.bases.append(base)
-        self.create_subscription(Twist, spec.target, lambda msg: self._on_twist(base, msg), 10)
+        self._controller(spec).create_subscription(
+            Twist, self.resolve_topic_name(spec.target), lambda msg: self._on_twist(base, msg), 10
+        )
         topic = spec.odometry or 'odom'
         self._odometry[spec.name] = self.create_publisher(Odometry, topic, 10)
 
@@ -409,6 +439,41 @@ class SimArm(Node):
             self._value('limits.max_jerk'),
         )
         return FollowerCheck(follower, limits, self._now())
+
+    def _controller(self, spec: GroupSpec, **parameters: Any) -> Node:
+        """The node serving ``spec``'s target: its controller's, or this one without a name.
+
+        ``parameters`` (JTC's ``joints``, a gripper controller's ``joint``) are the
+        controller's; a controller shared by several groups gets their joints together.
+        """
+        name = spec.controller or controller_node(spec.target)
+        if not name:
+            return self
+        resolved = self.resolve_topic_name(name)
+        node = self.controllers.get(resolved)
+        if node is None:
+            namespace, _, leaf = resolved.rpartition('/')
+            node = Node(
+                leaf,
+                namespace=namespace or '/',
+                context=self.context,
+                use_global_arguments=False,  # launch's __node remap names the sim_arm node only
+            )
+            self.controllers[resolved] = node
+        for key, value in parameters.items():
+            if node.has_parameter(key) and isinstance(value, list):
+                value = [*node.get_parameter(key).value, *value]
+                node.set_parameters([Parameter(key, value=value)])
+            elif not node.has_parameter(key):
+                node.declare_parameter(key, value, _descriptor(f'{key} of the controller.'))
+        return node
+
+    def _next_update(self) -> Future:
+        """A future that the next update of the simulation completes."""
+        future = Future()
+        with self._lock:
+            self._waiting.append(future)
+        return future
 
     def _value(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -438,7 +503,7 @@ class SimArm(Node):
             index = list(msg.joint_names).index(joint)
             self._set_target(gripper, msg.points[-1].positions[index])
 
-    def _execute_gripper_goal(self, gripper: _Gripper, goal_handle: Any) -> Any:
+    async def _execute_gripper_goal(self, gripper: _Gripper, goal_handle: Any) -> Any:
         """Move to the goal's position; a newer goal preempts this one (it is aborted)."""
         with self._lock:
             gripper.goal_generation += 1
@@ -463,7 +528,7 @@ class SimArm(Node):
                 return result
             feedback = self._gripper_type.Feedback(position=position)
             goal_handle.publish_feedback(feedback)
-            time.sleep(0.02)
+            await self._next_update()
         goal_handle.abort()
         return result
 
@@ -505,7 +570,7 @@ class SimArm(Node):
             group.generation += 1
             return group.generation
 
-    def _execute_trajectory_goal(self, group: _JointGroup, goal_handle: Any) -> Any:
+    async def _execute_trajectory_goal(self, group: _JointGroup, goal_handle: Any) -> Any:
         """Follow an accepted goal until its last point (succeeded) or the next goal (canceled)."""
         from rclpy.impl.implementation_singleton import rclpy_implementation
 
@@ -531,7 +596,7 @@ class SimArm(Node):
                 result.error_code = result.SUCCESSFUL
                 goal_handle.succeed()
                 return result
-            time.sleep(0.01)
+            await self._next_update()
         goal_handle.abort()
         return result
 
@@ -616,6 +681,7 @@ class SimArm(Node):
                 command = base.command if now - base.commanded_at <= timeout else Twist()
                 base.pose += _planar_step(base.pose[2], command, elapsed)
                 odometry.append((base, command))
+            waiting, self._waiting = self._waiting, []
         for topic, (names, positions, velocities) in states.items():
             msg = JointState(name=names, position=positions, velocity=velocities)
             msg.header.stamp = self._stamp(now)
@@ -626,6 +692,8 @@ class SimArm(Node):
             self._odometry[base.spec.name].publish(
                 _odometry_msg(self._stamp(now), base.pose, command)
             )
+        for future in waiting:  # the action goals see this update
+            future.set_result(None)
 
     def _check_table(self, joints: np.ndarray) -> None:
         """Record whether a checked point is below the table at ``joints`` (under the lock)."""
@@ -690,6 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-sim-arm``."""
+    watchdog = ParentWatchdog(None).start()  # ros2 launch killed: no simulated robot left
     argv = sys.argv[1:] if args is None else args
     parser = build_parser()
     try:
@@ -697,19 +766,16 @@ def main(args: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     rclpy.init(args=['dreamzero-sim-arm', *argv])
+    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
     try:
         node = SimArm()
     except (RuntimeError, ValueError) as error:
         print(f'dreamzero-sim-arm: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    # every action server's running goal holds a thread until the next goal preempts it: one
-    # each, and two for the rest (new goals, the state timer, subscriptions)
-    servers = sum(g.spec.output == 'follow_joint_trajectory' for g in node.joint_groups) + sum(
-        g.spec.gripper_interface == 'action' for g in node.grippers
-    )
-    executor = MultiThreadedExecutor(num_threads=2 + servers)
-    executor.add_node(node)
+    executor = MultiThreadedExecutor(num_threads=2)
+    for each in (node, *node.controllers.values()):
+        executor.add_node(each)
     node.get_logger().info(node.ready_line())
     try:
         executor.spin()
@@ -717,6 +783,8 @@ def main(args: list[str] | None = None) -> int:
         pass
     finally:
         executor.shutdown()
+        for controller in node.controllers.values():
+            controller.destroy_node()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
