@@ -1,11 +1,13 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Write the simulator's meshes (dreamzero_ros/sim/models/meshes) from the robosuite and gym-aloha
-wheels: small binary STL files, see dreamzero_ros/sim/models/NOTICE.
+"""Write the simulator's meshes (dreamzero_ros/sim/models/meshes) from two wheels.
+
+Small binary STL files from the robosuite and gym-aloha wheels (dreamzero_ros/sim/models/NOTICE):
 
     pip download --no-deps robosuite==1.5.2 gym-aloha==0.1.5 -d wheels
-    unzip -q wheels/robosuite-*.whl -d wheels/robosuite; unzip -q wheels/gym_aloha-*.whl -d wheels/aloha
+    unzip -q wheels/robosuite-*.whl -d wheels/robosuite
+    unzip -q wheels/gym_aloha-*.whl -d wheels/aloha
     pip install fast-simplification   # quadric decimation; needed by this script only
     python scripts/make_sim_meshes.py wheels/robosuite wheels/aloha
 
@@ -47,8 +49,12 @@ def read_stl(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Vertices ``(V, 3)`` and faces ``(F, 3)`` of a binary STL file, duplicates merged."""
     data = path.read_bytes()
     (count,) = struct.unpack_from('<I', data, 80)
-    records = np.frombuffer(data, dtype=np.dtype([('n', '<f4', 3), ('v', '<f4', (3, 3)),
-                                                  ('a', '<u2')]), count=count, offset=84)  # fmt: skip
+    records = np.frombuffer(
+        data,
+        dtype=np.dtype([('n', '<f4', 3), ('v', '<f4', (3, 3)), ('a', '<u2')]),
+        count=count,
+        offset=84,
+    )
     corners = records['v'].reshape(-1, 3).astype(np.float64)
     return weld(corners, np.arange(len(corners)).reshape(-1, 3))
 
@@ -69,7 +75,9 @@ def weld(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """The mesh with coincident vertices merged (decimation needs connected triangles)."""
     unique, index = np.unique(np.round(vertices, 7), axis=0, return_inverse=True)
     faces = index.reshape(-1)[faces]
-    keep = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
+    keep = (
+        (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
+    )
     return unique, faces[keep]
 
 
@@ -80,8 +88,11 @@ def write_stl(path: Path, vertices: np.ndarray, faces: np.ndarray) -> None:
     normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
     records = np.zeros(len(faces), dtype=[('n', '<f4', 3), ('v', '<f4', (3, 3)), ('a', '<u2')])
     records['n'], records['v'] = normals, corners
-    path.write_bytes(b'dreamzero_ros sim mesh'.ljust(80, b' ')
-                     + struct.pack('<I', len(faces)) + records.tobytes())  # fmt: skip
+    path.write_bytes(
+        b'dreamzero_ros sim mesh'.ljust(80, b' ')
+        + struct.pack('<I', len(faces))
+        + records.tobytes()
+    )
 
 
 def decimate(vertices: np.ndarray, faces: np.ndarray, triangles: int) -> tuple:
@@ -119,6 +130,7 @@ def panda_visual_colours(robot_xml: str) -> dict[str, str]:
 
 
 def main() -> None:
+    """Write every mesh."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('robosuite', type=Path, help='the unpacked robosuite wheel')
     parser.add_argument('aloha', type=Path, help='the unpacked gym-aloha wheel')
@@ -134,8 +146,10 @@ def main() -> None:
         write_stl(OUT / 'panda' / f'{name}_collision.stl', *read_stl(gripper / f'{name}.stl'))
     for name in ('hand_vis', 'finger_vis'):
         mesh = read_stl(gripper / f'{name}.stl')
-        write_stl(OUT / 'panda' / f'{name.replace("_vis", "")}_white.stl',
-                  *decimate(*mesh, VISUAL_TRIANGLES))  # fmt: skip
+        write_stl(
+            OUT / 'panda' / f'{name.replace("_vis", "")}_white.stl',
+            *decimate(*mesh, VISUAL_TRIANGLES),
+        )
     parts: dict[tuple[int, str], list] = {}
     for mesh, colour in panda_visual_colours((panda / 'robot.xml').read_text()).items():
         link = int(mesh[4])

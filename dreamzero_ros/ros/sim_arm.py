@@ -163,7 +163,14 @@ class _Base:
 
 
 class SimArm(Node):
-    """The simulated robot: every group's controller."""
+    """The simulated robot: every group's controller.
+
+    A subclass that moves the joints itself (``dreamzero-sim``: physics) sets ``TIMER_DRIVEN``
+    False, calls the controllers from its own loop and overrides :meth:`_gripper_reached`.
+    """
+
+    #: Whether a timer at ``rate_hz`` moves the joints (:meth:`_tick`).
+    TIMER_DRIVEN = True
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -226,7 +233,8 @@ class SimArm(Node):
             self._description.publish(String(data=self.description))
         self._status_name = f'{self.get_name()}: {controller}'
         self._create_groups(specs, bool(value('action_groups')))
-        self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
+        if self.TIMER_DRIVEN:
+            self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
         self.create_timer(1.0, self._publish_diagnostics)
 
     # ------------------------------------------------------------------------ set-up
@@ -383,8 +391,8 @@ class SimArm(Node):
         while rclpy.ok():
             with self._lock:
                 preempted = generation != gripper.goal_generation
-                position, target = gripper.position, gripper.target
-            result.position, result.reached_goal = position, abs(position - target) < 1e-6
+                position, reached = gripper.position, self._gripper_reached(gripper)
+            result.position, result.reached_goal = position, reached
             if preempted:
                 goal_handle.abort()
                 return result
@@ -399,6 +407,10 @@ class SimArm(Node):
             time.sleep(0.02)
         goal_handle.abort()
         return result
+
+    def _gripper_reached(self, gripper: _Gripper) -> bool:
+        """Whether a gripper goal is done (under the lock): the fingers at their target."""
+        return abs(gripper.position - gripper.target) < 1e-6
 
     def _on_twist(self, base: _Base, msg: Twist) -> None:
         with self._lock:

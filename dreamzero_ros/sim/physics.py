@@ -36,16 +36,22 @@ class SimWorld:
         self.data = mujoco.MjData(self.model)
         self.gripper_speed = float(gripper_speed)
         joints = [*scene.arm_joints, *scene.gripper_joints]
-        self._qpos = {name: int(self.model.jnt_qposadr[self.model.joint(name).id]) for name in joints}
-        self._qvel = {name: int(self.model.jnt_dofadr[self.model.joint(name).id]) for name in joints}
+        self._qpos = {
+            name: int(self.model.jnt_qposadr[self.model.joint(name).id]) for name in joints
+        }
+        self._qvel = {
+            name: int(self.model.jnt_dofadr[self.model.joint(name).id]) for name in joints
+        }
         self._actuator = {name: int(self.model.actuator(name).id) for name in joints}
         gain = self.model.actuator_gainprm[:, 0]
         damping = -self.model.actuator_biasprm[:, 2]
         #: kv / kp of each joint's servo: the velocity feed-forward's scale.
         self._feed_forward = {name: damping[i] / gain[i] for name, i in self._actuator.items()}
         self._gripper_target = {name: 0.0 for name in scene.gripper_joints}
-        self.reset(scene.home, [self.model.jnt_range[self.model.joint(g).id][1]
-                                for g in scene.gripper_joints])  # fmt: skip
+        self.reset(
+            scene.home,
+            [self.model.jnt_range[self.model.joint(g).id][1] for g in scene.gripper_joints],
+        )
 
     @property
     def time(self) -> float:

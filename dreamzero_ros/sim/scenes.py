@@ -43,7 +43,11 @@ PANDA_KV = (450.0, 450.0, 350.0, 350.0, 200.0, 200.0, 200.0)
 #: The Franka hand: finger stiffness (N/m), damping, and grasp force limit (N).
 HAND_KP, HAND_KV, HAND_FORCE = 2000.0, 100.0, 70.0
 PANDA_ARMATURE = 0.1
-PANDA_COLOURS = {'white': '0.92 0.93 0.93 1', 'dark': '0.25 0.25 0.25 1', 'blue': '0.04 0.54 0.78 1'}
+PANDA_COLOURS = {
+    'white': '0.92 0.93 0.93 1',
+    'dark': '0.25 0.25 0.25 1',
+    'blue': '0.04 0.54 0.78 1',
+}
 
 
 @dataclass(frozen=True)
@@ -96,16 +100,22 @@ class Scene:
 
 
 DROID_CAMERAS = (
-    Camera('exterior_image_1_left', (0.05, 0.62, 0.42), (0.55, 0.0, 0.02), 70.0),
-    Camera('exterior_image_2_left', (0.05, -0.62, 0.42), (0.55, 0.0, 0.02), 70.0),
+    Camera('exterior_image_1_left', (0.42, 0.52, 0.42), (0.52, 0.0, 0.0), 70.0),
+    Camera('exterior_image_2_left', (0.42, -0.52, 0.42), (0.52, 0.0, 0.0), 70.0),
 )
 #: The wrist camera in the hand frame: beside the fingers, looking along them (ZED mini).
-WRIST_CAMERA = Camera('wrist_image_left', (0.085, 0.0, 0.01), (0.0, 0.0, 0.16), 60.0,
-                      up=(1.0, 0.0, 0.0), body='panda_hand')  # fmt: skip
+WRIST_CAMERA = Camera(
+    'wrist_image_left',
+    (0.085, 0.0, 0.01),
+    (0.0, 0.0, 0.16),
+    60.0,
+    up=(1.0, 0.0, 0.0),
+    body='panda_hand',
+)
 
 
 def xyaxes(pos: np.ndarray, target: np.ndarray, up: np.ndarray) -> str:
-    """MJCF ``xyaxes`` of a camera at ``pos`` looking at ``target`` (MuJoCo cameras look along -z)."""
+    """MJCF ``xyaxes`` of a camera at ``pos`` looking at ``target`` (it looks along its -z)."""
     forward = np.asarray(target, float) - np.asarray(pos, float)
     forward /= np.linalg.norm(forward)
     right = np.cross(forward, up)
@@ -117,36 +127,69 @@ def xyaxes(pos: np.ndarray, target: np.ndarray, up: np.ndarray) -> str:
 def _header(name: str, width: int, height: int) -> ET.Element:
     root = ET.Element('mujoco', model=name)
     ET.SubElement(root, 'compiler', angle='radian', autolimits='true', balanceinertia='true')
-    ET.SubElement(root, 'option', timestep='0.002', integrator='implicitfast', cone='elliptic',
-                  impratio='10')  # fmt: skip
+    ET.SubElement(
+        root, 'option', timestep='0.002', integrator='implicitfast', cone='elliptic', impratio='10'
+    )
     visual = ET.SubElement(root, 'visual')
     ET.SubElement(visual, 'global', offwidth=str(width), offheight=str(height))
     ET.SubElement(visual, 'quality', shadowsize='0', offsamples='0')
-    ET.SubElement(visual, 'headlight', ambient='0.45 0.45 0.45', diffuse='0.5 0.5 0.5',
-                  specular='0.1 0.1 0.1')  # fmt: skip
+    ET.SubElement(
+        visual, 'headlight', ambient='0.45 0.45 0.45', diffuse='0.5 0.5 0.5', specular='0.1 0.1 0.1'
+    )
     default = ET.SubElement(root, 'default')
     for cls, attributes in (
         ('visual', {'type': 'mesh', 'contype': '0', 'conaffinity': '0', 'group': '2'}),
         ('collision', {'type': 'mesh', 'group': '3'}),
-        ('pad', {'type': 'box', 'group': '3', 'friction': '1.5 0.01 0.001', 'condim': '4',
-                 'solref': '0.005 1', 'priority': '1'}),
-    ):  # fmt: skip
+        (
+            'pad',
+            {
+                'type': 'box',
+                'group': '3',
+                'friction': '1.5 0.01 0.001',
+                'condim': '4',
+                'solref': '0.005 1',
+                'priority': '1',
+            },
+        ),
+    ):
         ET.SubElement(ET.SubElement(default, 'default', **{'class': cls}), 'geom', **attributes)
     asset = ET.SubElement(root, 'asset')
-    ET.SubElement(asset, 'texture', name='sky', type='skybox', builtin='gradient',
-                  rgb1='0.75 0.8 0.85', rgb2='0.35 0.4 0.45', width='64', height='64')  # fmt: skip
-    ET.SubElement(asset, 'texture', name='floor', type='2d', builtin='checker', rgb1='0.5 0.5 0.5',
-                  rgb2='0.42 0.42 0.42', width='64', height='64')  # fmt: skip
+    ET.SubElement(
+        asset,
+        'texture',
+        name='sky',
+        type='skybox',
+        builtin='gradient',
+        rgb1='0.75 0.8 0.85',
+        rgb2='0.35 0.4 0.45',
+        width='64',
+        height='64',
+    )
+    ET.SubElement(
+        asset,
+        'texture',
+        name='floor',
+        type='2d',
+        builtin='checker',
+        rgb1='0.5 0.5 0.5',
+        rgb2='0.42 0.42 0.42',
+        width='64',
+        height='64',
+    )
     ET.SubElement(asset, 'material', name='floor', texture='floor', texrepeat='6 6')
     ET.SubElement(asset, 'material', name='table', rgba='0.62 0.5 0.38 1')
     return root
 
 
 def _add_camera(parent: ET.Element, camera: Camera) -> None:
-    ET.SubElement(parent, 'camera', name=camera.name, pos=' '.join(map(str, camera.pos)),
-                  xyaxes=xyaxes(np.array(camera.pos), np.array(camera.look_at),
-                                np.array(camera.up)),
-                  fovy=f'{camera.fovy:g}')  # fmt: skip
+    ET.SubElement(
+        parent,
+        'camera',
+        name=camera.name,
+        pos=' '.join(map(str, camera.pos)),
+        xyaxes=xyaxes(np.array(camera.pos), np.array(camera.look_at), np.array(camera.up)),
+        fovy=f'{camera.fovy:g}',
+    )
 
 
 def _add_object(world: ET.Element, item: SceneObject) -> None:
@@ -155,11 +198,23 @@ def _add_object(world: ET.Element, item: SceneObject) -> None:
     ET.SubElement(body, 'freejoint', name=item.name)
     common = {'rgba': item.rgba, 'friction': '1.2 0.01 0.001', 'condim': '4'}
     if item.shape == 'box':
-        ET.SubElement(body, 'geom', type='box', size=' '.join(map(str, item.size)),
-                      mass=str(item.mass), **common)  # fmt: skip
+        ET.SubElement(
+            body,
+            'geom',
+            type='box',
+            size=' '.join(map(str, item.size)),
+            mass=str(item.mass),
+            **common,
+        )
     elif item.shape == 'cylinder':
-        ET.SubElement(body, 'geom', type='cylinder', size=' '.join(map(str, item.size)),
-                      mass=str(item.mass), **common)  # fmt: skip
+        ET.SubElement(
+            body,
+            'geom',
+            type='cylinder',
+            size=' '.join(map(str, item.size)),
+            mass=str(item.mass),
+            **common,
+        )
     elif item.shape == 'bin':  # a floor and four walls, open at the top
         half_x, half_y, height = item.size
         wall = 0.005
@@ -169,8 +224,15 @@ def _add_object(world: ET.Element, item: SceneObject) -> None:
             parts.append(((wall, half_y, height / 2), (sign * (half_x - wall), 0.0, height / 2)))
             parts.append(((half_x, wall, height / 2), (0.0, sign * (half_y - wall), height / 2)))
         for size, pos in parts:
-            ET.SubElement(body, 'geom', type='box', size=' '.join(f'{v:g}' for v in size),
-                          pos=' '.join(f'{v:g}' for v in pos), mass=f'{mass:g}', **common)  # fmt: skip
+            ET.SubElement(
+                body,
+                'geom',
+                type='box',
+                size=' '.join(f'{v:g}' for v in size),
+                pos=' '.join(f'{v:g}' for v in pos),
+                mass=f'{mass:g}',
+                **common,
+            )
 
 
 def panda_meshes() -> dict[str, LinkMeshes]:
@@ -195,9 +257,12 @@ def _panda(description: str, world: ET.Element, root: ET.Element) -> list[str]:
     """Add the Panda (base at the world origin) with its servos; the arm joint names."""
     folder = MODELS / 'meshes' / 'panda'
     robot = robot_mjcf(
-        description, panda_meshes(), lambda file: str(folder / file), PANDA_COLOURS,
+        description,
+        panda_meshes(),
+        lambda file: str(folder / file),
+        PANDA_COLOURS,
         joint_defaults={'armature': str(PANDA_ARMATURE)},
-    )  # fmt: skip
+    )
     asset = root.find('asset')
     asset.extend(robot.assets)
     for body in robot.root.iter('body'):
@@ -205,8 +270,7 @@ def _panda(description: str, world: ET.Element, root: ET.Element) -> list[str]:
         if body.get('name') == WRIST_CAMERA.body:
             _add_camera(body, WRIST_CAMERA)
         if body.get('name') == 'panda_hand_tcp':
-            ET.SubElement(body, 'site', name='panda_finger_joint1_tcp', size='0.005',
-                          group='4')  # fmt: skip
+            ET.SubElement(body, 'site', name='panda_finger_joint1_tcp', size='0.005', group='4')
     world.append(robot.root)
     if robot.equality:
         ET.SubElement(root, 'equality').extend(robot.equality)
@@ -224,9 +288,17 @@ def _panda(description: str, world: ET.Element, root: ET.Element) -> list[str]:
 
 def _servo(actuators: ET.Element, joint: str, kp: float, kv: float, force: float) -> None:
     """A position servo on ``joint``: ``kp (ctrl - q) - kv qd``, ``|force|`` at most."""
-    ET.SubElement(actuators, 'general', name=joint, joint=joint, gainprm=f'{kp:g}',
-                  biasprm=f'0 {-kp:g} {-kv:g}', biastype='affine',
-                  forcerange=f'{-force:g} {force:g}', forcelimited='true')  # fmt: skip
+    ET.SubElement(
+        actuators,
+        'general',
+        name=joint,
+        joint=joint,
+        gainprm=f'{kp:g}',
+        biasprm=f'0 {-kp:g} {-kv:g}',
+        biastype='affine',
+        forcerange=f'{-force:g} {force:g}',
+        forcelimited='true',
+    )
 
 
 def droid_scene(description: str | None = None) -> Scene:
@@ -236,12 +308,29 @@ def droid_scene(description: str | None = None) -> Scene:
     height, width = IMAGE_SIZE
     root = _header('droid', max(width, 640), max(height, 480))
     world = ET.SubElement(root, 'worldbody')
-    ET.SubElement(world, 'light', name='key', pos='0.4 0.6 1.8', dir='0 -0.3 -1',
-                  directional='true', diffuse='0.55 0.55 0.55', castshadow='false')  # fmt: skip
-    ET.SubElement(world, 'geom', name='floor', type='plane', size='3 3 0.1', pos='0 0 -0.75',
-                  material='floor')  # fmt: skip
-    ET.SubElement(world, 'geom', name='table', type='box', size='0.5 0.7 0.375',
-                  pos='0.42 0 -0.375', material='table', friction='1 0.01 0.001')  # fmt: skip
+    ET.SubElement(
+        world,
+        'light',
+        name='key',
+        pos='0.4 0.6 1.8',
+        dir='0 -0.3 -1',
+        directional='true',
+        diffuse='0.55 0.55 0.55',
+        castshadow='false',
+    )
+    ET.SubElement(
+        world, 'geom', name='floor', type='plane', size='3 3 0.1', pos='0 0 -0.75', material='floor'
+    )
+    ET.SubElement(
+        world,
+        'geom',
+        name='table',
+        type='box',
+        size='0.5 0.7 0.375',
+        pos='0.42 0 -0.375',
+        material='table',
+        friction='1 0.01 0.001',
+    )
     for camera in DROID_CAMERAS:
         _add_camera(world, camera)
     for item in DROID_OBJECTS:

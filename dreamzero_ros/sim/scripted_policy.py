@@ -76,10 +76,12 @@ class InverseKinematics:
             mujoco.mj_kinematics(self.model, self.data)
             mujoco.mj_comPos(self.model, self.data)
             current = self.data.site_xmat[self.site].reshape(3, 3)
-            error = np.concatenate([
-                position - self.data.site_xpos[self.site],
-                0.5 * sum(np.cross(current[:, i], rotation[:, i]) for i in range(3)),
-            ])  # fmt: skip
+            error = np.concatenate(
+                [
+                    position - self.data.site_xpos[self.site],
+                    0.5 * sum(np.cross(current[:, i], rotation[:, i]) for i in range(3)),
+                ]
+            )
             if np.linalg.norm(error[:3]) < 5e-4 and np.linalg.norm(error[3:]) < 5e-3:
                 break
             mujoco.mj_jacSite(self.model, self.data, jacp, jacr, self.site)

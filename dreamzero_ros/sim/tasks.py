@@ -6,7 +6,8 @@
 ``put the <object> in the <container>``: the objects and the container are placed on the table
 at random, apart from each other and within the arm's reach, from ``numpy``'s generator seeded
 with the episode's seed (the same seed, the same scene). The task has succeeded once the object
-lies inside the container (its centre within the container's walls, below their rim), at rest
+lies inside the container (its centre within the container's walls, its bottom below their
+rim), at rest
 and touched by no finger, for ``settle`` seconds: a grasp that merely carries it over the
 container does not count.
 """
@@ -99,14 +100,14 @@ class PutIn:
         return layout
 
     def inside(self, world: SimWorld) -> bool:
-        """Whether the object's centre is within the container's walls, below their rim."""
+        """Whether the object's centre is within the container's walls, its bottom below the rim."""
         target, container = self._chosen
-        item = self._by_name[container]
-        half_x, half_y, height = item.size
+        half_x, half_y, height = self._by_name[container].size
         frame = world.data.body(container)
         offset = world.body_position(target) - frame.xpos
         local = frame.xmat.reshape(3, 3).T @ offset
-        return bool(abs(local[0]) < half_x and abs(local[1]) < half_y and -0.01 < local[2] < height)
+        rim = height + self._by_name[target].size[-1]
+        return bool(abs(local[0]) < half_x and abs(local[1]) < half_y and 0.0 < local[2] < rim)
 
     def check(self, world: SimWorld) -> bool:
         """Update the check at the world's time; True once the task has succeeded."""

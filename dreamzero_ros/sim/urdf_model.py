@@ -25,12 +25,14 @@ def rpy_to_quat(rpy: np.ndarray) -> np.ndarray:
     half = 0.5 * np.asarray(rpy, dtype=np.float64)
     cr, cp, cy = np.cos(half)
     sr, sp, sy = np.sin(half)
-    return np.array([
-        cr * cp * cy + sr * sp * sy,
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-    ])  # fmt: skip
+    return np.array(
+        [
+            cr * cp * cy + sr * sp * sy,
+            sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+        ]
+    )
 
 
 def _floats(text: str | None, default: str = '0 0 0') -> np.ndarray:
@@ -134,13 +136,19 @@ def robot_mjcf(
             _add_inertial(element, inertial)
         parts = meshes.get(link_name, LinkMeshes())
         for file, material in parts.visuals:
-            ET.SubElement(element, 'geom', mesh=add_mesh(file), material=prefix + material,
-                          **{'class': 'visual'})  # fmt: skip
+            ET.SubElement(
+                element,
+                'geom',
+                mesh=add_mesh(file),
+                material=prefix + material,
+                **{'class': 'visual'},
+            )
         for file in parts.collisions:
             ET.SubElement(element, 'geom', mesh=add_mesh(file), **{'class': 'collision'})
         for size, pos in parts.pads:
-            ET.SubElement(element, 'geom', type='box', size=_fmt(size), pos=_fmt(pos),
-                          **{'class': 'pad'})  # fmt: skip
+            ET.SubElement(
+                element, 'geom', type='box', size=_fmt(size), pos=_fmt(pos), **{'class': 'pad'}
+            )
         for child in children.get(link_name, []):
             element.append(body(child.find('child').get('link'), child))
         return element
@@ -156,8 +164,11 @@ def _add_joint(
     attributes = {
         'name': name,
         'type': 'slide' if kind == 'prismatic' else 'hinge',
-        'axis': _fmt(_floats(joint.find('axis').get('xyz') if joint.find('axis') is not None
-                             else None, '1 0 0')),  # fmt: skip
+        'axis': _fmt(
+            _floats(
+                joint.find('axis').get('xyz') if joint.find('axis') is not None else None, '1 0 0'
+            )
+        ),
         **defaults,
     }
     limit = joint.find('limit')
@@ -176,10 +187,14 @@ def _add_joint(
     if mimic is not None:
         multiplier = float(mimic.get('multiplier', 1.0))
         offset = float(mimic.get('offset', 0.0))
-        model.equality.append(ET.Element(
-            'joint', joint1=name, joint2=mimic.get('joint'),
-            polycoef=f'{offset:.9g} {multiplier:.9g} 0 0 0',
-        ))  # fmt: skip
+        model.equality.append(
+            ET.Element(
+                'joint',
+                joint1=name,
+                joint2=mimic.get('joint'),
+                polycoef=f'{offset:.9g} {multiplier:.9g} 0 0 0',
+            )
+        )
     else:
         model.joints[name] = (kind, lower, upper, effort)
 
@@ -192,8 +207,11 @@ def _add_inertial(body: ET.Element, inertial: ET.Element) -> None:
     keys = ('ixx', 'iyy', 'izz', 'ixy', 'ixz', 'iyz')
     values = np.array([float(tensor.get(key, 0.0)) for key in keys])
     element = ET.SubElement(
-        body, 'inertial', pos=_fmt(xyz), mass=f'{float(inertial.find("mass").get("value")):.9g}',
+        body,
+        'inertial',
+        pos=_fmt(xyz),
+        mass=f'{float(inertial.find("mass").get("value")):.9g}',
         fullinertia=_fmt(values),
-    )  # fmt: skip
+    )
     if np.any(rpy):
         element.set('quat', _fmt(rpy_to_quat(rpy)))
