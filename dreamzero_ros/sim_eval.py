@@ -189,7 +189,7 @@ def _node_parameters(options: argparse.Namespace, policy_uri: str) -> tuple[Path
 
 def run_evaluation(options: argparse.Namespace, output: Path) -> dict[str, Any]:
     """Start the simulator, the node and the policy; run the episodes; write the report."""
-    from dreamzero_ros.core.launch_plan import sim_arm_parameters
+    from dreamzero_ros.core.launch_plan import simulator_parameters
     from dreamzero_ros.core.node_config import build_settings, read_params_file
 
     output.mkdir(parents=True)
@@ -200,7 +200,7 @@ def run_evaluation(options: argparse.Namespace, output: Path) -> dict[str, Any]:
 
         values = read_params_file(config_file('cpu_small.yaml'))
     settings = build_settings({**values, **dict(options.param)})
-    arm = sim_arm_parameters({**values, **dict(options.param)})
+    arm = simulator_parameters({**values, **dict(options.param)})
     env = dict(os.environ)
     if options.api_key_file:
         env['DREAMZERO_REMOTE_API_KEY'] = options.api_key_file.read_text().strip()
@@ -225,17 +225,14 @@ class _Harness:
         from rclpy.parameter import Parameter
 
         from dreamzero_ros.ros.mujoco_sim import MujocoSim
-        from dreamzero_ros.sim.scenes import droid_scene
 
         self.options, self.settings, self.output = options, settings, output
-        scene_cameras = droid_scene().cameras
         overrides = {
             **arm,
             'real_time_factor': float(options.real_time_factor),
             'seed': int(options.seed),
             'task.object': options.object,
             'task.container': options.container,
-            'cameras.topics': [settings.cameras[camera] for camera in scene_cameras],
         }
         self.sim = MujocoSim(
             parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
