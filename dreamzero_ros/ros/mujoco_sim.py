@@ -106,7 +106,13 @@ class MujocoSim(SimArm):
         scene = build_scene(value('scene'), self.description or None)
         self._check_joints(scene)
         self.world = SimWorld(scene, gripper_speed=value('gripper.speed'))
-        self.task = PutIn(scene.objects, value('task.object'), value('task.container'))
+        self.task = PutIn(
+            scene.objects,
+            value('task.object'),
+            value('task.container'),
+            fingers=scene.fingers,
+            workspace=scene.workspace,
+        )
         topics = list(value('cameras.topics'))
         if topics == ['']:
             topics = list(scene.cameras)
@@ -144,15 +150,14 @@ class MujocoSim(SimArm):
         self.steps_rendered = 0
         #: Called with (time, images in the scene's camera order) at each rendering.
         self.on_frames: Callable[[float, list[np.ndarray]], None] | None = None
-        #: Where each episode starts: arm joint -> position, gripper joint -> position.
-        self._initial = (
-            {
-                joint: position
-                for g in self.joint_groups
-                for joint, position in zip(g.rules.joints, g.follower.position, strict=True)
-            },
-            {g.spec.gripper_joint: g.position for g in self.grippers},
-        )
+        #: Where each episode starts: arm joint -> position, gripper joint -> position; the
+        #: scene's home where a group layout leaves initial_positions to the default.
+        arm = dict(zip(scene.arm_joints, scene.home, strict=True))
+        joints = [joint for group in self.joint_groups for joint in group.rules.joints]
+        if not value('action_groups') or len(value('initial_positions')) == len(joints):
+            for group in self.joint_groups:
+                arm.update(zip(group.rules.joints, group.follower.position, strict=True))
+        self._initial = (arm, {g.spec.gripper_joint: g.position for g in self.grippers})
         self._new_episode()
         if self._tf_static is not None:
             self._tf_static.publish(_tf_message(self._frames.static(self.world.data), 0.0))

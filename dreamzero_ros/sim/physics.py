@@ -77,13 +77,14 @@ class SimWorld:
         mujoco.mj_forward(self.model, self.data)
 
     def _set_gripper(self, name: str, position: float) -> None:
-        """Both fingers of a gripper at ``position`` (the mimic joint follows its equality)."""
+        """Both fingers of a gripper at ``position`` (the mimic joint as its equality says)."""
         self.data.qpos[self._qpos[name]] = position
         for index in range(self.model.neq):
             if self.model.eq_type[index] == mujoco.mjtEq.mjEQ_JOINT:
                 first, second = self.model.eq_obj1id[index], self.model.eq_obj2id[index]
                 if second == self.model.joint(name).id:
-                    self.data.qpos[self.model.jnt_qposadr[first]] = position
+                    offset, scale = self.model.eq_data[index][:2]
+                    self.data.qpos[self.model.jnt_qposadr[first]] = offset + scale * position
 
     def command_arm(
         self, joints: Sequence[str], positions: np.ndarray, velocities: np.ndarray

@@ -95,8 +95,12 @@ class Scene:
     objects: tuple[SceneObject, ...]
     home: tuple[float, ...]
     description: str = ''
-    #: Body name of each gripper's grasp point (site ``<gripper joint>_tcp``).
+    #: Site of each gripper's grasp point.
     tcp_sites: tuple[str, ...] = field(default=())
+    #: Bodies of the fingers (an object they touch is held, not resting).
+    fingers: tuple[str, ...] = field(default=())
+    #: Where the task places objects: x and y ranges on the table (world frame, m).
+    workspace: tuple[tuple[float, float], tuple[float, float]] = ((0.38, 0.66), (-0.26, 0.26))
 
 
 DROID_CAMERAS = (
@@ -346,6 +350,7 @@ def droid_scene(description: str | None = None) -> Scene:
         tuple(float(q) for q in FRANKA_HOME),
         description,
         ('panda_finger_joint1_tcp',),
+        ('panda_leftfinger', 'panda_rightfinger'),
     )
 
 

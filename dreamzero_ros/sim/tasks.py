@@ -21,8 +21,6 @@ import numpy as np
 from dreamzero_ros.sim.physics import SimWorld
 from dreamzero_ros.sim.scenes import SceneObject
 
-#: Where objects are placed: x and y ranges of the table area in reach (world frame, m).
-WORKSPACE = ((0.38, 0.66), (-0.26, 0.26))
 #: Smallest distance between two placed objects' centres, m (the container needs more).
 MIN_GAP = 0.09
 CONTAINER_GAP = 0.17
@@ -49,6 +47,8 @@ class PutIn:
     container: str = ''
     settle: float = 0.5
     fingers: tuple[str, ...] = ('panda_leftfinger', 'panda_rightfinger')
+    #: x and y ranges of the table area in reach (world frame, m), where objects are placed.
+    workspace: tuple[tuple[float, float], tuple[float, float]] = ((0.38, 0.66), (-0.26, 0.26))
 
     def __post_init__(self) -> None:
         self._by_name = {item.name: item for item in self.objects}
@@ -76,7 +76,7 @@ class PutIn:
         order = [container, *(name for name in self.graspable)]
         for name in order:
             for _ in range(1000):
-                x, y = (rng.uniform(*WORKSPACE[0]), rng.uniform(*WORKSPACE[1]))
+                x, y = (rng.uniform(*self.workspace[0]), rng.uniform(*self.workspace[1]))
                 if all(
                     np.hypot(x - px, y - py)
                     >= (CONTAINER_GAP if container in (name, other) else MIN_GAP)
