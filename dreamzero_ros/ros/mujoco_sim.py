@@ -52,6 +52,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser  # noqa: E402
 from dreamzero_ros.core.image_codec import encode_compressed  # noqa: E402
+from dreamzero_ros.core.imagination import topic_token  # noqa: E402
 from dreamzero_ros.core.jtc import TrajectoryFollower  # noqa: E402
 from dreamzero_ros.ros.conversions import to_time  # noqa: E402
 from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS  # noqa: E402
@@ -77,7 +78,8 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     'cameras.topics': (
         [''],
         "Image topic of each of the scene's cameras, in its order; [''] names them after the "
-        'cameras (DROID: wrist_image_left, exterior_image_1_left, exterior_image_2_left).',
+        'cameras (DROID: wrist_image_left, exterior_image_1_left, exterior_image_2_left; '
+        'bimanual: top_camera_images_rgb, left_camera_images_rgb, right_camera_images_rgb).',
     ),
     'cameras.height': (IMAGE_SIZE[0], 'Image height, pixels.'),
     'cameras.width': (IMAGE_SIZE[1], 'Image width, pixels.'),
@@ -115,7 +117,7 @@ class MujocoSim(SimArm):
         )
         topics = list(value('cameras.topics'))
         if topics == ['']:
-            topics = list(scene.cameras)
+            topics = [topic_token(camera) for camera in scene.cameras]
         if len(topics) != len(scene.cameras):
             raise ValueError(
                 f'cameras.topics names {len(topics)} topics; scene {scene.name} has '
