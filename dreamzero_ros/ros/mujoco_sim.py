@@ -29,6 +29,7 @@ positions, velocities and efforts, the fingers stop on what they grasp. Besides:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 import sys
 import threading
@@ -42,7 +43,6 @@ from dreamzero_ros.sim.cameras import headless_gl
 headless_gl()  # before mujoco is imported (dreamzero_ros.sim.physics)
 
 import rclpy  # noqa: E402
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -50,13 +50,17 @@ from sensor_msgs.msg import CompressedImage, Image, JointState  # noqa: E402
 from std_msgs.msg import Bool, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser  # noqa: E402
 from dreamzero_ros.core.image_codec import encode_compressed  # noqa: E402
 from dreamzero_ros.core.imagination import topic_token  # noqa: E402
 from dreamzero_ros.core.jtc import TrajectoryFollower  # noqa: E402
 from dreamzero_ros.ros.conversions import to_time  # noqa: E402
 from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS  # noqa: E402
-from dreamzero_ros.ros.sim_arm import SimArm, _descriptor  # noqa: E402
+from dreamzero_ros.ros.sim_arm import (  # noqa: E402
+    SimArm,
+    _descriptor,
+    parameters_parser,
+    run_robot,
+)
 from dreamzero_ros.sim.cameras import CameraRenderer  # noqa: E402
 from dreamzero_ros.sim.frames import Frame, SceneFrames  # noqa: E402
 from dreamzero_ros.sim.physics import SimWorld  # noqa: E402
@@ -176,6 +180,10 @@ class MujocoSim(SimArm):
                 f'scene {scene.name} has no joint {", ".join(missing)} (its arm joints: '
                 f'{", ".join(scene.arm_joints)}; grippers: {", ".join(scene.gripper_joints)})'
             )
+
+    def ready_line(self) -> str:
+        """What the simulated robot serves and its cameras, logged once it is up."""
+        return f'{super().ready_line()}; cameras on {", ".join(self.camera_topics.values())}'
 
     def _now(self) -> float:
         return self.world.time if self.world is not None else 0.0
@@ -385,47 +393,14 @@ def _tf_message(frames: list[Frame], now: float) -> Any:
     return message
 
 
-def build_parser():  # noqa: ANN201 - argparse.ArgumentParser
+def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-sim``: ROS arguments only."""
-    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for name, (default, description) in {**ARM_PARAMETERS, **PARAMETERS}.items():
-        lines.append(f'  {name} (default {default!r}): {description}')
-    return new_parser(
-        'dreamzero-sim',
-        __doc__,
-        usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
-        epilog='\n'.join(lines),
-        formatter_class=ListingHelpFormatter,
-    )
+    return parameters_parser('dreamzero-sim', __doc__, {**ARM_PARAMETERS, **PARAMETERS})
 
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-sim``."""
-    argv = sys.argv[1:] if args is None else args
-    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
-    rclpy.init(args=['dreamzero-sim', *argv])
-    try:
-        node = MujocoSim()
-    except (RuntimeError, ValueError) as error:
-        print(f'dreamzero-sim: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    node.start()
-    node.get_logger().info(
-        node.ready_line() + f'; cameras {", ".join(node.camera_topics.values())}'
-    )
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.stop()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_robot('dreamzero-sim', build_parser(), MujocoSim, args)
 
 
 if __name__ == '__main__':

@@ -304,6 +304,12 @@ class SimArm(Node):
                 callback_group=self._group,
             )
 
+    def start(self) -> None:
+        """Start moving (the timer does, once spinning)."""
+
+    def stop(self) -> None:
+        """Stop moving (the timer stops with the executor)."""
+
     def ready_line(self) -> str:
         """What the simulated robot serves, logged once it is up."""
         parts = [f'{len(g.rules.joints)} joints on {g.spec.target}' for g in self.joint_groups]
@@ -590,43 +596,59 @@ def _descriptor(description: str) -> Any:
     return ParameterDescriptor(description=description)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
+def parameters_parser(
+    prog: str, description: str, parameters: dict[str, tuple[Any, str]]
+) -> argparse.ArgumentParser:
+    """Command-line interface of a simulated robot: ROS arguments only, its parameters listed."""
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for name, (default, description) in PARAMETERS.items():
-        lines.append(f'  {name} (default {default!r}): {description}')
+    for name, (default, text) in parameters.items():
+        lines.append(f'  {name} (default {default!r}): {text}')
     return new_parser(
-        'dreamzero-sim-arm',
-        __doc__,
+        prog,
+        description,
         usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
         epilog='\n'.join(lines),
         formatter_class=ListingHelpFormatter,
     )
 
 
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-sim-arm``."""
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
+    return parameters_parser('dreamzero-sim-arm', __doc__, PARAMETERS)
+
+
+def run_robot(
+    prog: str, parser: argparse.ArgumentParser, make: type[SimArm], args: list[str] | None
+) -> int:
+    """Run a simulated robot node (``make()``) until Ctrl-C; a bad parameter ends in one line."""
     argv = sys.argv[1:] if args is None else args
-    build_parser().parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
-    rclpy.init(args=['dreamzero-sim-arm', *argv])
+    parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
+    rclpy.init(args=[prog, *argv])
     try:
-        node = SimArm()
+        node = make()
     except (RuntimeError, ValueError) as error:
-        print(f'dreamzero-sim-arm: {error}', file=sys.stderr)
+        print(f'{prog}: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
+    node.start()
     node.get_logger().info(node.ready_line())
     try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        node.stop()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-sim-arm``."""
+    return run_robot('dreamzero-sim-arm', build_parser(), SimArm, args)
 
 
 if __name__ == '__main__':
