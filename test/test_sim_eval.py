@@ -41,7 +41,7 @@ def _evaluate(tmp_path, *args):
 
 def test_the_scripted_policy_completes_the_task_through_the_node(tmp_path):
     output, report, stdout = _evaluate(
-        tmp_path, '--preset', 'scripted', '--time-limit', '20', '--seed', '3',
+        tmp_path, '--scripted', '--time-limit', '20', '--seed', '3',
         '-p', 'scheduler.min_replan_period:=0.5',
     )  # fmt: skip
     episode = report['episodes'][0]
@@ -93,4 +93,12 @@ def test_the_tiny_model_closes_the_loop_on_simulated_time(tmp_path):
             np.testing.assert_allclose(positions[nearest], point.positions, atol=0.05)
             compared += 1
     assert compared >= 3
-    assert (output / episode['video']).stat().st_size > 10_000
+    # the video: the rendered cameras, and beside them the model's predicted frames (not the
+    # grey panel shown before the first prediction)
+    import av
+
+    with av.open(str(output / episode['video'])) as video:
+        last = [frame.to_ndarray(format='rgb24') for frame in video.decode(video=0)][-1]
+    height, width = last.shape[:2]
+    assert (height, width) == (360, 1280)
+    assert last[:, width // 2 :].std() > 5, 'no predicted frame beside the cameras'
