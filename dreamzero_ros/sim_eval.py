@@ -192,7 +192,6 @@ def run_evaluation(options: argparse.Namespace, output: Path) -> dict[str, Any]:
     from dreamzero_ros.core.launch_plan import simulator_parameters
     from dreamzero_ros.core.node_config import build_settings, read_params_file
 
-    output.mkdir(parents=True)
     params = options.params_file or None
     values = read_params_file(params) if params else {}
     if not params:
@@ -209,6 +208,7 @@ def run_evaluation(options: argparse.Namespace, output: Path) -> dict[str, Any]:
     rclpy.init()
     try:
         harness = _Harness(options, settings, arm, output)
+        output.mkdir(parents=True)
         try:
             return harness.run(env)
         finally:

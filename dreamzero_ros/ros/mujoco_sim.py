@@ -34,38 +34,29 @@ from collections.abc import Callable
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import rclpy
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Bool, String
+from std_srvs.srv import Trigger
 
-from dreamzero_ros.sim.cameras import headless_gl
+from dreamzero_ros.core.image_codec import encode_compressed
+from dreamzero_ros.core.imagination import topic_token
+from dreamzero_ros.core.jtc import TrajectoryFollower
+from dreamzero_ros.ros.conversions import to_time
+from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS
+from dreamzero_ros.ros.sim_arm import SimArm, _descriptor, parameters_parser, run_robot
+from dreamzero_ros.sim.cameras import CameraRenderer, RenderingError, load_mujoco
+from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES, build_scene
 
-headless_gl()  # before mujoco is imported (dreamzero_ros.sim.physics)
-
-import rclpy  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from sensor_msgs.msg import CompressedImage, Image, JointState  # noqa: E402
-from std_msgs.msg import Bool, String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-
-from dreamzero_ros.core.image_codec import encode_compressed  # noqa: E402
-from dreamzero_ros.core.imagination import topic_token  # noqa: E402
-from dreamzero_ros.core.jtc import TrajectoryFollower  # noqa: E402
-from dreamzero_ros.ros.conversions import to_time  # noqa: E402
-from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS  # noqa: E402
-from dreamzero_ros.ros.sim_arm import (  # noqa: E402
-    SimArm,
-    _descriptor,
-    parameters_parser,
-    run_robot,
-)
-from dreamzero_ros.sim.cameras import CameraRenderer  # noqa: E402
-from dreamzero_ros.sim.frames import Frame, SceneFrames  # noqa: E402
-from dreamzero_ros.sim.physics import SimWorld  # noqa: E402
-from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES, build_scene  # noqa: E402
-from dreamzero_ros.sim.tasks import PutIn  # noqa: E402
+if TYPE_CHECKING:
+    from dreamzero_ros.sim.frames import Frame
+    from dreamzero_ros.sim.physics import SimWorld
 
 try:  # tf2_msgs has no PyPI wheel: /tf where a ROS install provides it
     from tf2_msgs.msg import TFMessage
@@ -104,6 +95,11 @@ class MujocoSim(SimArm):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         self.world: SimWorld | None = None
         super().__init__(node_name, **kwargs)
+        load_mujoco()  # MuJoCo with an offscreen OpenGL platform, or a one-line OSError
+        from dreamzero_ros.sim.frames import SceneFrames
+        from dreamzero_ros.sim.physics import SimWorld
+        from dreamzero_ros.sim.tasks import PutIn
+
         for name, (default, description) in PARAMETERS.items():
             self.declare_parameter(name, default, _descriptor(description))
         value = self._value
@@ -152,6 +148,9 @@ class MujocoSim(SimArm):
         self.create_timer(0.5, self._publish_task)
         self._reset_requested = threading.Event()
         self._stop = threading.Event()
+        self._started = threading.Event()
+        #: Why the simulation could not start or stopped; empty while it runs.
+        self.failure = ''
         self._episode_start = 0.0
         self.steps_rendered = 0
         #: Called with (time, images in the scene's camera order) at each rendering.
@@ -234,9 +233,18 @@ class MujocoSim(SimArm):
 
     # ------------------------------------------------------------------------ running
 
-    def start(self) -> None:
-        """Start simulating (on a thread of its own)."""
+    def start(self, timeout: float = 60.0) -> None:
+        """Start simulating on a thread of its own, once its renderer works.
+
+        Raises:
+            RenderingError: the cameras cannot be rendered (no OpenGL for ``MUJOCO_GL``).
+
+        """
         self._thread.start()
+        if not self._started.wait(timeout):
+            raise RuntimeError(f'the physics thread did not start within {timeout:g} s')
+        if self.failure:
+            raise RenderingError(self.failure)
 
     def stop(self) -> None:
         """Stop simulating; returns once the physics thread has ended."""
@@ -245,39 +253,59 @@ class MujocoSim(SimArm):
             self._thread.join(10)
 
     def _run(self) -> None:
+        """The physics thread: its renderer (an OpenGL context is the thread's), then the loop.
+
+        An error ends the simulation: logged, kept in :attr:`failure`, and the node shuts down
+        (the other nodes then see joint states and the clock stop, and hold).
+        """
+        value = self._value
+        try:
+            renderer = CameraRenderer(
+                self.world.model, int(value('cameras.height')), int(value('cameras.width'))
+            )
+        except OSError as error:
+            self.failure = str(error)
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            self._loop(renderer)
+        except Exception as error:  # noqa: BLE001 - any fault stops the simulation, said once
+            self.failure = f'the simulation stopped: {type(error).__name__}: {error}'
+            self.get_logger().fatal(self.failure)
+            rclpy.try_shutdown()
+        finally:
+            renderer.close()
+
+    def _loop(self, renderer: CameraRenderer) -> None:
         value = self._value
         world = self.world
-        height, width = int(value('cameras.height')), int(value('cameras.width'))
-        renderer = CameraRenderer(world.model, height, width)
         frame_period = 1.0 / value('cameras.rate_hz')
         state_period = 1.0 / value('rate_hz')
         clock_period = float(value('clock_period'))
         speed = float(value('real_time_factor'))
         due = {'frame': world.time, 'state': world.time, 'clock': world.time}
         wall_start, sim_start = time.monotonic(), world.time
-        try:
-            while not self._stop.is_set() and rclpy.ok():
-                if self._reset_requested.is_set():
-                    self._new_episode()
-                    wall_start, sim_start = time.monotonic(), world.time
-                    self._reset_requested.clear()
-                self._step()
-                now = world.time
-                if now >= due['clock']:
-                    self._clock_topic.publish(Clock(clock=to_time(now)))
-                    due['clock'] += clock_period
-                if now >= due['state']:
-                    self._publish_state(now)
-                    due['state'] += state_period
-                if now >= due['frame']:
-                    self._publish_images(renderer, now)
-                    due['frame'] += frame_period
-                if speed > 0:
-                    ahead = sim_start + (time.monotonic() - wall_start) * speed
-                    if now > ahead:
-                        time.sleep((now - ahead) / speed)
-        finally:
-            renderer.close()
+        while not self._stop.is_set() and rclpy.ok():
+            if self._reset_requested.is_set():
+                self._new_episode()
+                wall_start, sim_start = time.monotonic(), world.time
+                self._reset_requested.clear()
+            self._step()
+            now = world.time
+            if now >= due['clock']:
+                self._clock_topic.publish(Clock(clock=to_time(now)))
+                due['clock'] += clock_period
+            if now >= due['state']:
+                self._publish_state(now)
+                due['state'] += state_period
+            if now >= due['frame']:
+                self._publish_images(renderer, now)
+                due['frame'] += frame_period
+            if speed > 0:
+                ahead = sim_start + (time.monotonic() - wall_start) * speed
+                if now > ahead:
+                    time.sleep((now - ahead) / speed)
 
     def _step(self) -> None:
         """The controllers' set-points at this step into the servos; one physics step."""

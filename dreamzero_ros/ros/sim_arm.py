@@ -624,15 +624,19 @@ def run_robot(
     argv = sys.argv[1:] if args is None else args
     parser.parse_args(rclpy.utilities.remove_ros_args(['prog', *argv])[1:])
     rclpy.init(args=[prog, *argv])
+    node = None
     try:
         node = make()
-    except (RuntimeError, ValueError) as error:
+        node.start()
+    except (OSError, RuntimeError, ValueError) as error:
         print(f'{prog}: {error}', file=sys.stderr)
+        if node is not None:
+            node.stop()
+            node.destroy_node()
         rclpy.try_shutdown()
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
-    node.start()
     node.get_logger().info(node.ready_line())
     try:
         executor.spin()

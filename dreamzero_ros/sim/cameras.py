@@ -27,6 +27,33 @@ def headless_gl() -> str:
     return backend
 
 
+class RenderingError(OSError):
+    """MuJoCo cannot render offscreen here (no OpenGL library for ``MUJOCO_GL``)."""
+
+
+_MESA_HINT = (
+    'a CPU needs Mesa: libegl1 and libgl1-mesa-dri for MUJOCO_GL=egl, libosmesa6 for osmesa'
+)
+
+
+def load_mujoco():  # noqa: ANN201 - the mujoco module
+    """``mujoco``, imported with a headless OpenGL platform (:func:`headless_gl`).
+
+    Raises:
+        RenderingError: the platform's library is missing (MuJoCo fails to import).
+
+    """
+    headless_gl()
+    try:
+        import mujoco
+    except (ImportError, AttributeError, OSError) as error:
+        raise RenderingError(
+            f'MuJoCo cannot load the OpenGL platform MUJOCO_GL={os.environ["MUJOCO_GL"]!r} '
+            f'({type(error).__name__}: {error}); {_MESA_HINT}'
+        ) from None
+    return mujoco
+
+
 class CameraRenderer:
     """Renders named cameras of a model at one image size (``height x width``, RGB uint8)."""
 
@@ -36,10 +63,9 @@ class CameraRenderer:
         try:
             self._renderer = mujoco.Renderer(model, height, width)
         except Exception as error:  # mujoco raises FatalError / RuntimeError per platform
-            raise RuntimeError(
-                f'cannot render offscreen with MUJOCO_GL={os.environ.get("MUJOCO_GL")!r}: {error}'
-                ' (a CPU needs Mesa: libegl1 and libgl1-mesa-dri, or libosmesa6 with '
-                'MUJOCO_GL=osmesa)'
+            raise RenderingError(
+                f'cannot render offscreen with MUJOCO_GL={os.environ.get("MUJOCO_GL")!r}: '
+                f'{error}; {_MESA_HINT}'
             ) from error
         self.height, self.width = height, width
 
