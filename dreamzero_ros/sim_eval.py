@@ -275,10 +275,11 @@ class _Harness:
                 '/dreamzero_sim/task_success': 'std_msgs/msg/Bool',
             }
         )
+        gripper = node_topic(settings.gripper.command_name, NODE)
         if settings.gripper.interface == 'joint_trajectory':
-            topics[node_topic(settings.gripper.command_name, NODE)] = (
-                'trajectory_msgs/msg/JointTrajectory'
-            )
+            topics[gripper] = 'trajectory_msgs/msg/JointTrajectory'
+        elif settings.gripper.interface == 'action':  # the goals' outcomes, as --include-hidden
+            topics[f'{gripper}/_action/status'] = 'action_msgs/msg/GoalStatusArray'
         if self.sim._tf is not None:
             topics.update({'/tf': 'tf2_msgs/msg/TFMessage', '/tf_static': 'tf2_msgs/msg/TFMessage'})
         available = {}

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 
+from interface_support import control_msgs_env
 from node_support import ros_env
 import numpy as np
 import pytest
@@ -24,12 +25,13 @@ from dreamzero_ros.replay.bag_io import BagReader
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 
-def _evaluate(tmp_path, *args):
+def _evaluate(tmp_path, *args, env=None):
     output = tmp_path / 'eval'
     result = subprocess.run(
         [sys.executable, '-m', 'dreamzero_ros.sim_eval', '-o', str(output), '--episodes', '1',
          '--real-time-factor', '0', *args],
-        env={**ros_env(), 'PYTHONUNBUFFERED': '1', 'XDG_CACHE_HOME': str(tmp_path / 'cache')},
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1', 'XDG_CACHE_HOME': str(tmp_path / 'cache'),
+             **(env or {})},
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     log = (output / 'policy_node.log').read_text() if (output / 'policy_node.log').exists() else ''
@@ -59,6 +61,32 @@ def test_the_scripted_policy_completes_the_task_through_the_node(tmp_path):
         assert task[0] == episode['instruction']
         success = [m.data for _, _, m in bag.messages(['/dreamzero_sim/task_success'])]
         assert success[0] is False and success[-1] is True
+
+
+def test_the_franka_gripper_action_grasps_in_the_physics(tmp_path):
+    """GripperCommand as franka_gripper serves it: a goal closing on an object ends stalled."""
+    output, report, stdout = _evaluate(
+        tmp_path, '--scripted', '--time-limit', '20', '--seed', '5',
+        '-p', 'scheduler.min_replan_period:=0.5', '-p', 'gripper.interface:=action',
+        '-p', 'gripper.command_name:=panda_gripper/gripper_action',
+        env=control_msgs_env(),
+    )  # fmt: skip
+    assert report['overall']['success_rate'] == 1.0, stdout
+    episode = report['episodes'][0]
+    with BagReader(output / episode['bag']) as bag:
+        succeeded = {
+            bytes(status.goal_info.goal_id.uuid)
+            for _, _, message in bag.messages(['/panda_gripper/gripper_action/_action/status'])
+            for status in message.status_list
+            if status.status == 4  # SUCCEEDED
+        }
+        fingers = [
+            state.position[list(state.name).index('panda_finger_joint1')]
+            for _, _, state in bag.messages(['/joint_states'])
+        ]
+    # the closing goal (position 0) succeeded with the fingers on the block, never at 0
+    assert len(succeeded) >= 2  # the close, then the open
+    assert min(fingers) > 0.015 and max(fingers) > 0.039
 
 
 def test_the_tiny_model_closes_the_loop_on_simulated_time(tmp_path):
