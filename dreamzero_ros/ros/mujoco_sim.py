@@ -271,6 +271,8 @@ class MujocoSim(SimArm):
         try:
             self._loop(renderer)
         except Exception as error:  # noqa: BLE001 - any fault stops the simulation, said once
+            if self._stop.is_set() or not rclpy.ok():  # shutting down: publishing may fail
+                return
             self.failure = f'the simulation stopped: {type(error).__name__}: {error}'
             self.get_logger().fatal(self.failure)
             rclpy.try_shutdown()
