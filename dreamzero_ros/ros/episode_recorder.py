@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.live_replay import message_class
@@ -28,7 +28,7 @@ class EpisodeRecorder:
     """Subscribes ``topics`` (name -> ``pkg/msg/Type``) on ``node``; a bag per :meth:`start`.
 
     ``clock`` gives the log time in seconds (the simulated time). ``latched`` names the
-    transient-local topics; ``best_effort`` those published best effort.
+    transient-local topics.
     """
 
     def __init__(
@@ -37,7 +37,6 @@ class EpisodeRecorder:
         topics: Mapping[str, str],
         clock: Callable[[], float],
         latched: tuple[str, ...] = (),
-        best_effort: tuple[str, ...] = (),
         storage: str = 'mcap',
     ) -> None:
         self.topics = dict(topics)
@@ -54,8 +53,6 @@ class EpisodeRecorder:
                     reliability=ReliabilityPolicy.RELIABLE,
                     durability=DurabilityPolicy.TRANSIENT_LOCAL,
                 )
-            elif topic in best_effort:
-                qos = qos_profile_sensor_data
             else:
                 qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
             node.create_subscription(

@@ -105,6 +105,11 @@ class MujocoSim(SimArm):
         value = self._value
         if self.bases:
             raise ValueError('the simulated scenes have no mobile base: remove the twist groups')
+        for name in ('cameras.rate_hz', 'cameras.height', 'cameras.width', 'clock_period'):
+            if not value(name) > 0:
+                raise ValueError(f'{name} must be > 0, got {value(name)}')
+        if not value('real_time_factor') >= 0:
+            raise ValueError(f'real_time_factor must be >= 0, got {value("real_time_factor")}')
         scene = build_scene(value('scene'), self.description or None)
         self._check_joints(scene)
         self.world = SimWorld(scene, gripper_speed=value('gripper.speed'))
