@@ -7,7 +7,7 @@
 and FollowJointTrajectory with the fields ros-controls/control_msgs defines) with colcon from the
 venv's ROS 2 wheels, the recipe of scripts/build_interfaces.sh, into ``build/test_interfaces``
 (reused while the definition and the venv are unchanged), and returns the environment a process
-needs to import it.
+needs to import it; ``interface_env('tf2_msgs')`` does the same for ``test/interfaces/tf2_msgs``.
 """
 
 from __future__ import annotations
@@ -21,19 +21,25 @@ import sys
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / 'test' / 'interfaces' / 'control_msgs'
+INTERFACES = REPO / 'test' / 'interfaces'
 
 
 def control_msgs_env() -> dict[str, str]:
     """Environment variables (PYTHONPATH, LD_LIBRARY_PATH) that make control_msgs importable."""
+    return interface_env('control_msgs')
+
+
+def interface_env(package: str) -> dict[str, str]:
+    """Environment variables that make the test interface package ``package`` importable."""
+    source = INTERFACES / package
     digest = hashlib.sha256(  # one build per definition and venv (ROS 2 distribution)
         sys.prefix.encode()
-        + b''.join(path.read_bytes() for path in sorted(SOURCE.rglob('*')) if path.is_file())
+        + b''.join(path.read_bytes() for path in sorted(source.rglob('*')) if path.is_file())
     ).hexdigest()[:12]
     base = REPO / 'build' / 'test_interfaces' / digest
     install = base / 'install'
     venv = Path(sys.executable).parent.parent
-    if not (install / 'lib' / 'libcontrol_msgs__rosidl_generator_c.so').exists():
+    if not (install / 'lib' / f'lib{package}__rosidl_generator_c.so').exists():
         env = {
             **os.environ,
             'AMENT_PREFIX_PATH': str(venv),
@@ -42,14 +48,14 @@ def control_msgs_env() -> dict[str, str]:
         }
         result = subprocess.run(
             [str(venv / 'bin' / 'colcon'), '--log-base', str(base / 'log'), 'build',
-             '--base-paths', str(SOURCE), '--build-base', str(base / 'build'),
+             '--base-paths', str(source), '--build-base', str(base / 'build'),
              '--install-base', str(install), '--merge-install',
              '--event-handlers', 'console_cohesion-', 'console_stderr-',
              '--cmake-args', '-DBUILD_TESTING=OFF', f'-DPython3_EXECUTABLE={sys.executable}'],
             env=env, capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         if result.returncode != 0:
-            pytest.fail(f'building the test control_msgs failed:\n{result.stdout[-3000:]}')
+            pytest.fail(f'building the test {package} failed:\n{result.stdout[-3000:]}')
     site = install / 'lib' / f'python{sys.version_info.major}.{sys.version_info.minor}'
     return {
         'PYTHONPATH': os.pathsep.join(

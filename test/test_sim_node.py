@@ -111,3 +111,60 @@ def test_reset_starts_the_next_seed(bimanual):
     harness, log = bimanual
     answer = harness.call(Trigger, '/dreamzero_sim/reset', Trigger.Request(), timeout=30.0)
     assert answer.success and answer.message.startswith('seed 8: put the red cube in the bin')
+
+
+def test_tf_gives_the_urdf_frames_and_the_objects(tmp_path):
+    """/tf and /tf_static as robot_state_publisher gives them, where tf2_msgs is installed."""
+    import json
+
+    from interface_support import interface_env
+
+    from dreamzero_ros.core.kinematics import LinkPoints
+
+    env = {**ros_env(), 'PYTHONUNBUFFERED': '1', **interface_env('tf2_msgs')}
+    log_path = tmp_path / 'sim.log'
+    with open(log_path, 'w') as log:
+        sim = subprocess.Popen(
+            [sys.executable, '-m', 'dreamzero_ros.ros.mujoco_sim', '--ros-args',
+             '-p', 'real_time_factor:=1.0'],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        try:
+            peer = subprocess.run(
+                [sys.executable, str(REPO / 'test' / 'tf_listener_peer.py'), '20'],
+                env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        finally:
+            sim.terminate()
+            sim.wait(20)
+    assert peer.returncode == 0, peer.stderr + log_path.read_text()
+    seen = json.loads(peer.stdout.strip().splitlines()[-1])
+    frames, static = seen['frames'], set(seen['static'])
+    # the chain of the URDF, each link in its parent: the moving ones on /tf
+    for index in range(1, 8):
+        parent = 'panda_link0' if index == 1 else f'panda_link{index - 1}'
+        assert frames[f'panda_link{index}'][0] == parent
+        assert f'panda_link{index}' not in static
+    assert frames['panda_hand'][0] == 'panda_link8' and 'panda_hand' in static
+    assert frames['base'][0] == 'world' and 'base' in static
+    assert frames['red_block'][0] == 'world' and 'red_block' not in static
+    assert frames['wrist_image_left'][0] == 'panda_hand' and 'wrist_image_left' in static
+    # composed, the transforms put the flange where the URDF's kinematics put it at the home pose
+    urdf = (REPO / 'dreamzero_ros' / 'descriptions' / 'panda.urdf').read_text()
+    home = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+    expected = LinkPoints(urdf, [f'panda_joint{i}' for i in range(1, 8)], ['panda_link8'],
+                          frame='panda_link0').positions(np.array(home))[0, 0]  # fmt: skip
+    position, rotation = np.zeros(3), np.eye(3)
+    for link in ['panda_link0', *(f'panda_link{i}' for i in range(1, 9))][1:]:
+        _, x, y, z, w, qx, qy, qz, _ = frames[link]
+        position = position + rotation @ np.array([x, y, z])
+        rotation = rotation @ _matrix(w, qx, qy, qz)
+    np.testing.assert_allclose(position, expected, atol=2e-3)  # the servos hold within 2 mm
+
+
+def _matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])  # fmt: skip
