@@ -168,3 +168,68 @@ def _matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
     ])  # fmt: skip
+
+
+def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(tmp_path):
+    """The node on a random YAM checkpoint, its groups the bimanual scene's, on simulated time."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from embodiment_support import write_shipped_checkpoint
+    from node_support import NodeProcess
+    from sensor_msgs.msg import JointState
+    from test_node_action_groups import _parameters, _params_file
+
+    groups = REPO / 'config' / 'sim_bimanual_groups.yaml'
+    checkpoint = write_shipped_checkpoint(tmp_path / 'yam', 'yam')
+    parameters = {
+        **_parameters(checkpoint, 'yam', groups, (range(12), range(2), ())),
+        'camera_topics': ['top_camera_images_rgb', 'left_camera_images_rgb',
+                          'right_camera_images_rgb'],
+        'start_enabled': True,
+    }  # fmt: skip
+    harness = Harness('yam_sim_harness', use_sim_time=True)
+    harness.record('states', JointState, 'joint_states')
+    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+    log_path = tmp_path / 'sim.log'
+    log = open(log_path, 'w')  # noqa: SIM115 - closed below
+    sim = subprocess.Popen(
+        [sys.executable, '-m', 'dreamzero_ros.ros.mujoco_sim', '--ros-args',
+         '-p', 'scene:=bimanual', '-p', f'action_groups:={groups}'],
+        stdout=log, stderr=subprocess.STDOUT, env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
+    )  # fmt: skip
+    node = NodeProcess(
+        tmp_path / 'node.log', 'use_sim_time:=true',
+        params_file=_params_file(tmp_path, **parameters),
+    )  # fmt: skip
+
+    def logs():
+        return node.log()[-4000:] + '\n--- sim:\n' + log_path.read_text()[-3000:]
+
+    def accepted(group):
+        counts = [
+            int(value.value)
+            for array in harness.messages('diagnostics')
+            for status in array.status
+            if status.name.startswith('dreamzero_sim')
+            for value in status.values
+            if value.key == f'{group}.trajectories_accepted'
+        ]
+        return max(counts, default=0)
+
+    try:
+        harness.wait_for(
+            lambda: accepted('left_arm') >= 2 and accepted('right_arm') >= 2,
+            TIMEOUT * 2, 'trajectories on both arms', logs,
+        )  # fmt: skip
+        states = harness.messages('states')
+        names = list(states[-1].name)
+        positions = np.array([s.position for s in states if list(s.name) == names])
+        for side in ('left', 'right'):
+            columns = [names.index(f'{side}_joint{i}') for i in range(1, 7)]
+            assert np.ptp(positions[:, columns], axis=0).max() > 1e-3, f'{side} arm never moved'
+        assert 'rejected' not in log_path.read_text()
+    finally:
+        node.stop()
+        sim.terminate()
+        sim.wait(20)
+        log.close()
+        harness.close()
