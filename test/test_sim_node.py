@@ -24,6 +24,7 @@ TIMEOUT = 90.0
 
 @pytest.fixture(scope='module')
 def bimanual(tmp_path_factory):
+    from rclpy.qos import DurabilityPolicy, QoSProfile
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import String
@@ -41,7 +42,8 @@ def bimanual(tmp_path_factory):
     harness.record('clock', Clock, '/clock')
     harness.record('top', Image, 'top_camera_images_rgb')
     harness.record('left', Image, 'left_camera_images_rgb')
-    harness.record('task', String, '/dreamzero_sim/task')
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    harness.record('task', String, '/dreamzero_sim/task', latched)
     yield harness, log_path.read_text
     process.terminate()
     process.wait(20)

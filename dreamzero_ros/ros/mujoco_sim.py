@@ -21,10 +21,10 @@ positions, velocities and efforts, the fingers stop on what they grasp. Besides:
 - ``/tf`` and ``/tf_static`` (tf2_msgs, where installed): every link in its parent (what
   robot_state_publisher would publish), the robot's base and the objects in ``world``, the
   cameras' optical frames;
-- the task: ``~/task`` (std_msgs/String, transient local) its instruction, ``~/task_success``
-  (std_msgs/Bool) whether it has succeeded, at 2 Hz. ``~/reset`` (std_srvs/Trigger) starts a
-  new episode: the robot back at its initial positions, the objects placed from ``seed`` (a
-  parameter, which a reset then advances by one).
+- the task: ``~/task`` (std_msgs/String, transient local) its instruction, once per episode,
+  ``~/task_success`` (std_msgs/Bool) whether it has succeeded, at 2 Hz. ``~/reset``
+  (std_srvs/Trigger) starts a new episode: the robot back at its initial positions, the objects
+  placed from ``seed`` (a parameter, which a reset then advances by one).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class MujocoSim(SimArm):
             self._tf = self.create_publisher(TFMessage, '/tf', 10)
             self._tf_static = self.create_publisher(TFMessage, '/tf_static', latched)
         self.create_service(Trigger, '~/reset', self._on_reset)
-        self.create_timer(0.5, self._publish_task)
+        self.create_timer(0.5, self._publish_success)
         self._reset_requested = threading.Event()
         self._stop = threading.Event()
         self._started = threading.Event()
@@ -390,10 +390,15 @@ class MujocoSim(SimArm):
             self.on_frames(now, images)
 
     def _publish_task(self) -> None:
+        """The episode's instruction (once: a new one starts an episode) and its success."""
         with self._lock:
             instruction = self.task.instruction()
-            success = self.task.succeeded_at is not None
         self._task_topic.publish(String(data=instruction))
+        self._publish_success()
+
+    def _publish_success(self) -> None:
+        with self._lock:
+            success = self.task.succeeded_at is not None
         self._success_topic.publish(Bool(data=success))
 
     def task_report(self) -> dict[str, Any]:
