@@ -360,7 +360,7 @@ class _Harness:
         deadline = time.monotonic() + self.options.startup_timeout
         while self.diagnostics.get('lifecycle_state') != 'active':
             if self.node_process.poll() is not None:
-                raise RuntimeError(
+                raise ConnectionError(
                     f'the policy node exited ({self.node_process.returncode}); see '
                     f'{self.output}/policy_node.log'
                 )
@@ -391,14 +391,18 @@ class _Harness:
         self._wait_active()
         client = ActionClient(self.sim, RunTask, f'/{NODE}/run_task')
         if not client.wait_for_server(timeout_sec=30.0):
-            raise RuntimeError(f'/{NODE}/run_task is not served (is the RunTask interface built?)')
-        episodes = []
-        for index in range(self.options.episodes):
-            episode = self._episode(client, index)
-            episodes.append(episode)
-            print(_episode_line(episode), flush=True)
-        report = _report(episodes, self.output, self.options)
-        (self.output / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
+            raise ConnectionError(
+                f'/{NODE}/run_task is not served (is the RunTask interface built?)'
+            )
+        episodes: list[Episode] = []
+        try:
+            for index in range(self.options.episodes):
+                episode = self._episode(client, index)
+                episodes.append(episode)
+                print(_episode_line(episode), flush=True)
+        finally:  # the episodes run so far are reported, also when one fails or on Ctrl-C
+            report = _report(episodes, self.output, self.options)
+            (self.output / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
         return report
 
     def _episode(self, client: Any, index: int) -> Episode:
@@ -423,7 +427,10 @@ class _Harness:
         goal = RunTask.Goal(instruction=episode.instruction, time_limit=self.options.time_limit)
         handle = _wait(client.send_goal_async(goal), 30.0)
         if handle is None or not handle.accepted:
-            raise RuntimeError(f'the node refused the task goal; see {self.output}/policy_node.log')
+            raise ConnectionError(
+                f'the policy node refused the task goal or is gone; see '
+                f'{self.output}/policy_node.log'
+            )
         started = sim.world.time
         result_future = handle.get_result_async()
         wall_limit = max(60.0, 20 * self.options.time_limit)
@@ -436,11 +443,14 @@ class _Harness:
                 break
             time.sleep(0.05)
         outcome = _wait(result_future, 30.0)
+        if self.node_process.poll() is not None:
+            episode.outcome = 'node_exited'
+            episode.message = f'the policy node exited ({self.node_process.returncode})'
         report = sim.task_report()
         episode.success = report['success']
         if report['time_to_success'] is not None:
             episode.time_to_success = max(0.0, report['succeeded_at'] - started)
-        if outcome is not None:
+        if outcome is not None and not episode.outcome:
             episode.outcome = outcome.result.outcome
             episode.message = outcome.result.message
             episode.chunks = int(outcome.result.chunks_executed)
@@ -513,6 +523,7 @@ def _report(episodes: list[Episode], output: Path, options: argparse.Namespace) 
     from dataclasses import asdict
 
     successes = [e for e in episodes if e.success]
+    runs = max(1, len(episodes))
     safety: dict[str, int] = {}
     for episode in episodes:
         for key, count in (episode.safety or {}).items():
@@ -524,7 +535,7 @@ def _report(episodes: list[Episode], output: Path, options: argparse.Namespace) 
         'overall': {
             'episodes': len(episodes),
             'successes': len(successes),
-            'success_rate': len(successes) / len(episodes),
+            'success_rate': len(successes) / runs,
             'mean_time_to_success': sum(times) / len(times) if times else None,
             'safety': safety,
             'arm_rejections': sum(e.arm_rejections for e in episodes),

@@ -41,6 +41,19 @@ def _evaluate(tmp_path, *args, env=None):
     return output, json.loads((output / 'report.json').read_text()), result.stdout
 
 
+def test_a_node_that_cannot_start_ends_the_evaluation_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, '-m', 'dreamzero_ros.sim_eval', '-o', str(tmp_path / 'eval'),
+         '--checkpoint', str(tmp_path / 'no_checkpoint')],
+        env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 4, result.stdout + result.stderr  # a connection failed
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith('dreamzero-sim-eval: error: the policy node exited'), lines
+    assert 'policy_node.log' in lines[-1] and 'Traceback' not in result.stderr
+    assert (tmp_path / 'eval' / 'policy_node.log').read_text()
+
+
 def test_the_scripted_policy_completes_the_task_through_the_node(tmp_path):
     output, report, stdout = _evaluate(
         tmp_path, '--scripted', '--time-limit', '20', '--seed', '3',
