@@ -78,17 +78,36 @@ def _matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
     ])  # fmt: skip
 
 
-def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(tmp_path):
-    """The node on a random YAM checkpoint, its groups the bimanual scene's, on simulated time."""
+@pytest.mark.parametrize('output', ['joint_trajectory', 'follow_joint_trajectory'])
+def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(
+    tmp_path, monkeypatch, output
+):
+    """The node on a random YAM checkpoint, its groups the bimanual scene's, on simulated time.
+
+    Each arm's joint_trajectory_controller by its topic, or by its FollowJointTrajectory action
+    (control_msgs built for the test): every chunk a goal the simulator's JTC accepts.
+    """
     from diagnostic_msgs.msg import DiagnosticArray
     from embodiment_support import write_shipped_checkpoint
+    from interface_support import control_msgs_env
     from node_support import NodeProcess
     from sensor_msgs.msg import JointState
     from test_node_action_groups import _parameters, _params_file
+    import yaml
 
     from dreamzero_ros.sim.bimanual import VIPERX_HOME
 
     groups = REPO / 'config' / 'sim_bimanual_groups.yaml'
+    if output == 'follow_joint_trajectory':
+        data = yaml.safe_load(groups.read_text())
+        for group in data['groups']:
+            if group['output'] == 'joint_trajectory':
+                group['output'] = output
+                group['target'] = group['target'].replace('joint_trajectory', output)
+        groups = tmp_path / 'groups.yaml'
+        groups.write_text(yaml.safe_dump(data))
+        for name, value in control_msgs_env().items():  # no wheel: built from source
+            monkeypatch.setenv(name, value)
     checkpoint = write_shipped_checkpoint(tmp_path / 'yam', 'yam')
     parameters = {
         **_parameters(checkpoint, 'yam', groups, (range(12), range(2), ())),
