@@ -221,7 +221,8 @@ class _Harness:
     """The simulator, recorder, task client and (scripted) policy server in this process."""
 
     def __init__(self, options: argparse.Namespace, settings: Any, arm: dict, output: Path) -> None:
-        from rclpy.executors import MultiThreadedExecutor
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
         from rclpy.parameter import Parameter
 
         from dreamzero_ros.ros.mujoco_sim import MujocoSim
@@ -246,6 +247,12 @@ class _Harness:
         self.executor = MultiThreadedExecutor(num_threads=3)
         self.executor.add_node(self.sim)
         self._spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        # The task's action client on a node of its own, spun only by the thread that sends the
+        # goals: rclpy loses a goal's response that arrives on an executor thread before the
+        # sending thread has registered the request.
+        self.client_node = rclpy.create_node('dreamzero_sim_eval')
+        self.client_executor = SingleThreadedExecutor()
+        self.client_executor.add_node(self.client_node)
         self.server = None
         self.scripted = None
         self.node_process: subprocess.Popen | None = None
@@ -389,7 +396,7 @@ class _Harness:
             flush=True,
         )
         self._wait_active()
-        client = ActionClient(self.sim, RunTask, f'/{NODE}/run_task')
+        client = ActionClient(self.client_node, RunTask, f'/{NODE}/run_task')
         if not client.wait_for_server(timeout_sec=30.0):
             raise ConnectionError(
                 f'/{NODE}/run_task is not served (is the RunTask interface built?)'
@@ -425,7 +432,7 @@ class _Harness:
         rejected_before = int(self.arm_diagnostics.get('trajectories_rejected', 0) or 0)
         wall_start = time.monotonic()
         goal = RunTask.Goal(instruction=episode.instruction, time_limit=self.options.time_limit)
-        handle = _wait(client.send_goal_async(goal), 30.0)
+        handle = self._wait(client.send_goal_async(goal), 30.0)
         if handle is None or not handle.accepted:
             raise ConnectionError(
                 f'the policy node refused the task goal or is gone; see '
@@ -441,8 +448,8 @@ class _Harness:
             if time.monotonic() - wall_start > wall_limit or self.node_process.poll() is not None:
                 handle.cancel_goal_async()
                 break
-            time.sleep(0.05)
-        outcome = _wait(result_future, 30.0)
+            self.client_executor.spin_once(timeout_sec=0.05)
+        outcome = self._wait(result_future, 30.0)
         if self.node_process.poll() is not None:
             episode.outcome = 'node_exited'
             episode.message = f'the policy node exited ({self.node_process.returncode})'
@@ -472,6 +479,11 @@ class _Harness:
         self.video = None
         return episode
 
+    def _wait(self, future: Any, timeout: float) -> Any:
+        """The future's result, spinning the task client meanwhile; None after ``timeout`` s."""
+        self.client_executor.spin_until_future_complete(future, timeout_sec=timeout)
+        return future.result() if future.done() else None
+
     def close(self) -> None:
         """Stop the node (SIGINT: it holds and shuts down), the server and the simulator."""
         if self.node_process is not None and self.node_process.poll() is None:
@@ -487,14 +499,9 @@ class _Harness:
         self._recorder.stop()
         self.sim.stop()
         self.executor.shutdown()
+        self.client_executor.shutdown()
+        self.client_node.destroy_node()
         self.sim.destroy_node()
-
-
-def _wait(future: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while not future.done() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return future.result() if future.done() else None
 
 
 def _wait_diagnostics(harness: _Harness, seconds: float) -> None:
