@@ -81,6 +81,7 @@ class Episode:
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-sim-eval``."""
     from dreamzero_ros.engine.loader import RANDOM_PRESETS
+    from dreamzero_ros.sim.tasks import TASKS
 
     parser = new_parser(
         'dreamzero-sim-eval',
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar='SECONDS',
         help='simulated seconds per episode',
+    )
+    parser.add_argument(
+        '--task',
+        choices=TASKS,
+        default='put_in',
+        help='put_in: put the <object> in the <container>; pick_up: pick up the <object>',
     )
     parser.add_argument('--object', default='', help='object to move (empty: from the seed)')
     parser.add_argument('--container', default='', help='container (empty: from the seed)')
@@ -162,9 +169,28 @@ def summary_line(report: dict[str, Any]) -> str:
     )
 
 
-def _node_parameters(options: argparse.Namespace, policy_uri: str) -> tuple[Path, list[str]]:
+def _checkpoint(options: argparse.Namespace) -> str:
+    """The checkpoint the node loads: ``--checkpoint``, a preset's (written once), or none.
+
+    Called before the simulator renders: the engine's modules are better imported before
+    Mesa's software rasteriser has loaded its LLVM (Triton brings another).
+    """
+    if options.checkpoint:
+        return str(options.checkpoint)
+    if not options.preset:
+        return ''
+    from dreamzero_ros.demo import DEFAULT_CACHE
+    from dreamzero_ros.engine.loader import cached_random_checkpoint
+
+    DEFAULT_CACHE.mkdir(parents=True, exist_ok=True)
+    return str(cached_random_checkpoint(DEFAULT_CACHE, options.preset)[0])
+
+
+def _node_parameters(
+    options: argparse.Namespace, checkpoint: str, policy_uri: str
+) -> tuple[Path, list[str]]:
     """The node's parameter file and overrides."""
-    from dreamzero_ros.demo import DEFAULT_CACHE, config_file
+    from dreamzero_ros.demo import config_file
 
     params = options.params_file or config_file('cpu_small.yaml')
     overrides = ['use_sim_time:=true', 'start_enabled:=true', 'dry_run:=false', 'autostart:=true']
@@ -174,13 +200,7 @@ def _node_parameters(options: argparse.Namespace, policy_uri: str) -> tuple[Path
             f'engine.remote_uri:={policy_uri}',
             'scheduler.step_duration:=0.0',
         ]
-    elif options.checkpoint:
-        overrides.append(f'engine.checkpoint:={options.checkpoint}')
     else:
-        from dreamzero_ros.engine.loader import cached_random_checkpoint
-
-        DEFAULT_CACHE.mkdir(parents=True, exist_ok=True)
-        checkpoint, _ = cached_random_checkpoint(DEFAULT_CACHE, options.preset)
         overrides.append(f'engine.checkpoint:={checkpoint}')
     for name, value in options.param:
         overrides.append(f'{name}:={json.dumps(value)}')
@@ -228,10 +248,12 @@ class _Harness:
         from dreamzero_ros.ros.mujoco_sim import MujocoSim
 
         self.options, self.settings, self.output = options, settings, output
+        self.checkpoint = _checkpoint(options)
         overrides = {
             **arm,
             'real_time_factor': float(options.real_time_factor),
             'seed': int(options.seed),
+            'task.name': options.task,
             'task.object': options.object,
             'task.container': options.container,
         }
@@ -346,7 +368,7 @@ class _Harness:
         return self.server.url
 
     def _start_node(self, env: dict[str, str], uri: str) -> None:
-        params, overrides = _node_parameters(self.options, uri)
+        params, overrides = _node_parameters(self.options, self.checkpoint, uri)
         command = [
             sys.executable,
             '-m',

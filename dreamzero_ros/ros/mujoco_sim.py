@@ -53,6 +53,7 @@ from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS
 from dreamzero_ros.ros.sim_arm import SimArm, _descriptor, parameters_parser, run_robot
 from dreamzero_ros.sim.cameras import CameraRenderer, RenderingError, load_mujoco
 from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES, build_scene
+from dreamzero_ros.sim.tasks import TASKS, PutIn
 
 if TYPE_CHECKING:
     from dreamzero_ros.sim.frames import Frame
@@ -67,6 +68,7 @@ NODE_NAME = 'dreamzero_sim'
 PARAMETERS: dict[str, tuple[Any, str]] = {
     'scene': ('droid', f'One of: {", ".join(SCENES)}.'),
     'seed': (0, 'Seed of the next episode (object placement); each reset advances it by one.'),
+    'task.name': ('put_in', f'The task, one of: {", ".join(TASKS)} (dreamzero_ros/sim/tasks.py).'),
     'task.object': ('', 'Object to move (a body of the scene); empty: drawn from the seed.'),
     'task.container': ('', 'Container (a body of the scene); empty: drawn from the seed.'),
     'cameras.rate_hz': (15.0, 'Camera frame rate, Hz of simulated time.'),
@@ -98,7 +100,6 @@ class MujocoSim(SimArm):
         load_mujoco()  # MuJoCo with an offscreen OpenGL platform, or a one-line OSError
         from dreamzero_ros.sim.frames import SceneFrames
         from dreamzero_ros.sim.physics import SimWorld
-        from dreamzero_ros.sim.tasks import PutIn
 
         for name, (default, description) in PARAMETERS.items():
             self.declare_parameter(name, default, _descriptor(description))
@@ -119,6 +120,7 @@ class MujocoSim(SimArm):
             value('task.container'),
             fingers=scene.fingers,
             workspace=scene.workspace,
+            kind=value('task.name'),
         )
         topics = list(value('cameras.topics'))
         if topics == ['']:

@@ -146,13 +146,18 @@ class SimWorld:
         """World position of ``site``."""
         return self.data.site(site).xpos.copy()
 
-    def touching(self, body: str, others: Sequence[str]) -> bool:
-        """Whether a geom of ``body`` is in contact with a geom of a body named in ``others``."""
+    def touching_all(self, body: str, others: Sequence[str], count: int) -> bool:
+        """Whether geoms of at least ``count`` bodies named in ``others`` touch ``body``."""
         target = self.model.body(body).id
         bodies = {self.model.body(name).id for name in others}
         geom_body = self.model.geom_bodyid
+        found = set()
         for contact in self.data.contact[: self.data.ncon]:
             pair = {int(geom_body[contact.geom1]), int(geom_body[contact.geom2])}
-            if target in pair and pair & bodies and len(pair) == 2:
-                return True
-        return False
+            if target in pair:
+                found |= (pair & bodies) - {target}
+        return len(found) >= count
+
+    def touching(self, body: str, others: Sequence[str]) -> bool:
+        """Whether a geom of ``body`` is in contact with a geom of a body named in ``others``."""
+        return self.touching_all(body, others, 1)

@@ -9,9 +9,9 @@ served to the policy node over OpenPI like any remote policy, so the node, its l
 hand-overs, the controller and the physics are the ones a model drives. Unlike a model it is
 privileged: at the first query of an episode it reads where the object and the container are
 and plans the whole motion (above the object, down, close, lift, over the container, down,
-open, up), each waypoint by inverse kinematics of the hand pointing down (damped least
-squares on MuJoCo's Jacobian, on a copy of the model's data); every query returns the next
-rows of that plan by the simulated time.
+open, up; a ``pick_up`` task ends at the lift), each waypoint by inverse kinematics of the hand
+pointing down (damped least squares on MuJoCo's Jacobian, on a copy of the model's data); every
+query returns the next rows of that plan by the simulated time.
 """
 
 from __future__ import annotations
@@ -150,6 +150,8 @@ class ScriptedPickPlace:
             ((container[0], container[1], table + RELEASE), 0.0, 1.0),
             ((container[0], container[1], table + LIFT), 0.0, 1.5),
         ]
+        if self.task.kind == 'pick_up':  # up to the lift, holding
+            points = points[:4]
         waypoints, q = [], joints
         for position, gripper, duration in points:
             q = self.ik.solve(q, np.asarray(position, float), _down(yaw))

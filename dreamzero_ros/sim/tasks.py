@@ -3,28 +3,35 @@
 
 """Tasks: an instruction, object poses drawn from a seed, and a success check on the physics.
 
-``put the <object> in the <container>``: the objects and the container are placed on the table
-at random, apart from each other and within the arm's reach, from ``numpy``'s generator seeded
-with the episode's seed (the same seed, the same scene). The task has succeeded once the object
-lies inside the container (its centre within the container's walls, its bottom below their
-rim), at rest
-and touched by no finger, for ``settle`` seconds: a grasp that merely carries it over the
-container does not count.
+The objects and the container are placed on the table at random, apart from each other and
+within the arm's reach, from ``numpy``'s generator seeded with the episode's seed (the same
+seed, the same scene). Two kinds:
+
+- ``put_in``, "put the <object> in the <container>": succeeded once the object lies inside the
+  container (its centre within the container's walls, its bottom below their rim), at rest and
+  touched by no finger, for ``settle`` seconds: a grasp that merely carries it over the
+  container does not count;
+- ``pick_up``, "pick up the <object>": succeeded once the object is held between the fingers
+  (touched by two of them) with its centre ``lift`` m above its resting height, for ``settle``
+  seconds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dreamzero_ros.sim.physics import SimWorld
 from dreamzero_ros.sim.scenes import SceneObject
+
+if TYPE_CHECKING:  # the physics imports mujoco, which the caller loads (sim/cameras.py)
+    from dreamzero_ros.sim.physics import SimWorld
 
 #: Smallest distance between two placed objects' centres, m (the container needs more).
 MIN_GAP = 0.09
 CONTAINER_GAP = 0.17
-TASKS = ('put_in',)
+TASKS = ('put_in', 'pick_up')
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class Layout:
 
 @dataclass
 class PutIn:
-    """``put the <object> in the <container>`` over the scene's ``objects``.
+    """A task (``kind``, one of :data:`TASKS`) over the scene's ``objects``.
 
     ``target`` and ``container`` are body names; empty: drawn from the seed.
     """
@@ -46,11 +53,15 @@ class PutIn:
     target: str = ''
     container: str = ''
     settle: float = 0.5
+    kind: str = 'put_in'
+    lift: float = 0.08
     fingers: tuple[str, ...] = ('panda_leftfinger', 'panda_rightfinger')
     #: x and y ranges of the table area in reach (world frame, m), where objects are placed.
     workspace: tuple[tuple[float, float], tuple[float, float]] = ((0.38, 0.66), (-0.26, 0.26))
 
     def __post_init__(self) -> None:
+        if self.kind not in TASKS:
+            raise ValueError(f'task {self.kind!r} is not one of {", ".join(TASKS)}')
         self._by_name = {item.name: item for item in self.objects}
         self.containers = [item.name for item in self.objects if item.shape == 'bin']
         self.graspable = [item.name for item in self.objects if item.shape != 'bin']
@@ -64,6 +75,8 @@ class PutIn:
     def instruction(self) -> str:
         """The instruction of the episode drawn last."""
         target, container = self._chosen
+        if self.kind == 'pick_up':
+            return f'pick up the {self._by_name[target].spoken}'
         return f'put the {self._by_name[target].spoken} in the {self._by_name[container].spoken}'
 
     def layout(self, seed: int) -> Layout:
@@ -114,11 +127,15 @@ class PutIn:
         if self.succeeded_at is not None:
             return True
         target, _ = self._chosen
-        resting = (
-            self.inside(world)
-            and world.body_velocity(target) < 0.02
-            and not world.touching(target, self.fingers)
-        )
+        if self.kind == 'pick_up':
+            height = world.body_position(target)[2] - self._by_name[target].size[-1]
+            resting = height > self.lift and world.touching_all(target, self.fingers, 2)
+        else:
+            resting = (
+                self.inside(world)
+                and world.body_velocity(target) < 0.02
+                and not world.touching(target, self.fingers)
+            )
         now = world.time
         if not resting:
             self._inside_since = None
