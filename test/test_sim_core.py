@@ -29,7 +29,7 @@ from dreamzero_ros.sim.frames import SceneFrames  # noqa: E402
 from dreamzero_ros.sim.physics import SimWorld  # noqa: E402
 from dreamzero_ros.sim.scenes import droid_scene, xyaxes  # noqa: E402
 from dreamzero_ros.sim.scripted_policy import ScriptedPickPlace  # noqa: E402
-from dreamzero_ros.sim.tasks import MIN_GAP, PutIn  # noqa: E402
+from dreamzero_ros.sim.tasks import MIN_GAP, TableTask  # noqa: E402
 
 URDF = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 LINKS = [f'panda_link{i}' for i in range(1, 9)] + ['panda_hand', 'panda_hand_tcp']
@@ -99,7 +99,7 @@ def test_jtc_splines_drive_the_servos_and_the_arm_holds_at_the_end(world):
 
 
 def test_layouts_repeat_by_seed_and_keep_objects_apart(world):
-    task = PutIn(world.scene.objects)
+    task = TableTask(world.scene.objects)
     first, again, other = task.layout(5), task.layout(5), task.layout(6)
     assert first.poses == again.poses
     assert first.poses != other.poses
@@ -110,13 +110,13 @@ def test_layouts_repeat_by_seed_and_keep_objects_apart(world):
                 (ax, ay, _), (bx, by, _) = layout.poses[a], layout.poses[b]
                 assert np.hypot(ax - bx, ay - by) >= MIN_GAP
     with pytest.raises(ValueError, match='is not one of'):
-        PutIn(world.scene.objects, target='bin')
+        TableTask(world.scene.objects, target='bin')
     with pytest.raises(ValueError, match="task 'stack' is not one of put_in, pick_up"):
-        PutIn(world.scene.objects, kind='stack')
+        TableTask(world.scene.objects, kind='stack')
 
 
 def test_success_needs_the_object_resting_inside_the_container(world):
-    task = PutIn(world.scene.objects, target='red_block', container='bin')
+    task = TableTask(world.scene.objects, target='red_block', container='bin')
     world.reset(world.scene.home, [0.04])
     task.reset(world, 0)
     follower = TrajectoryFollower(world.scene.arm_joints, np.array(world.scene.home))
@@ -137,7 +137,7 @@ def test_success_needs_the_object_resting_inside_the_container(world):
 @pytest.mark.parametrize('kind', ['put_in', 'pick_up'])
 def test_the_scripted_policy_completes_the_task_on_the_physics(world, kind):
     scene = world.scene
-    task = PutIn(scene.objects, target='green_block', container='bin', kind=kind)
+    task = TableTask(scene.objects, target='green_block', container='bin', kind=kind)
     world.reset(scene.home, [0.04])
     task.reset(world, 11)
     policy = ScriptedPickPlace(world, task)

@@ -53,7 +53,7 @@ from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS
 from dreamzero_ros.ros.sim_arm import SimArm, _descriptor, parameters_parser, run_robot
 from dreamzero_ros.sim.cameras import CameraRenderer, RenderingError, load_mujoco
 from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES, build_scene
-from dreamzero_ros.sim.tasks import TASKS, PutIn
+from dreamzero_ros.sim.tasks import TASKS, TableTask
 
 if TYPE_CHECKING:
     from dreamzero_ros.sim.frames import Frame
@@ -114,7 +114,7 @@ class MujocoSim(SimArm):
         scene = build_scene(value('scene'), self.description or None)
         self._check_joints(scene)
         self.world = SimWorld(scene, gripper_speed=value('gripper.speed'))
-        self.task = PutIn(
+        self.task = TableTask(
             scene.objects,
             value('task.object'),
             value('task.container'),

@@ -25,7 +25,7 @@ import numpy as np
 
 from dreamzero_ros.policy_types import ActionChunk, Observation
 from dreamzero_ros.sim.physics import SimWorld
-from dreamzero_ros.sim.tasks import PutIn
+from dreamzero_ros.sim.tasks import TableTask
 
 HORIZON = 24
 STEP = 1.0 / 15.0
@@ -103,7 +103,7 @@ class ScriptedPickPlace:
     def __init__(
         self,
         world: SimWorld,
-        task: PutIn,
+        task: TableTask,
         lock: threading.Lock | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:

@@ -43,7 +43,7 @@ class Layout:
 
 
 @dataclass
-class PutIn:
+class TableTask:
     """A task (``kind``, one of :data:`TASKS`) over the scene's ``objects``.
 
     ``target`` and ``container`` are body names; empty: drawn from the seed.
