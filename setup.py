@@ -22,7 +22,13 @@ setup(
         exclude=['test', 'test.*', f'{PACKAGE_NAME}.msg', f'{PACKAGE_NAME}.action']
     ),
     package_data={
-        PACKAGE_NAME: ['embodiments/*.yaml', 'descriptions/*.urdf', 'descriptions/NOTICE']
+        PACKAGE_NAME: [
+            'embodiments/*.yaml',
+            'descriptions/*.urdf',
+            'descriptions/NOTICE',
+            'sim/models/NOTICE',
+            'sim/models/meshes/*/*.stl',
+        ]
     },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE_NAME]),

@@ -123,11 +123,11 @@ def add_policy_source(
     *,
     remote: bool,
     preset_help: str = PRESET_HELP,
-) -> None:
+) -> Any:
     """One of ``--checkpoint DIR``, ``--preset NAME`` and (``remote``) ``--server URL``.
 
     ``presets``: the preset names a tool can build random weights of (the tools:
-    :data:`.engine.loader.RANDOM_PRESETS`).
+    :data:`.engine.loader.RANDOM_PRESETS`). Returns the group, for a tool's own policy source.
     """
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument('--checkpoint', type=Path, metavar='DIR', help=CHECKPOINT_HELP)
@@ -138,6 +138,7 @@ def add_policy_source(
             metavar='ws://HOST:PORT',
             help='a remote OpenPI server (dreamzero-openpi-server) instead of a local model',
         )
+    return group
 
 
 def add_output(

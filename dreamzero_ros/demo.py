@@ -19,6 +19,10 @@ down towards the table) with ``envelope.enabled``, its robot description read fr
 arm's ``robot_description`` topic; the arm stands at a table ``--table-height`` m above its base.
 Each trajectory is cut into a braking hold above the table; the summary gives the node's cuts and
 the lowest point the arm's links reached.
+
+``--simulator mujoco`` drives ``dreamzero-sim`` instead of the simulated arm and the stream:
+MuJoCo physics behind the same controllers, the DROID scene's cameras rendered, the node on
+simulated time (three processes).
 """
 
 from __future__ import annotations
@@ -84,6 +88,9 @@ class DemoArm:
     gripper_topic: str = 'gripper_controller/joint_trajectory'
     #: Height of the table above the arm's base (sim arm ``table.height``), metres.
     table_height: float = 0.0
+    #: ``kinematic`` (``dreamzero-sim-arm`` and the camera clips) or ``mujoco``
+    #: (``dreamzero-sim``: physics and rendered cameras, on simulated time).
+    simulator: str = 'kinematic'
 
     def node_parameters(self) -> list[str]:
         """Policy node overrides: commands to this arm, disabled until ``~/enable``."""
@@ -96,6 +103,7 @@ class DemoArm:
             f'gripper_range:={_list(self.gripper_range)}',
             'gripper.interface:=joint_trajectory',
             f'gripper.command_name:={self.gripper_topic}',
+            *(['use_sim_time:=true'] if self.simulator == 'mujoco' else []),
         ]
 
     def sim_arm_parameters(self) -> list[str]:
@@ -303,9 +311,11 @@ def demo_system(
 
     Picks a random ROS_DOMAIN_ID (100-200) and loopback discovery unless the environment sets
     them. ``node_parameters`` are extra ``name:=value`` overrides. With ``arm``, a
-    ``dreamzero-sim-arm`` publishes the joint states and takes the node's commands (disabled
-    until :meth:`DemoRun.enable_commands`), and the stream publishes the cameras only; without,
-    the stream publishes the joint states too and nothing follows the trajectories. The stream
+    ``dreamzero-sim-arm`` (or ``dreamzero-sim``, the arm's ``simulator``) publishes the joint
+    states and takes the node's commands (disabled until :meth:`DemoRun.enable_commands`), and
+    the stream publishes the cameras only (none with ``dreamzero-sim``, which renders them and
+    runs the node and this listener on simulated time); without, the stream publishes the joint
+    states too and nothing follows the trajectories. The stream
     publishes at ``stream_rate`` Hz.
     """
     env = dict(os.environ)
@@ -318,31 +328,39 @@ def demo_system(
     config = config_file('cpu_small.yaml')
     print(f'ROS_DOMAIN_ID={env["ROS_DOMAIN_ID"]}; node config {config}; logs in {logs}')
     clips = find_clips_dir()
-    print(
-        f'camera frames: the real DROID clips in {clips}'
-        if clips is not None
-        else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
-    )
+    if arm is not None and arm.simulator == 'mujoco':
+        print('camera frames: rendered by dreamzero-sim (MuJoCo), on simulated time')
+    else:
+        print(
+            f'camera frames: the real DROID clips in {clips}'
+            if clips is not None
+            else f'camera frames: synthetic (DROID clips not found; set {CLIPS_ENV})'
+        )
     overrides = [f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false']
     overrides += arm.node_parameters() if arm is not None else _stream_gripper_parameters()
     node_args = ['dreamzero_ros.ros.policy_node_main', '--ros-args', '--params-file', str(config)]
     for override in [*overrides, *node_parameters]:
         node_args += ['-p', override]
     node = _start(_module(node_args), env, logs / 'policy_node.log')
-    arm_process = None
+    arm_process = stream = None
     if arm is not None:
         arm_args = ['--ros-args', '-r', f'__node:={arm.node_name}']
         for parameter in arm.sim_arm_parameters():
             arm_args += ['-p', parameter]
-        arm_command = console_script('dreamzero-sim-arm', 'dreamzero_ros.ros.sim_arm')
+        arm_command = (
+            console_script('dreamzero-sim', 'dreamzero_ros.ros.mujoco_sim')
+            if arm.simulator == 'mujoco'
+            else console_script('dreamzero-sim-arm', 'dreamzero_ros.ros.sim_arm')
+        )
         arm_process = _start([*arm_command, *arm_args], env, logs / 'sim_arm.log')
         print(f'simulated arm: {" ".join(arm_command)} (log {logs}/sim_arm.log)')
-    stream_args = ['--frames', '90', '--image-transport', transport, '--rate', str(stream_rate)]
-    if arm is not None:
-        stream_args.append('--no-joint-states')
-    stream = _start(
-        _module(['dreamzero_ros.ros.demo_stream', *stream_args]), env, logs / 'demo_stream.log'
-    )
+    if arm is None or arm.simulator != 'mujoco':  # the MuJoCo robot renders its own cameras
+        stream_args = ['--frames', '90', '--image-transport', transport, '--rate', str(stream_rate)]
+        if arm is not None:
+            stream_args.append('--no-joint-states')
+        stream = _start(
+            _module(['dreamzero_ros.ros.demo_stream', *stream_args]), env, logs / 'demo_stream.log'
+        )
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
@@ -350,6 +368,10 @@ def demo_system(
 
     rclpy.init()
     listener = DemoListener(arm=arm.topics() if arm is not None else None)
+    if arm is not None and arm.simulator == 'mujoco':
+        from rclpy.parameter import Parameter
+
+        listener.set_parameters([Parameter('use_sim_time', value=True)])
     executor = SingleThreadedExecutor()
     executor.add_node(listener)
     try:
@@ -361,7 +383,8 @@ def demo_system(
         _stop(node)  # first: it holds and shuts down before its inputs go stale
         if arm_process is not None:
             _stop(arm_process)
-        _stop(stream)
+        if stream is not None:
+            _stop(stream)
 
 
 RANDOM_WEIGHTS_NOTE = (
@@ -397,7 +420,10 @@ def run(options: argparse.Namespace) -> int:
         'meaningful, the pipeline is real)'
     )
     logs = options.cache_dir / 'logs'
-    arm = DemoArm(table_height=options.table_height if options.toward_table else 0.0)
+    arm = DemoArm(
+        table_height=options.table_height if options.toward_table else 0.0,
+        simulator=options.simulator,
+    )
     with contextlib.ExitStack() as stack:
         extra = stack.enter_context(_toward_the_table(options)) if options.toward_table else ()
         demo = stack.enter_context(
@@ -509,6 +535,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         metavar='SECONDS',
         help='after the last chunk, seconds to wait for the arm to reach a waypoint',
+    )
+    parser.add_argument(
+        '--simulator',
+        choices=('kinematic', 'mujoco'),
+        default='kinematic',
+        help='kinematic: dreamzero-sim-arm (perfect tracking) and the DROID camera clips; mujoco: '
+        'dreamzero-sim (physics, the DROID scene rendered, simulated time)',
     )
     parser.add_argument(
         '--toward-table',

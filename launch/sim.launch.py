@@ -1,18 +1,23 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Launch the simulated system: the policy node, the simulated arm and the cameras.
+"""Launch the simulated system: the policy node and a simulated robot with its cameras.
 
     ros2 launch dreamzero_ros sim.launch.py
-    ros2 launch dreamzero_ros sim.launch.py preset:=tiny
+    ros2 launch dreamzero_ros sim.launch.py preset:=tiny seed:=3
     ros2 launch dreamzero_ros sim.launch.py checkpoint:=/data/dz config:=/path/to/my.yaml
+    ros2 launch dreamzero_ros sim.launch.py simulator:=kinematic
 
-Three processes close the loop: the policy node (a lifecycle node, brought up by its own
-``autostart``), ``dreamzero-sim-arm`` (joint_trajectory_controller's rules and splines and a
-gripper controller, publishing ``joint_states``), and ``dreamzero-demo-stream`` publishing the
-three DROID camera clips (synthetic frames where the clips are absent) without joint states.
-The arm's joints, controller and gripper are read from the node's config file
-(``sim_arm_parameters``), so that the two agree. Without ``checkpoint`` (here or in the config)
+``simulator:=mujoco`` (the default): two processes close the loop on simulated time, the policy
+node (a lifecycle node, brought up by its own ``autostart``, with ``use_sim_time``) and
+``dreamzero-sim`` (MuJoCo physics behind joint_trajectory_controller's rules and splines and a
+gripper controller, the DROID scene's three cameras rendered, ``/clock``, ``/tf``,
+``robot_description``; the task ``~/task``, reset with ``~/reset``). ``simulator:=kinematic``:
+three processes on the wall clock, the policy node, ``dreamzero-sim-arm`` (the same controllers,
+perfectly tracked, no physics) and ``dreamzero-demo-stream`` publishing the three DROID camera
+clips (synthetic frames where the clips are absent) without joint states. The robot's joints,
+controller, gripper and camera topics are read from the node's config file
+(``simulator_parameters``), so that the two agree. Without ``checkpoint`` (here or in the config)
 the node runs a random-weight DreamZero of ``preset``, written once to
 ``$XDG_CACHE_HOME/dreamzero_ros`` by the real checkpoint writer. SIGTERM stops everything as
 Ctrl-C does; each process is given launch's process id (``DREAMZERO_PARENT_PID``) and ends
@@ -26,7 +31,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
-from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters
+from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters, simulator_parameters
 from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
 from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
@@ -43,7 +48,9 @@ ARGUMENTS = {
         'preset.',
     ),
     'preset': ('small', 'Random-weight engine preset (tiny or small) without a checkpoint.'),
-    'namespace': ('', 'Namespace of the three processes and their topics.'),
+    'namespace': ('', 'Namespace of the processes and their topics.'),
+    'simulator': ('mujoco', 'mujoco (physics, rendered cameras, simulated time) or kinematic.'),
+    'seed': ('0', 'mujoco: seed of the first episode (object placement).'),
 }
 
 
@@ -58,20 +65,37 @@ def _launch_setup(context: LaunchContext) -> list:
 
         DEFAULT_CACHE.mkdir(parents=True, exist_ok=True)
         checkpoint, _ = cached_random_checkpoint(DEFAULT_CACHE, args['preset'])
-    plan = plan_launch(values, checkpoint=str(checkpoint))
-    camera_rate = min(build_settings(values).camera_rates_hz)
+    simulator = args['simulator']
+    if simulator not in ('mujoco', 'kinematic'):
+        raise ValueError(f'simulator must be mujoco or kinematic, got {simulator!r}')
+    mujoco = simulator == 'mujoco'
+    plan = plan_launch(values, checkpoint=str(checkpoint), use_sim_time=str(mujoco).lower())
     namespace = args['namespace']
-    return [
-        LifecycleNode(
+    node = LifecycleNode(
+        package='dreamzero_ros',
+        executable='dreamzero-policy-node',
+        name=NODE_NAME,
+        namespace=namespace,
+        parameters=[config, plan.node_parameters],
+        additional_env=plan.node_env | launcher_env(),
+        output='screen',
+        emulate_tty=True,
+    )
+    if mujoco:
+        parameters = {**simulator_parameters(values), 'seed': int(args['seed'])}
+        robot = Node(
             package='dreamzero_ros',
-            executable='dreamzero-policy-node',
-            name=NODE_NAME,
+            executable='dreamzero-sim',
+            name='dreamzero_sim',
             namespace=namespace,
-            parameters=[config, plan.node_parameters],
-            additional_env=plan.node_env | launcher_env(),
+            parameters=[parameters],
+            additional_env=launcher_env(),
             output='screen',
-            emulate_tty=True,
-        ),
+        )
+        return [node, robot]
+    camera_rate = min(build_settings(values).camera_rates_hz)
+    return [
+        node,
         Node(
             package='dreamzero_ros',
             executable='dreamzero-sim-arm',
@@ -94,7 +118,7 @@ def _launch_setup(context: LaunchContext) -> list:
 
 
 def generate_launch_description() -> LaunchDescription:
-    """The launch description: SIGTERM handling, declared arguments, then the three processes."""
+    """The launch description: SIGTERM handling, declared arguments, then the processes."""
     return LaunchDescription(
         [
             OpaqueFunction(function=stop_cleanly_on_sigterm),

@@ -34,6 +34,8 @@ PARSERS = {
     'dreamzero-policy-node': 'build_parser',
     'dreamzero-demo-stream': 'build_parser',
     'dreamzero-sim-arm': 'build_parser',
+    'dreamzero-sim': 'build_parser',
+    'dreamzero-sim-eval': 'build_parser',
     'dreamzero-preflight': 'build_parser',
     'dreamzero-demo': 'build_parser',
     'dreamzero-engine-worker': 'build_parser',

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dreamzero_ros.core.launch_plan import parse_gpus, plan_launch, sim_arm_parameters
+from dreamzero_ros.core.launch_plan import (
+    parse_gpus,
+    plan_launch,
+    sim_arm_parameters,
+    simulator_parameters,
+)
 from dreamzero_ros.core.node_config import read_params_file
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
@@ -134,3 +139,15 @@ def test_the_simulated_arm_is_made_to_match_the_config(name):
 def test_the_simulated_arm_needs_a_joint_trajectory_topic():
     with pytest.raises(ValueError, match='<controller>/joint_trajectory'):
         sim_arm_parameters({'trajectory_topic': 'arm/commands'})
+
+
+def test_the_simulator_renders_each_camera_on_the_topic_the_node_reads():
+    config = read_params_file(CONFIG / 'droid.yaml')
+    config['camera_topics'] = ['cams/wrist', 'cams/left', 'cams/right']
+    parameters = simulator_parameters(config)
+    assert parameters['cameras.topics'] == ['cams/wrist', 'cams/left', 'cams/right']
+    assert parameters['joints'] == sim_arm_parameters(config)['joints']
+    # the scene's cameras are DROID's keys: a node that reads other keys has none of them
+    config['camera_keys'] = ['front', 'left', 'right']
+    with pytest.raises(ValueError, match='reads no camera wrist_image_left'):
+        simulator_parameters(config)

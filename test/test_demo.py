@@ -60,6 +60,26 @@ def test_demo_drives_the_simulated_arm_and_prints_a_summary(tmp_path):
     assert 'rejected' not in (tmp_path / 'logs' / 'sim_arm.log').read_text()
 
 
+def test_demo_drives_the_mujoco_robot_on_simulated_time(tmp_path):
+    executable = installed_script('dreamzero-demo')
+    env = {**ros_env(), 'OMP_NUM_THREADS': '1'}
+    env.pop('ROS_DOMAIN_ID')  # the demo picks its own
+    command = [executable, '--chunks', '3', '--preset', 'tiny', '--simulator', 'mujoco',
+               '--cache-dir', str(tmp_path), '--timeout', '150']  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=200, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert 'camera frames: rendered by dreamzero-sim (MuJoCo), on simulated time' in output
+    # latency on simulated time (seconds, not the wall clock's epoch), the physics followed
+    latency = re.search(r'latency p50 ([\d.]+) s, p95 ([\d.]+) s', output)
+    assert latency and float(latency.group(2)) < 60, output
+    arm = re.search(r'arm: (\d+) trajectories accepted, (\d+) rejected; joints moved up to', output)
+    assert arm and int(arm.group(1)) > 0 and int(arm.group(2)) == 0, output
+    logs = os.listdir(tmp_path / 'logs')
+    assert 'demo_stream.log' not in logs
+    assert 'ready: 7 joints' in (tmp_path / 'logs' / 'sim_arm.log').read_text()
+
+
 def test_demo_checkpoint_is_written_once(tmp_path):
     from dreamzero_ros.demo import demo_checkpoint
 

@@ -10,7 +10,8 @@ tensor parallel it starts its worker ranks itself at each configure
 rank. The node's ``autostart`` parameter (configure and activate at start-up) is the one
 mechanism that brings it up; launch_ros's own lifecycle autostart is left off, and
 ``autostart:=false`` leaves the transitions to ``ros2 lifecycle`` or a lifecycle manager.
-``sim.launch.py`` adds the simulated arm (:func:`sim_arm_parameters`) and the camera stream.
+``sim.launch.py`` adds the simulator (:func:`simulator_parameters`), or the kinematic simulated
+arm (:func:`sim_arm_parameters`) and the camera stream.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dreamzero_ros.core.node_config import PARAMETERS, build_settings
+from dreamzero_ros.policy_types import DROID_CAMERAS
 
 #: Launch arguments that set the ``engine.*`` parameter of their name.
 ENGINE_LAUNCH_ARGUMENTS = (
@@ -184,4 +186,25 @@ def sim_arm_parameters(config: dict[str, Any]) -> dict[str, Any]:
         parameters['gripper.initial_position'] = float(settings.gripper_range[0])
         parameters['gripper.interface'] = settings.gripper.interface
         parameters['gripper.name'] = settings.gripper.command_name
+    return parameters
+
+
+def simulator_parameters(
+    config: dict[str, Any], cameras: tuple[str, ...] = DROID_CAMERAS
+) -> dict[str, Any]:
+    """``dreamzero-sim`` parameters that make the simulated robot the robot of ``config``.
+
+    Those of :func:`sim_arm_parameters`, and the image topic of each of the scene's
+    ``cameras`` (named by the policy's camera keys): the topic the node reads that camera on.
+
+    Raises:
+        ValueError: as :func:`sim_arm_parameters`, or a scene camera the node does not read.
+
+    """
+    parameters = sim_arm_parameters(config)
+    topics = build_settings(config).cameras
+    missing = [camera for camera in cameras if camera not in topics]
+    if missing:
+        raise ValueError(f'the node reads no camera {", ".join(missing)} (its camera_keys)')
+    parameters['cameras.topics'] = [topics[camera] for camera in cameras]
     return parameters

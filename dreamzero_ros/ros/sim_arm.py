@@ -211,7 +211,14 @@ class _Base:
 
 
 class SimArm(Node):
-    """The simulated robot: every group's controller."""
+    """The simulated robot: every group's controller.
+
+    A subclass that moves the joints itself (``dreamzero-sim``: physics) sets ``TIMER_DRIVEN``
+    False, calls the controllers from its own loop and overrides :meth:`_gripper_reached`.
+    """
+
+    #: Whether a timer at ``rate_hz`` moves the joints (:meth:`_tick`).
+    TIMER_DRIVEN = True
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -287,13 +294,14 @@ class SimArm(Node):
             self._description = self.create_publisher(String, 'robot_description', latched)
             self._description.publish(String(data=self.description))
         self._tf = None
-        if self.description and value('publish_tf'):
+        if self.description and value('publish_tf') and self.TIMER_DRIVEN:
             self._tf = description_tf(self, self.description)
         self._status_name = f'{self.get_name()}: {controller}'
         self._create_groups(specs, bool(value('action_groups')))
         if self.description:
             self.check = self._command_check(self.joint_groups[0].follower)
-        self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
+        if self.TIMER_DRIVEN:
+            self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
         self.create_timer(1.0, self._publish_diagnostics)
 
     # ------------------------------------------------------------------------ set-up
@@ -366,6 +374,12 @@ class SimArm(Node):
                 cancel_callback=lambda goal: CancelResponse.ACCEPT,
                 callback_group=self._group,
             )
+
+    def start(self) -> None:
+        """Start moving (the timer does, once spinning)."""
+
+    def stop(self) -> None:
+        """Stop moving (the timer stops with the executor)."""
 
     def ready_line(self) -> str:
         """What the simulated robot serves, logged once it is up."""
@@ -515,8 +529,8 @@ class SimArm(Node):
         while rclpy.ok():
             with self._lock:
                 preempted = generation != gripper.goal_generation
-                position, target = gripper.position, gripper.target
-            result.position, result.reached_goal = position, abs(position - target) < 1e-6
+                position, reached = gripper.position, self._gripper_reached(gripper)
+            result.position, result.reached_goal = position, reached
             if preempted:
                 goal_handle.abort()
                 return result
@@ -531,6 +545,10 @@ class SimArm(Node):
             await self._next_update()
         goal_handle.abort()
         return result
+
+    def _gripper_reached(self, gripper: _Gripper) -> bool:
+        """Whether a gripper goal is done (under the lock): the fingers at their target."""
+        return abs(gripper.position - gripper.target) < 1e-6
 
     def _on_twist(self, base: _Base, msg: Twist) -> None:
         with self._lock:
@@ -741,36 +759,52 @@ def _descriptor(description: str) -> Any:
     return ParameterDescriptor(description=description)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
+def parameters_parser(
+    prog: str, description: str, parameters: dict[str, tuple[Any, str]]
+) -> argparse.ArgumentParser:
+    """Command-line interface of a simulated robot: ROS arguments only, its parameters listed."""
     lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for name, (default, description) in PARAMETERS.items():
-        lines.append(f'  {name} (default {default!r}): {description}')
+    for name, (default, text) in parameters.items():
+        lines.append(f'  {name} (default {default!r}): {text}')
     lines.append(f'\n{EXIT_CODES_HELP}')
     return new_parser(
-        'dreamzero-sim-arm',
-        __doc__,
+        prog,
+        description,
         usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
         epilog='\n'.join(lines),
         formatter_class=ListingHelpFormatter,
     )
 
 
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-sim-arm``."""
-    watchdog = ParentWatchdog(None).start()  # ros2 launch killed: no simulated robot left
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
+    return parameters_parser('dreamzero-sim-arm', __doc__, PARAMETERS)
+
+
+def run_robot(
+    prog: str, parser: argparse.ArgumentParser, make: type[SimArm], args: list[str] | None
+) -> int:
+    """Run a simulated robot node (``make()``) until Ctrl-C; a bad parameter ends in one line.
+
+    It ends with its parent process too (``ros2 launch`` killed: no simulated robot left).
+    """
+    watchdog = ParentWatchdog(None).start()
     argv = sys.argv[1:] if args is None else args
-    parser = build_parser()
     try:
         parser.parse_args(tool_arguments(argv))
     except ValueError as error:
         parser.error(str(error))
-    rclpy.init(args=['dreamzero-sim-arm', *argv])
+    rclpy.init(args=[prog, *argv])
     watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
+    node = None
     try:
-        node = SimArm()
-    except (RuntimeError, ValueError) as error:
-        print(f'dreamzero-sim-arm: {error}', file=sys.stderr)
+        node = make()
+        node.start()
+    except (OSError, RuntimeError, ValueError) as error:
+        print(f'{prog}: {error}', file=sys.stderr)
+        if node is not None:
+            node.stop()
+            node.destroy_node()
         rclpy.try_shutdown()
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
@@ -782,12 +816,18 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        node.stop()
         executor.shutdown()
         for controller in node.controllers.values():
             controller.destroy_node()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``dreamzero-sim-arm``."""
+    return run_robot('dreamzero-sim-arm', build_parser(), SimArm, args)
 
 
 if __name__ == '__main__':
