@@ -356,6 +356,7 @@ class MujocoSim(SimArm):
             if self.table_points is not None:
                 self._check_table(world.positions(self.joint_groups[0].rules.joints))
             moving = self._frames.moving(world.data) if self._tf is not None else []
+            waiting, self._waiting = self._waiting, []
         stamp = to_time(now)
         for topic, (names, positions, velocities, efforts) in states.items():
             msg = JointState(
@@ -368,6 +369,8 @@ class MujocoSim(SimArm):
             self._states[topic].publish(msg)
         if self._tf is not None:
             self._tf.publish(_tf_message(moving, now))
+        for future in waiting:  # the action goals see this update
+            future.set_result(None)
 
     def _publish_images(self, renderer: CameraRenderer, now: float) -> None:
         stamp = to_time(now)
