@@ -17,8 +17,8 @@ Several variants (:mod:`engine_variants`: speed options and step-cache modes) ru
 another on the same weights and the same observations; the first is the baseline of the printed
 ratios, and each variant's actions are compared with the first variant of the same step-cache
 mode and, for an FP8 variant, with the variant that differs from it only in ``fp8_linear``
-(:mod:`engine_report`).  ``--vae``, ``--inputs``, ``--gelu``, ``--qk-rope``, ``--fa3``,
-``--fp8-attention`` and ``--fp8-gemm`` first run one micro-benchmark each (``micro_*.py``).
+(:mod:`engine_report`).  ``--vae``, ``--inputs``, ``--gelu``, ``--qk-rope``, ``--fa3`` and
+``--fp8-gemm`` first run one micro-benchmark each (``micro_*.py``).
 
 One process runs both CFG branches as one batch.  Under ``torchrun --nproc_per_node 2`` rank 0
 runs the conditional branch and rank 1 the unconditional one (CFG parallel, one variant per
@@ -57,7 +57,6 @@ from engine_chunks import run_schedule
 from engine_report import compare_actions, print_summary, print_table
 from engine_variants import parse_variants, variant_config
 from micro_fa3_attention import fa3_benchmark
-from micro_fp8_attention import fp8_attention_benchmark
 from micro_fp8_gemm import fp8_gemm_benchmark
 from micro_gelu_epilogue import gelu_benchmark
 from micro_qk_rope import qk_rope_benchmark
@@ -71,7 +70,6 @@ from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.model.config import EngineConfig
 from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.parallel import cfg_parallel
-from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 
@@ -161,12 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
         help='first time self- and cross-attention: cuDNN vs FlashAttention-3 (CUDA, flash_attn_3)',
     )
     parser.add_argument(
-        '--fp8-attention',
-        action='store_true',
-        help='first time self-attention over an FP8 K/V cache: FP8 kernel vs dequant + cuDNN '
-        '(the fastest FP8 configuration is kept for the variants)',
-    )
-    parser.add_argument(
         '--fp8-gemm',
         action='store_true',
         help='first time the DiT linears in bf16 and FP8 (rowwise, tensorwise) at its token counts',
@@ -185,15 +177,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _fastest_fp8_attention(device: torch.device) -> dict:
-    """The FP8 attention sweep; its fastest configuration is kept for the variants."""
-    result = fp8_attention_benchmark(device)
-    if 'fastest_config' in result:
-        kernel_config(result.pop('fastest_config'))
-        print(f'variants with attention_backend fp8 run {result["fastest"]}')
-    return result
-
-
 def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict[str, Any]:
     """The micro-benchmarks the options ask for (a failure is printed, not fatal)."""
     extras: dict[str, Any] = {}
@@ -201,7 +184,6 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
         (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
         (args.qk_rope, 'qk_rope', lambda: qk_rope_benchmark(engine.device)),
         (args.fa3, 'fa3', lambda: fa3_benchmark(engine.device)),
-        (args.fp8_attention, 'fp8_attention', lambda: _fastest_fp8_attention(engine.device)),
         (args.fp8_gemm, 'fp8_gemm', lambda: fp8_gemm_benchmark(engine.device)),
         (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
         (args.vae, 'vae', lambda: vae_benchmark(engine)),

@@ -34,9 +34,7 @@ def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
     """Attach ``action_diff`` (and ``action_diff_fp8`` for FP8 variants) to each result.
 
     ``action_diff`` compares with the first variant of the same step-cache mode,
-    ``action_diff_fp8`` with the variant that differs only in ``fp8_linear``, and
-    ``action_diff_attention`` (``attention_backend: fp8``) with the variant that differs only in
-    ``attention_backend``.
+    ``action_diff_fp8`` with the variant that differs only in ``fp8_linear``.
     """
     for index, (result, config) in enumerate(zip(results, configs, strict=True)):
         for earlier in range(index):
@@ -44,26 +42,14 @@ def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
                 result['action_diff'] = action_difference(result, results[earlier])
                 break
         speed = config.acceleration
-        twins = []
-        if speed.fp8_linear != 'off':
-            off = dataclasses.replace(speed, fp8_linear='off')
-            twins.append(('action_diff_fp8', lambda other, off=off: other == off))
-        if speed.attention_backend == 'fp8':
-            twins.append(
-                (
-                    'action_diff_attention',
-                    lambda other, speed=speed: (
-                        other.attention_backend != 'fp8'
-                        and dataclasses.replace(other, attention_backend='fp8') == speed
-                    ),
-                )
-            )
-        for key, is_twin in twins:
-            for earlier in range(index):
-                other = configs[earlier]
-                if is_twin(other.acceleration) and _same_but_speed(config, other):
-                    result[key] = action_difference(result, results[earlier])
-                    break
+        if speed.fp8_linear == 'off':
+            continue
+        off = dataclasses.replace(speed, fp8_linear='off')
+        for earlier in range(index):
+            other = configs[earlier]
+            if other.acceleration == off and _same_but_speed(config, other):
+                result['action_diff_fp8'] = action_difference(result, results[earlier])
+                break
 
 
 def _same_but_speed(config: EngineConfig, other: EngineConfig) -> bool:
@@ -98,7 +84,7 @@ def print_summary(result: dict, baseline: dict | None) -> None:
             line += f', {values["total"] / baseline["summary"][name]["total"]:.2f}x baseline'
         print(line)
     seen = set()
-    for key in ('action_diff', 'action_diff_fp8', 'action_diff_attention'):
+    for key in ('action_diff', 'action_diff_fp8'):
         diff = result.get(key)
         if diff and diff['reference'] not in seen:
             seen.add(diff['reference'])

@@ -96,9 +96,8 @@ class EngineOptions:
     )
     attention_backend: str = parameter(
         'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, fa3 '
-        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package), or fp8 (FP8 attention '
-        'over the FP8 K/V cache: needs kv_cache fp8, Triton and a GPU with FP8 tensor cores).',
+        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
+        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
         choices=ATTENTION_BACKENDS,
     )
     compile_cache: str = parameter(

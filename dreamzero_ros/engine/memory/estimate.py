@@ -12,10 +12,8 @@ the engine (rank 0 of a multi-process one, which also runs the encoders):
   DiT is the rank's shard (``1 / tp_size`` of the block weights, which is all a rank ever
   holds: it loads its part of each tensor), under CFG parallel a whole copy;
 * per session, the DiT's self-attention K/V cache (model dtype, or FP8 with its scales and the
-  working buffer of one layer, plus a token-contiguous copy of the values where
-  ``attention_backend: fp8`` runs the kernel that reads them, ``KernelConfig(transposed_v=True)``,
-  which benchmarks select; the rank's heads) and the projected cross-attention keys and values,
-  for the CFG rows this process computes;
+  working buffer of one layer; the rank's heads) and the projected cross-attention keys and
+  values, for the CFG rows this process computes;
 * an allowance for activations: the larger of one DiT call's (fused q/k/v in float32, the FFN
   hidden layer) and the VAE encoder's at full resolution, plus a fixed margin for the
   allocator and library workspaces, calibrated on the H200 measurements of
@@ -145,11 +143,6 @@ def session_memory(config: EngineConfig, cfg_rows: int, tp_size: int = 1) -> tup
     if config.memory.kv_cache == 'fp8':
         work = cfg_rows * capacity * heads * c.head_dim * itemsize
         kv_cache = 2 * (values + values // c.head_dim * itemsize + work)
-        if config.acceleration.attention_backend == 'fp8':
-            from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config  # Triton
-
-            if kernel_config().transposed_v:  # + V token-contiguous (FP8 P V)
-                kv_cache += values // capacity * (-(-capacity // 16) * 16)
     else:
         kv_cache = 2 * values * itemsize
     context_tokens = c.text_len + config.image_encoder.num_tokens

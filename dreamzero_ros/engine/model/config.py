@@ -35,7 +35,7 @@ from dreamzero_ros.engine.model.model_inputs import NEGATIVE_PROMPT
 from dreamzero_ros.engine.model.text_encoder import T5Config
 from dreamzero_ros.engine.model.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
 from dreamzero_ros.engine.option_names import DTYPE_NAMES
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, check_attention_device
+from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
@@ -110,7 +110,6 @@ class EngineConfig:
             raise ConfigError('memory must be a MemoryConfig')
         if self.acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
             raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
-        check_attention_device(self.acceleration, self.device, self.memory.kv_cache)
         dit = self.dit
         checks = [
             (self.dtype in DTYPES, f'dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}'),

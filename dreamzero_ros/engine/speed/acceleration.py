@@ -12,11 +12,9 @@
   ``channels_last_3d``, and cuDNN picks its fastest convolutions;
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
   instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
-* ``attention_backend``: the attention kernel the attention ops of :mod:`.attention` prefer
-  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``:
-  FlashAttention-3, or ``fp8``:
-  the engine's FP8 attention over the FP8 K/V cache, :mod:`.fp8_attention_kernel`, which needs
-  ``kv_cache: fp8`` and a GPU with FP8 tensor cores: :func:`check_attention_device`);
+* ``attention_backend``: the attention kernel the attention op of :mod:`.attention` prefers
+  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``:
+  FlashAttention-3);
 * ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
 
 They are applied to a DiT from outside, as diffusers does for Wan.  With ``compile`` or
@@ -47,7 +45,6 @@ __all__ = [
     'AccelerationConfig',
     'BlockRuns',
     'VAEEncoding',
-    'check_attention_device',
     'compile_block',
     'held_fp8_mode',
     'prepare_blocks',
@@ -105,25 +102,6 @@ class AccelerationConfig:
         return self.compile_backend is not None or self.fp8_linear != 'off'
 
 
-def check_attention_device(config: AccelerationConfig, device: str, kv_cache: str) -> None:
-    """Refuse ``attention_backend: fp8`` where it cannot run (ConfigError naming why).
-
-    It needs an FP8 K/V cache, Triton, and a device with FP8 tensor cores.
-    """
-    if config.attention_backend != 'fp8':
-        return
-    if kv_cache != 'fp8':
-        raise ConfigError(
-            f"attention_backend 'fp8' attends over an FP8 K/V cache: it needs kv_cache 'fp8', "
-            f'not {kv_cache!r}'
-        )
-    from dreamzero_ros.engine.speed import fp8_attention_kernel  # Triton: only for this backend
-
-    reason = fp8_attention_kernel.unsupported(device)
-    if reason is not None:
-        raise ConfigError(f"attention_backend 'fp8' {reason}")
-
-
 def held_fp8_mode(dit: CausalWanDiT) -> str:
     """``off``, or the FP8 scaling in which ``dit``'s block linears are held."""
     linear = dit.blocks[0].ffn[0] if len(dit.blocks) else None
@@ -168,9 +146,8 @@ def compile_block(block: DiTBlock, backend: str) -> BlockCall:
     def call(*args: object) -> torch.Tensor:
         kv = args[-1]
         if isinstance(kv, LayerKV):
-            for window in (kv.k, kv.v, kv.k_fp8, kv.v_fp8, kv.k_scale, kv.v_scale):
-                if window is not None:
-                    torch._dynamo.maybe_mark_dynamic(window, 1)
+            for window in (kv.k, kv.v):
+                torch._dynamo.maybe_mark_dynamic(window, 1)
         return compiled(*args)
 
     return call
