@@ -15,8 +15,8 @@ import argparse
 from collections.abc import Collection
 
 from dreamzero_ros.cli_options import add_preset, new_parser
+from dreamzero_ros.engine.config import PRESETS
 from dreamzero_ros.engine.loader import add_engine_arguments
-from dreamzero_ros.engine.model.config import PRESETS
 
 __all__ = ['PRESET_HELP', 'benchmark_parser']
 

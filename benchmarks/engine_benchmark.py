@@ -65,11 +65,11 @@ from micro_view_preparation import inputs_benchmark
 import torch
 import torch.distributed as dist
 
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.loader import resolve_device_dtype
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 

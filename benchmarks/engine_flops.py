@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 
 
 def action_difference(result: dict, reference: dict) -> dict:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.config import EngineConfig
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 

@@ -42,11 +42,11 @@ import numpy as np
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.loader import resolve_device_dtype
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 _SPEED = ('compile', 'fp8_linear', 'attention_backend', 'compile_cache')

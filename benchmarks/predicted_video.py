@@ -35,9 +35,9 @@ from dreamzero_ros.core.imagination import encode_frame
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.loader import resolve_device_dtype
-from dreamzero_ros.engine.model.predicted_video import decode_to_uint8
-from dreamzero_ros.engine.model.vae import WanVAE
-from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import VAEConfig
+from dreamzero_ros.engine.pipeline.predicted_video import decode_to_uint8
 
 
 def _ms(values: list[float]) -> str:

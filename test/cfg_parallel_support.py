@@ -18,8 +18,8 @@ from script_paths import installed_script
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 TIMEOUT_S = 240
 

@@ -6,7 +6,7 @@
 from dit_support import H, W
 import torch
 
-from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
+from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 
 #: Every similarity test passes: DiT on steps 0, 1, 6 and 11 only.

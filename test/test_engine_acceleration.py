@@ -11,14 +11,14 @@ import torch
 
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.networks.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
 from dreamzero_ros.engine.speed.acceleration import (
     AccelerationConfig,
     VAEEncoding,
     held_fp8_mode,
     prepare_blocks,
 )
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 
 def test_attention_kernel_choice():

@@ -17,16 +17,16 @@ from torch._dynamo.utils import counters
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dreamzero_ros.engine.model.attention import attention
-from dreamzero_ros.engine.model.denoise import DenoiseConfig
-from dreamzero_ros.engine.model.dit import Modulation, SelfAttention
+from dreamzero_ros.engine.networks.attention import attention
+from dreamzero_ros.engine.networks.dit import Modulation, SelfAttention
+from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE
+from dreamzero_ros.engine.pipeline.denoise import DenoiseConfig
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
 from dreamzero_ros.engine.speed.block_transforms import (
     FusedQKVSelfAttention,
     TanhGeluFFN,
     fuse_qkv_,
 )
-from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE
 
 
 @pytest.fixture(scope='module')

@@ -14,8 +14,8 @@ from cfg_parallel_support import assert_same_actions, run_group, scenario
 import pytest
 
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
 from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -25,7 +25,7 @@ from dreamzero_ros.engine.checkpoint.layout import INDEX_FILE, checkpoint_state,
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.checkpoint.weights import load_checkpoint as load_weights
-from dreamzero_ros.engine.model.modules import build_modules
+from dreamzero_ros.engine.memory.placement import build_modules
 
 
 @pytest.fixture(scope='module')

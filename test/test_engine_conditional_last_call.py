@@ -17,7 +17,7 @@ import torch
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.denoise import DenoiseConfig
+from dreamzero_ros.engine.pipeline.denoise import DenoiseConfig
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig, StepSchedule
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

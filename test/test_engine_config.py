@@ -5,7 +5,7 @@
 
 import pytest
 
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.errors import ConfigError
 
 

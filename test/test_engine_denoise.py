@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_
-from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler
+from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.networks.init import randomize_
+from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
+from dreamzero_ros.engine.pipeline.scheduler import FlowUniPCScheduler
 from dreamzero_ros.engine.speed.step_cache import (
     STATIC_DIT_STEP_MASKS,
     StepCacheConfig,

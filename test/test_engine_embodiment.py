@@ -11,14 +11,10 @@ import pytest
 import torch
 import yaml
 
+from dreamzero_ros.engine.checkpoint.experiment_cfg import load_embodiment_file
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_metadata
-from dreamzero_ros.engine.model.embodiment import (
-    Embodiment,
-    EmbodimentError,
-    KeyStatistics,
-    load_embodiment_file,
-)
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.embodiment import Embodiment, EmbodimentError, KeyStatistics
+from dreamzero_ros.engine.pipeline.stitching import stitch
 
 _DROID_VIEWS = (
     " The video is split into three views: The top view shows the camera view from the robot's "
@@ -240,7 +236,7 @@ def test_yaml_beyond_the_node_and_depth_limits_is_refused_while_parsing(tmp_path
 
 
 def test_configuration_files_beyond_the_size_limit_are_refused_before_reading(tmp_path):
-    from dreamzero_ros.engine.checkpoint.json_files import read_json
+    from dreamzero_ros.engine.checkpoint.data_files import read_json
     from dreamzero_ros.errors import CheckpointError
 
     for name in ('big.yaml', 'big.json'):
@@ -255,7 +251,7 @@ def test_configuration_files_beyond_the_size_limit_are_refused_before_reading(tm
 
 
 def test_json_beyond_the_value_and_depth_limits_is_refused_naming_the_file(tmp_path):
-    from dreamzero_ros.engine.checkpoint.json_files import read_json
+    from dreamzero_ros.engine.checkpoint.data_files import read_json
     from dreamzero_ros.errors import CheckpointError
 
     cases = {

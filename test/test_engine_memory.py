@@ -27,12 +27,12 @@ from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, 
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.memory.offload import stream_parts_, streamed_device
 from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.kv_cache import Fp8KVCache, KVCache
-from dreamzero_ros.engine.model.modules import build_dit
+from dreamzero_ros.engine.memory.placement import build_dit
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, quantize_weight
+from dreamzero_ros.engine.networks.kv_cache import Fp8KVCache, KVCache
 from dreamzero_ros.engine.parallel.cfg_parallel import load_worker_dit
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, held_fp8_mode
 from dreamzero_ros.engine.speed.compile_cache import compile_cache_folder, use_compile_cache
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_weight
 from dreamzero_ros.errors import DeviceMemoryError
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -214,8 +214,8 @@ def test_fp8_kv_dequantization_kernel_matches_torch():
     pytest.importorskip('triton')
     code = (
         'import torch\n'
-        'from dreamzero_ros.engine.speed import kv_fp8_kernel as k\n'
-        'from dreamzero_ros.engine.model.kv_cache import _quantize_rows\n'
+        'from dreamzero_ros.engine.networks import kv_fp8_kernel as k\n'
+        'from dreamzero_ros.engine.networks.kv_cache import _quantize_rows\n'
         'g = torch.Generator().manual_seed(0)\n'
         'store = torch.zeros(2, 60, 3, 16, dtype=torch.float8_e4m3fn)\n'
         'scale = torch.zeros(2, 60, 3, 1, dtype=torch.bfloat16)\n'

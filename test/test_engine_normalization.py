@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from dreamzero_ros.engine.model.embodiment import Embodiment, KeyStatistics
-from dreamzero_ros.engine.model.normalization import StateActionNormalizer, load_metadata
+from dreamzero_ros.engine.checkpoint.experiment_cfg import load_metadata
+from dreamzero_ros.engine.embodiment import Embodiment, KeyStatistics
+from dreamzero_ros.engine.pipeline.normalization import StateActionNormalizer
 from dreamzero_ros.errors import EmbodimentError, MetadataError, ObservationError
 
 

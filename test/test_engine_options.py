@@ -101,8 +101,8 @@ def test_launch_arguments_are_generated_from_the_parameters():
 
 def test_engine_dataclasses_default_to_the_declared_options():
     """AccelerationConfig, MemoryConfig and the step cache hold the same options: same defaults."""
+    from dreamzero_ros.engine.config import EngineConfig
     from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.model.config import EngineConfig
     from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
     from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 

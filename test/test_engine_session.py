@@ -10,7 +10,7 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.session import SessionStore
+from dreamzero_ros.engine.pipeline.session import SessionStore
 from dreamzero_ros.policy_types import ObservationError
 
 CONFIG = EngineConfig.tiny(dtype='float32', max_sessions=3)

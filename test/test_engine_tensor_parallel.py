@@ -24,8 +24,9 @@ import torch
 import torch.distributed as dist
 
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.modules import build_dit
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.memory.placement import build_dit
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
 from dreamzero_ros.engine.parallel.cfg_parallel import free_port, load_worker_dit
 from dreamzero_ros.engine.parallel.tensor_parallel import (
     join_group_,
@@ -39,7 +40,6 @@ from dreamzero_ros.engine.speed.acceleration import (
     prepare_blocks,
     quantize_dit_,
 )
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -15,8 +15,8 @@ from dreamzero_ros.engine.checkpoint.upstream_config import (
     parse_config,
     read_config,
 )
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.networks.dit import DiTConfig
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
 

@@ -138,8 +138,8 @@ def _heavy_modules_after_importing(module: str) -> set[str]:
 @pytest.mark.parametrize(
     'module',
     [
-        'dreamzero_ros.engine.model.dit',
-        'dreamzero_ros.engine.model.config',
+        'dreamzero_ros.engine.networks.dit',
+        'dreamzero_ros.engine.config',
         'dreamzero_ros.engine.speed.acceleration',
     ],
 )

@@ -47,7 +47,7 @@ from dreamzero_ros.core.trajectory import (
     PANDA_STOP_DECELERATION,
     MotionConfig,
 )
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.policy_types import DROID_CAMERAS

@@ -30,8 +30,8 @@ from dreamzero_ros.log_forwarding import forwarded_logs
 from dreamzero_ros.policy_types import Observation, Policy
 
 if TYPE_CHECKING:  # torch, loaded with the engine
-    from dreamzero_ros.engine.model.denoise import BranchLayout
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.pipeline.denoise import BranchLayout
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 WARMUP_SESSION = '__warmup__'
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from dreamzero_ros.errors import CheckpointError, ConfigError, EmbodimentError, MetadataError
 
 if TYPE_CHECKING:
-    from dreamzero_ros.engine.model.config import EngineConfig
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.config import EngineConfig
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 __all__ = [
     'CheckpointError',
@@ -32,11 +32,11 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """``DreamZeroEngine`` and ``EngineConfig`` on first use: they import torch."""
     if name == 'DreamZeroEngine':
-        from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+        from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
         return DreamZeroEngine
     if name == 'EngineConfig':
-        from dreamzero_ros.engine.model.config import EngineConfig
+        from dreamzero_ros.engine.config import EngineConfig
 
         return EngineConfig
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -33,8 +33,8 @@ from dreamzero_ros.parameter_schema import add_arguments
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
     from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.model.denoise import BranchLayout
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.pipeline.denoise import BranchLayout
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
     from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
 __all__ = [
@@ -113,7 +113,7 @@ def load_engine(
     import torch
 
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
     if (checkpoint is None) == (preset is None):
         raise ValueError('give either a checkpoint folder or a preset')

@@ -66,7 +66,7 @@ from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import diagnostics_msg, to_time, trajectory_from_msg
 
 #: Franka Panda "ready" pose: the default start of the simulated arm.

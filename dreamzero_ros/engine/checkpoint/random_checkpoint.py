@@ -29,9 +29,9 @@ from dreamzero_ros.engine.checkpoint.layout import (
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment_for
 from dreamzero_ros.engine.checkpoint.tokenizer import train_tiny_tokenizer
 from dreamzero_ros.engine.checkpoint.upstream_config import config_to_json
-from dreamzero_ros.engine.model.config import DTYPES, EngineConfig
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.modules import build_modules
+from dreamzero_ros.engine.config import DTYPES, EngineConfig
+from dreamzero_ros.engine.embodiment import Embodiment
+from dreamzero_ros.engine.memory.placement import build_modules
 
 __all__ = ['write_random_checkpoint']
 

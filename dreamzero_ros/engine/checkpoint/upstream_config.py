@@ -20,12 +20,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.engine.checkpoint.json_files import read_json
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.image_encoder import CLIPConfig
-from dreamzero_ros.engine.model.text_encoder import T5Config
-from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.checkpoint.data_files import read_json
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
+from dreamzero_ros.engine.networks.text_encoder import T5Config
+from dreamzero_ros.engine.networks.vae_network import VAEConfig
 from dreamzero_ros.errors import ConfigError
 
 __all__ = ['IGNORED_HEAD_KEYS', 'config_to_json', 'parse_config', 'read_config']

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.errors import DeviceMemoryError
 
 __all__ = [
@@ -101,7 +101,7 @@ def estimate_memory(
         sessions: sessions held at once.
 
     """
-    from dreamzero_ros.engine.model.modules import build_modules
+    from dreamzero_ros.engine.memory.placement import build_modules
 
     if cfg_rows is None:
         cfg_rows = 2 if config.cfg_scale != 1.0 else 1

@@ -65,15 +65,15 @@ import torch
 import torch.distributed as dist
 
 from dreamzero_ros.cli_options import add_policy_source, new_parser
-from dreamzero_ros.engine.model.denoise import (
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.parallel.layout import mesh_problem, setup_rank
+from dreamzero_ros.engine.parallel.tensor_parallel import shard_problem
+from dreamzero_ros.engine.pipeline.denoise import (
     BranchLayout,
     ChunkDenoiser,
     ChunkInputs,
     DenoiseSession,
 )
-from dreamzero_ros.engine.model.dit import CausalWanDiT
-from dreamzero_ros.engine.parallel.layout import mesh_problem, setup_rank
-from dreamzero_ros.engine.parallel.tensor_parallel import shard_problem
 from dreamzero_ros.errors import CfgParallelError
 
 __all__ = [
@@ -393,8 +393,8 @@ def load_worker_dit(
     """
     from dreamzero_ros.engine.checkpoint.upstream_config import read_config
     from dreamzero_ros.engine.checkpoint.weights import load_checkpoint
-    from dreamzero_ros.engine.model.config import EngineConfig
-    from dreamzero_ros.engine.model.modules import build_dit, build_modules
+    from dreamzero_ros.engine.config import EngineConfig
+    from dreamzero_ros.engine.memory.placement import build_dit, build_modules
     from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 
     if checkpoint is not None:
@@ -426,8 +426,8 @@ WORKER_ENGINE_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-engine-worker``."""
+    from dreamzero_ros.engine.config import PRESETS
     from dreamzero_ros.engine.loader import add_engine_arguments
-    from dreamzero_ros.engine.model.config import PRESETS
 
     parser = new_parser(
         'dreamzero-engine-worker',

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine.model.denoise import BranchLayout
-from dreamzero_ros.engine.model.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
 from dreamzero_ros.engine.parallel.tensor_parallel import join_group_, shard_dit_
+from dreamzero_ros.engine.pipeline.denoise import BranchLayout
 from dreamzero_ros.errors import CfgParallelError
 
 __all__ = ['CfgParallelLayout', 'ParallelMesh', 'make_mesh', 'mesh_problem', 'setup_rank']

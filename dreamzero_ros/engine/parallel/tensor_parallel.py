@@ -40,9 +40,9 @@ import torch
 from torch import nn
 import torch.distributed as dist
 
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig, RMSNorm
-from dreamzero_ros.engine.parallel.collectives import all_reduce_sum
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
+from dreamzero_ros.engine.networks.collectives import all_reduce_sum
+from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTConfig, RMSNorm
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
 
 __all__ = [
     'ShardPart',

@@ -34,11 +34,14 @@ from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.model.attention import ATTENTION_KERNELS, flash_attention_3
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTBlock
-from dreamzero_ros.engine.model.kv_cache import LayerKV
+from dreamzero_ros.engine.networks.attention import ATTENTION_KERNELS, flash_attention_3
+from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTBlock
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, quantize_linears_
+from dreamzero_ros.engine.networks.kv_cache import LayerKV
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import norm_silu_conv
 from dreamzero_ros.engine.option_names import FP8_MODES
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_linears_
+from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 from dreamzero_ros.errors import ConfigError
 
 __all__ = [
@@ -213,7 +216,7 @@ def prepare_blocks(dit: CausalWanDiT, config: AccelerationConfig) -> BlockRuns:
 
 @dataclass(frozen=True)
 class VAEEncoding:
-    """How the engine runs the VAE encoder: activation layout and compiled norms.
+    """How the engine runs the VAE encoder: activation layout and compiled norms (:meth:`encode`).
 
     With ``compile`` on CUDA the encoder's activations are ``channels_last_3d`` (the layout tensor
     cores prefer) and each norm, SiLU and time padding before a convolution is one compiled
@@ -230,3 +233,10 @@ class VAEEncoding:
         if backend is None or device.type != 'cuda':
             return cls()
         return cls(channels_last=True, compile_backend=backend)
+
+    def encode(self, vae: WanVAE, video: torch.Tensor) -> torch.Tensor:
+        """:meth:`.vae.WanVAE.encode` of ``video`` run this way."""
+        norm_conv = norm_silu_conv
+        if self.compile_backend is not None:
+            norm_conv = FusedNormConv(self.compile_backend)
+        return vae.encode(video, channels_last=self.channels_last, norm_conv=norm_conv)

@@ -26,11 +26,11 @@ import torch
 from torch import nn
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.attention import LayerAttention
-from dreamzero_ros.engine.model.dit import RMSNorm, SelfAttention
-from dreamzero_ros.engine.model.rope import Rotary
+from dreamzero_ros.engine.networks.attention import LayerAttention
+from dreamzero_ros.engine.networks.dit import RMSNorm, SelfAttention
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, fp8_linear
+from dreamzero_ros.engine.networks.rope import Rotary
 from dreamzero_ros.engine.speed import qk_rope_kernel
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, fp8_linear
 
 __all__ = [
     'FusedQKVSelfAttention',

@@ -55,6 +55,8 @@ from dreamzero_ros.engine.checkpoint.tokenizer import (
 )
 from dreamzero_ros.engine.checkpoint.upstream_config import read_config
 from dreamzero_ros.engine.checkpoint.weights import load_checkpoint
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.engine.memory.estimate import (
     check_memory,
     device_budget,
@@ -62,23 +64,21 @@ from dreamzero_ros.engine.memory.estimate import (
     session_memory,
 )
 from dreamzero_ros.engine.memory.offload import streamed_device
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.denoise import (
+from dreamzero_ros.engine.memory.placement import EngineModules, build_modules
+from dreamzero_ros.engine.pipeline.denoise import (
     BranchLayout,
     ChunkDenoiser,
     ChunkInputs,
     DenoiseConfig,
 )
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.model_inputs import (
+from dreamzero_ros.engine.pipeline.model_inputs import (
     prepare_views,
     to_model_video,
     validate_observation,
 )
-from dreamzero_ros.engine.model.modules import EngineModules, build_modules
-from dreamzero_ros.engine.model.normalization import StateActionNormalizer
-from dreamzero_ros.engine.model.predicted_video import ChunkViews
-from dreamzero_ros.engine.model.session import Session, SessionStore
+from dreamzero_ros.engine.pipeline.normalization import StateActionNormalizer
+from dreamzero_ros.engine.pipeline.predicted_video import ChunkViews
+from dreamzero_ros.engine.pipeline.session import Session, SessionStore
 from dreamzero_ros.engine.speed.acceleration import VAEEncoding
 from dreamzero_ros.engine.speed.compile_cache import use_compile_cache
 from dreamzero_ros.errors import CheckpointError, PolicyError
@@ -425,7 +425,7 @@ class DreamZeroEngine:
         image = video[:, :, -1:] if frames in (4, 9) else video[:, :, :1]
         clip_tokens = self.modules.image_encoder(image[:, :, 0])
         blank = image.new_zeros((*image.shape[:2], self.config.num_frames - 1, *image.shape[3:]))
-        latents = self._vae_encode(torch.cat([image, blank], dim=2))
+        latents = self.vae_encoding.encode(self.modules.vae, torch.cat([image, blank], dim=2))
         mask = torch.zeros(
             (latents.shape[0], _MASK_CHANNELS, *latents.shape[2:]),
             dtype=latents.dtype,
@@ -440,13 +440,8 @@ class DreamZeroEngine:
         groups = video.shape[2] // 4
         if groups != per_block:
             video = torch.repeat_interleave(video, per_block // groups, dim=2)
-        return self._vae_encode(torch.cat([video[:, :, :1], video], dim=2))
-
-    def _vae_encode(self, video: torch.Tensor) -> torch.Tensor:
-        """VAE latents of ``video`` with the configured encoder options."""
-        encoding = self.vae_encoding
-        return self.modules.vae.encode(
-            video, channels_last=encoding.channels_last, compile_backend=encoding.compile_backend
+        return self.vae_encoding.encode(
+            self.modules.vae, torch.cat([video[:, :, :1], video], dim=2)
         )
 
     @torch.no_grad()

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.model.attention import attention
-from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE, FP8_MAX
+from dreamzero_ros.engine.networks.attention import attention
+from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE, FP8_MAX
 
 __all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache', 'LayerKV']
 
@@ -282,7 +282,7 @@ class Fp8KVCache(KVCache):
         self._pending = index
         cached, end = self.length, self.length + self._new_total
         if cached:  # the kernel imports Triton: here, not with the model
-            from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
+            from dreamzero_ros.engine.networks.kv_fp8_kernel import dequantize_into
 
             for work, store, scale in (
                 (self.work_k, self.k8, self.k_scale),

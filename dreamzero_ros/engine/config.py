@@ -27,14 +27,14 @@ from typing import Any
 
 import torch
 
+from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.image_encoder import CLIPConfig
-from dreamzero_ros.engine.model.model_inputs import NEGATIVE_PROMPT
-from dreamzero_ros.engine.model.text_encoder import T5Config
-from dreamzero_ros.engine.model.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
+from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
+from dreamzero_ros.engine.networks.text_encoder import T5Config
+from dreamzero_ros.engine.networks.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
 from dreamzero_ros.engine.option_names import DTYPE_NAMES
+from dreamzero_ros.engine.pipeline.model_inputs import NEGATIVE_PROMPT
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
 from dreamzero_ros.errors import ConfigError, EmbodimentError

@@ -12,27 +12,12 @@ state``: after de-normalising, the current state of the same key is added back.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
-from dreamzero_ros.engine.checkpoint.json_files import read_json
-from dreamzero_ros.engine.model.embodiment import Embodiment, ModalityKey
-from dreamzero_ros.errors import EmbodimentError, MetadataError, ObservationError
+from dreamzero_ros.engine.embodiment import Embodiment, ModalityKey
+from dreamzero_ros.errors import EmbodimentError, ObservationError
 
-__all__ = ['StateActionNormalizer', 'load_metadata']
-
-
-def load_metadata(path: str | Path) -> dict[str, Any]:
-    """Read ``metadata.json``; a missing or unparsable file is a :class:`MetadataError`."""
-    path = Path(path)
-    if not path.is_file():
-        raise MetadataError(f'missing statistics file {path}')
-    metadata = read_json(path, MetadataError)
-    if not isinstance(metadata, dict):
-        raise MetadataError(f'{path}: expected a JSON object keyed by embodiment tag')
-    return metadata
+__all__ = ['StateActionNormalizer']
 
 
 def _bounds(keys: tuple[ModalityKey, ...]) -> dict[str, slice]:

@@ -49,19 +49,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 from torch import nn
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.attention import LayerAttention, SelfAttentionBackend, attention
-from dreamzero_ros.engine.model.kv_cache import KV_CACHES, KVCache
-from dreamzero_ros.engine.model.rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
-from dreamzero_ros.engine.parallel.collectives import all_reduce_sum
-
-if TYPE_CHECKING:
-    from dreamzero_ros.engine.parallel.tensor_parallel import TensorParallelShard
+from dreamzero_ros.engine.networks.attention import LayerAttention, SelfAttentionBackend, attention
+from dreamzero_ros.engine.networks.collectives import all_reduce_sum
+from dreamzero_ros.engine.networks.kv_cache import KV_CACHES, KVCache
+from dreamzero_ros.engine.networks.rope import RopeTables, Rotary, apply_rotary, video_axis_pairs
 
 __all__ = [
     'CausalWanDiT',
@@ -542,8 +539,9 @@ class CausalWanDiT(nn.Module):
         self.img_emb = ImageProjection(config.clip_dim, dim)
         self._rope: RopeTables | None = None
         self._rotary: dict[tuple, Rotary] = {}
-        #: This rank's shard once :func:`~.tensor_parallel.shard_dit_` ran.
-        self.tensor_parallel: TensorParallelShard | None = None
+        #: This rank's :class:`~.tensor_parallel.TensorParallelShard`, set from outside by
+        #: :func:`~.tensor_parallel.shard_dit_`; None for the whole model.
+        self.tensor_parallel: Any = None
 
     @property
     def device(self) -> torch.device:

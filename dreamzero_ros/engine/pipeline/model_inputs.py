@@ -30,8 +30,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.embodiment import Camera, Embodiment
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.embodiment import Camera, Embodiment
+from dreamzero_ros.engine.pipeline.stitching import stitch
 from dreamzero_ros.errors import ObservationError
 from dreamzero_ros.policy_types import Observation
 

@@ -66,11 +66,11 @@ import time
 
 import torch
 
-from dreamzero_ros.engine.model.attention import attention_kernel
-from dreamzero_ros.engine.model.dit import CausalWanDiT, CrossAttentionContext, DiTOutput
-from dreamzero_ros.engine.model.kv_cache import KVCache
-from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler, sample_noise
+from dreamzero_ros.engine.networks.attention import attention_kernel
+from dreamzero_ros.engine.networks.dit import CausalWanDiT, CrossAttentionContext, DiTOutput
+from dreamzero_ros.engine.networks.kv_cache import KVCache
 from dreamzero_ros.engine.option_names import KV_CACHE_KINDS
+from dreamzero_ros.engine.pipeline.scheduler import FlowUniPCScheduler, sample_noise
 from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
 from dreamzero_ros.engine.speed.step_cache import StepCacheConfig, StepSchedule
 

@@ -1,13 +1,12 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Reading the JSON files of a checkpoint folder, every failure as the caller's error type.
+"""Reading the JSON and YAML files of a checkpoint folder, every failure as the caller's error type.
 
 Files read from a checkpoint or an embodiment file are bounded (:class:`FileLimits`): their
 size is checked before they are read, their nesting depth and number of values while they are
 parsed, so that a hostile or broken file fails at once with an error naming it instead of
-taking the process's memory and minutes (:func:`read_json` here; YAML files through
-:func:`~.embodiment.read_yaml`).
+taking the process's memory and minutes (:func:`read_json`, :func:`read_yaml`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ['DEFAULT_LIMITS', 'FileLimits', 'check_shape', 'read_json']
+import yaml
+
+__all__ = ['DEFAULT_LIMITS', 'FileLimits', 'check_shape', 'read_json', 'read_yaml']
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,58 @@ def check_shape(value: Any, path: Path, error: type[Exception], limits: FileLimi
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return value
+
+
+def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
+    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
+
+    Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
+    the number of nodes (aliases included) on its parser's events, before anything is built.
+    """
+    path = Path(path)
+    limits.check_size(path, error)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except FileNotFoundError:
+        raise error(f'missing file {path}') from None
+    except (OSError, UnicodeDecodeError) as cause:
+        raise error(f'{path} is unreadable: {cause}') from cause
+    try:
+        _check_events(text, limits)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except _BeyondLimitsError as cause:
+        raise error(f'{path} {cause}') from None
+    except yaml.YAMLError as cause:
+        raise error(f'{path} is not valid YAML: {cause}') from cause
+    except RecursionError:
+        raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
+
+
+#: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.
+_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
+
+
+class _BeyondLimitsError(Exception):
+    pass
+
+
+def _check_events(text: str, limits: FileLimits) -> None:
+    """Count the nodes (aliases included) and depth of ``text``'s YAML events, before building.
+
+    Raises:
+        _BeyondLimitsError: past ``limits`` (found at the first event beyond them).
+
+    """
+    nodes = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _NODE_EVENTS):
+            nodes += 1
+            if nodes > limits.max_nodes:
+                raise _BeyondLimitsError(f'holds more than {limits.max_nodes} nodes')
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.max_depth:
+                raise _BeyondLimitsError(f'nests deeper than {limits.max_depth} levels')
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1

@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The four networks of the engine, built on their device in their dtype."""
+"""The four networks of the engine, built where they run, allocating only what is kept."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_, skip_init
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.memory.offload import host_lookup_, stream_parts_
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import CausalWanDiT
-from dreamzero_ros.engine.model.image_encoder import CLIPImageEncoder
-from dreamzero_ros.engine.model.text_encoder import UMT5Encoder
-from dreamzero_ros.engine.model.vae import WanVAE
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.image_encoder import CLIPImageEncoder
+from dreamzero_ros.engine.networks.init import randomize_, skip_init
+from dreamzero_ros.engine.networks.text_encoder import UMT5Encoder
+from dreamzero_ros.engine.networks.vae import WanVAE
 from dreamzero_ros.engine.parallel.tensor_parallel import shard_dit_
 from dreamzero_ros.engine.speed.acceleration import quantize_dit_
 
