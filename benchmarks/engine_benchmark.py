@@ -44,6 +44,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -65,18 +66,22 @@ from micro_view_preparation import inputs_benchmark
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.loader import resolve_device_dtype
+from dreamzero_ros.engine.config import EngineConfig, Sampling
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
-from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.step_cache import StepCacheConfig
+from dreamzero_ros.engine.workers.driver import ParallelDriver
+from dreamzero_ros.engine.workers.protocol import init_process_group
+from dreamzero_ros.engine.workers.worker import load_worker_dit, run_worker
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
     parser = benchmark_parser(
-        'engine_benchmark.py', __doc__.split('\n\n')[0], ('device', 'dtype', 'num_threads')
+        'engine_benchmark.py',
+        __doc__.split('\n\n')[0],
+        ('device', 'dtype', 'num_threads', 'tensor_parallel'),
     )
     parser.add_argument('--steps', type=int, default=16, help='UniPC steps per chunk')
     parser.add_argument(
@@ -116,12 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
         help='skip the variants that would start after this many seconds (0: no limit)',
     )
     parser.add_argument('--cfg-scale', type=float, default=5.0, help='classifier-free guidance')
-    parser.add_argument(
-        '--tensor-parallel',
-        type=int,
-        default=1,
-        help='under torchrun: ranks each CFG branch is split over (the rest: CFG parallel)',
-    )
     parser.add_argument(
         '--backend',
         choices=('gloo', 'nccl'),
@@ -171,9 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line's options; the device and dtype resolved (``auto``)."""
+    """The command line's options; the engine options resolved, as ``args.options``."""
     args = build_parser().parse_args(argv)
-    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
+    args.options = EngineOptions.from_arguments(args).resolved()
     return args
 
 
@@ -199,14 +198,15 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; under torchrun ranks >= 1 are workers (CFG / tensor parallel)."""
     args = parse_args(argv)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
+    options = args.options
+    if options.num_threads:
+        torch.set_num_threads(options.num_threads)
     world = int(os.environ.get('WORLD_SIZE', '1'))
     rank = int(os.environ.get('RANK', '0'))
-    device = args.device
+    device = options.device
     if device == 'cuda':  # one GPU per rank; an explicit index puts every rank on it
         device = f'cuda:{int(os.environ.get("LOCAL_RANK", "0"))}'
-    tp = args.tensor_parallel
+    tp = options.tensor_parallel
     if tp < 1 or world % tp or world // tp not in (1, 2):
         print(
             f'{world} ranks are not (1 or 2 CFG branches) x --tensor-parallel {tp}',
@@ -217,11 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = parse_variants(args)
     base = EngineConfig.preset(
         args.preset,
-        device=device,
-        dtype=args.dtype,
-        num_inference_steps=args.steps,
-        cfg_scale=args.cfg_scale,
-        step_cache=StepCacheConfig(dit_steps=args.dit_steps),
+        options=dataclasses.replace(options, device=device),
+        sampling=Sampling(
+            num_inference_steps=args.steps,
+            cfg_scale=args.cfg_scale,
+            step_cache=StepCacheConfig(dit_steps=args.dit_steps),
+        ),
     )
     configs = [variant_config(base, settings, args.dit_steps) for _, settings in variants]
     layout = None
@@ -229,18 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         if len(variants) != 1:
             print('CFG / tensor parallel runs one variant per launch', file=sys.stderr)
             return 2
-        cfg_parallel.init_process_group(rank, world, backend=args.backend, device=device)
+        init_process_group(rank, world, backend=args.backend, device=device)
         if rank >= 1:
-            dit = cfg_parallel.load_worker_dit(
-                device,
-                args.dtype,
-                preset=args.preset,
-                seed=args.seed,
-                fp8_linear=configs[0].acceleration.fp8_linear,
-                tp_rank=rank % tp,
-                tp_size=tp,
+            worker_options = configs[0].options
+            dit = load_worker_dit(
+                worker_options, preset=args.preset, seed=args.seed, tp_rank=rank % tp
             )
-            chunks = cfg_parallel.run_worker(dit)
+            chunks = run_worker(dit, worker_options)
             dist.destroy_process_group()
             work = (
                 'both CFG rows'
@@ -251,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             peak = peak_memory_gib(torch.device(device))
             print(f'rank {rank}: {chunks} chunks of {work}{shard}, peak {peak:.2f} GiB', flush=True)
             return 0
-        layout = cfg_parallel.ParallelDriver(tp)
+        layout = ParallelDriver(tp)
     start = time.perf_counter()
     engine = DreamZeroEngine.from_config(configs[0], seed=args.seed, layout=layout)
     if engine.device.type == 'cuda':
@@ -266,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     if tp > 1:
         mode += f', tensor parallel {tp} ({world} ranks; DiT TFLOP/s: a branch over its {tp})'
     print(
-        f'DreamZero engine benchmark: preset {args.preset}, {device}, {args.dtype}, {mode}, '
+        f'DreamZero engine benchmark: preset {args.preset}, {device}, {options.dtype}, {mode}, '
         f'{args.steps} steps, cfg {args.cfg_scale}, torch {torch.__version__}\n'
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
         f'build (random weights on the device): {build_s:.1f} s; rank 0 estimate '

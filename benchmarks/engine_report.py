@@ -38,24 +38,16 @@ def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
     """
     for index, (result, config) in enumerate(zip(results, configs, strict=True)):
         for earlier in range(index):
-            if configs[earlier].step_cache == config.step_cache:
+            if configs[earlier].options.step_cache == config.options.step_cache:
                 result['action_diff'] = action_difference(result, results[earlier])
                 break
-        speed = config.acceleration
-        if speed.fp8_linear == 'off':
+        if config.options.fp8_linear == 'off':
             continue
-        off = dataclasses.replace(speed, fp8_linear='off')
+        off = config.replace(options=dataclasses.replace(config.options, fp8_linear='off'))
         for earlier in range(index):
-            other = configs[earlier]
-            if other.acceleration == off and _same_but_speed(config, other):
+            if configs[earlier] == off:
                 result['action_diff_fp8'] = action_difference(result, results[earlier])
                 break
-
-
-def _same_but_speed(config: EngineConfig, other: EngineConfig) -> bool:
-    """Whether two configurations differ in their speed options alone."""
-    fields = (f.name for f in dataclasses.fields(config) if f.name != 'acceleration')
-    return all(getattr(config, name) == getattr(other, name) for name in fields)
 
 
 def print_summary(result: dict, baseline: dict | None) -> None:

@@ -37,7 +37,7 @@ def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
     device, vae = engine.device, engine.modules.vae
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
-    backend = engine.config.acceleration.compile_backend or 'inductor'
+    backend = engine.config.compile_backend
     height, width = engine.embodiment.stitched_size
     generator = torch.Generator(device).manual_seed(0)
     results = []

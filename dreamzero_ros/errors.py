@@ -29,6 +29,7 @@ __all__ = [
     'ProtocolError',
     'ServerConnectionError',
     'TaskRefusedError',
+    'WorkerStartError',
 ]
 
 
@@ -98,6 +99,10 @@ class DeviceMemoryError(DreamZeroError, RuntimeError):
 
 class CfgParallelError(DreamZeroError, RuntimeError):
     """The CFG-parallel group cannot work (a worker failed or was configured differently)."""
+
+
+class WorkerStartError(DreamZeroError, RuntimeError):
+    """The worker ranks of an engine could not be started, or a stop was requested meanwhile."""
 
 
 class TaskRefusedError(DreamZeroError, ValueError):

@@ -20,8 +20,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from dreamzero_ros.engine.networks.attention import attention
 from dreamzero_ros.engine.networks.dit import Modulation, SelfAttention
 from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE
-from dreamzero_ros.engine.pipeline.denoise import DenoiseConfig
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.speed.acceleration import prepare_blocks
 from dreamzero_ros.engine.speed.block_transforms import (
     FusedQKVSelfAttention,
     TanhGeluFFN,
@@ -147,13 +147,13 @@ def test_compiled_chunks_keep_their_graphs_across_windows_and_conditional_calls(
     torch._dynamo.reset()
     counters.clear()
     model = copy.deepcopy(dit)
-    eager = run_chunks(dit, DenoiseConfig(), chunk_stream(5, need_video=False))
-    config = DenoiseConfig(acceleration=AccelerationConfig(compile='aot_eager'))
-    compiled = run_chunks(model, config, chunk_stream(5, need_video=False))
+    eager = run_chunks(dit, chunk_stream(5, need_video=False))
+    config = {'options': EngineOptions(compile=True), 'compile_backend': 'aot_eager'}
+    compiled = run_chunks(model, chunk_stream(5, need_video=False), **config)
     # prefill of 1 frame (empty cache) and of 2 frames, denoising calls of 2 rows and of 1 row;
     # the window's cache length is dynamic (the 4th chunk fills the cache: no new graph)
     assert counters['stats']['unique_graphs'] == 4
-    again = run_chunks(model, config, chunk_stream(5, need_video=False, seed=4))
+    again = run_chunks(model, chunk_stream(5, need_video=False, seed=4), **config)
     assert counters['stats']['unique_graphs'] == 4
     for a, b in zip(compiled, eager, strict=True):
         torch.testing.assert_close(a.actions, b.actions, rtol=1e-5, atol=1e-5)
@@ -173,13 +173,13 @@ def test_fp8_blocks_are_close_to_bf16():
 
 def test_blocks_of_each_option():
     dit = make_dit()
-    assert prepare_blocks(dit, AccelerationConfig()).calls == (None, None)
+    assert prepare_blocks(dit, EngineOptions(), 'eager').calls == (None, None)
     assert type(dit.blocks[0].self_attn) is SelfAttention  # the reference: no transform
-    compiled = prepare_blocks(dit, AccelerationConfig(compile='eager'))
+    compiled = prepare_blocks(dit, EngineOptions(compile=True), 'eager')
     assert all(callable(call) for call in compiled.calls)
     assert isinstance(dit.blocks[0].self_attn, FusedQKVSelfAttention)
     with pytest.raises(ValueError, match='bfloat16'):
-        prepare_blocks(dit, AccelerationConfig(fp8_linear='rowwise'))
+        prepare_blocks(dit, EngineOptions(fp8_linear='rowwise'), 'eager')
 
 
 def test_cpu_without_the_triton_interpreter_keeps_the_torch_path(dit):

@@ -17,6 +17,7 @@ from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.networks.init import randomize_
 from dreamzero_ros.engine.networks.vae import WanVAE
 from dreamzero_ros.engine.networks.vae_network import VAEConfig
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.speed.acceleration import VAEEncoding
 from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 
@@ -69,7 +70,9 @@ def test_fused_norm_conv_refuses_other_convolutions():
 
 
 def test_engine_with_the_fast_vae_encoding_predicts_like_the_reference():
-    reference = DreamZeroEngine.from_config(EngineConfig.tiny(dtype='float32'), seed=3)
+    reference = DreamZeroEngine.from_config(
+        EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32')), seed=3
+    )
     fast = DreamZeroEngine(
         reference.config, reference.modules, reference.tokenizer, reference.embodiment
     )
