@@ -52,7 +52,7 @@ import time
 import traceback
 from typing import Any
 
-from bench_options import benchmark_parser
+from bench_options import benchmark_parser, engine_options
 from bench_timing import peak_memory_gib
 from engine_chunks import run_schedule
 from engine_report import compare_actions, print_summary, print_table
@@ -68,7 +68,6 @@ import torch.distributed as dist
 
 from dreamzero_ros.engine.config import EngineConfig, Sampling
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
-from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 from dreamzero_ros.engine.step_cache import StepCacheConfig
 from dreamzero_ros.engine.workers.driver import ParallelDriver
@@ -170,10 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line's options; the engine options resolved, as ``args.options``."""
-    args = build_parser().parse_args(argv)
-    args.options = EngineOptions.from_arguments(args).resolved()
-    return args
+    """The command line's options."""
+    return build_parser().parse_args(argv)
 
 
 def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict[str, Any]:
@@ -198,7 +195,7 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; under torchrun ranks >= 1 are workers (CFG / tensor parallel)."""
     args = parse_args(argv)
-    options = args.options
+    options = engine_options(args)  # resolved
     if options.num_threads:
         torch.set_num_threads(options.num_threads)
     world = int(os.environ.get('WORLD_SIZE', '1'))
@@ -221,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         sampling=Sampling(
             num_inference_steps=args.steps,
             cfg_scale=args.cfg_scale,
-            step_cache=StepCacheConfig(dit_steps=args.dit_steps),
+            step_cache_tuning=StepCacheConfig(dit_steps=args.dit_steps),
         ),
     )
     configs = [variant_config(base, settings, args.dit_steps) for _, settings in variants]

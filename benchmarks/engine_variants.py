@@ -96,6 +96,6 @@ def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int)
     if options.get('step_cache') == 'dynamic-min':
         options['step_cache'], step_cache = 'dynamic', DYNAMIC_MIN
     return base.replace(
-        sampling=dataclasses.replace(base.sampling, step_cache=step_cache),
+        sampling=dataclasses.replace(base.sampling, step_cache_tuning=step_cache),
         options=dataclasses.replace(base.options, **options),
     )

@@ -57,7 +57,7 @@ def test_last_dit_step_is_known_where_the_schedule_allows(mode, step_cache, call
 )
 def test_last_call_without_video_runs_the_conditional_rows_only(dit, mode, step_cache):
     config = {
-        'sampling': Sampling(step_cache=step_cache),
+        'sampling': Sampling(step_cache_tuning=step_cache),
         'options': EngineOptions(step_cache=mode),
     }
     full_rows, skip_rows = [], []

@@ -18,13 +18,19 @@ from dreamzero_ros.errors import ConfigError
         ({'action_horizon': 16}, 'action_horizon'),
         ({'num_frames': 30}, 'num_frames'),
         ({'sampling': Sampling(num_inference_steps=8)}, 'static step cache'),
-        ({'sampling': Sampling(cfg_scale=0.0)}, 'cfg_scale'),
         ({'max_sessions': 0}, 'max_sessions'),
     ],
 )
 def test_inconsistent_configs_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):
         EngineConfig.tiny(**changes)
+
+
+def test_sampling_is_checked():
+    with pytest.raises(ConfigError, match='cfg_scale must be > 0'):
+        Sampling(cfg_scale=0.0)
+    with pytest.raises(ConfigError, match='num_inference_steps'):
+        Sampling(num_inference_steps=0)
 
 
 def test_the_options_are_held_whole_their_auto_device_and_dtype_resolved():

@@ -211,8 +211,8 @@ def test_static_schedule_runs_upstream_steps(model):
 def test_full_and_dynamic_schedules(model):
     x = make_inputs(model)
     full, dynamic = EngineOptions(step_cache='full'), EngineOptions(step_cache='dynamic')
-    never_skip = Sampling(step_cache=StepCacheConfig(thresholds=(1.0,), countdowns=(4,)))
-    always_skip = Sampling(step_cache=StepCacheConfig(thresholds=(-1.0,), countdowns=(4,)))
+    never_skip = Sampling(step_cache_tuning=StepCacheConfig(thresholds=(1.0,), countdowns=(4,)))
+    always_skip = Sampling(step_cache_tuning=StepCacheConfig(thresholds=(-1.0,), countdowns=(4,)))
     _, (ref,) = run(ChunkDenoiser(model, Sampling(), full), x, 1)
     _, (same,) = run(ChunkDenoiser(model, never_skip, dynamic), x, 1)
     _, (skipping,) = run(ChunkDenoiser(model, always_skip, dynamic), x, 1)

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
+from dreamzero_ros.engine.config import NEGATIVE_PROMPT
 from dreamzero_ros.engine.pipeline.model_inputs import (
-    NEGATIVE_PROMPT,
     FrameHistory,
     ViewGeometry,
     prepare_view,

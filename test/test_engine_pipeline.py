@@ -90,7 +90,7 @@ def test_clips_and_other_resolutions_are_accepted(engine):
         ({'cfg_scale': 1.0}, 'static'),
         ({}, 'full'),
         ({}, 'dynamic'),
-        ({'step_cache': StepCacheConfig(dit_steps=5)}, 'static'),
+        ({'step_cache_tuning': StepCacheConfig(dit_steps=5)}, 'static'),
     ],
 )
 def test_sampling_settings(engine, sampling, step_cache):

@@ -260,4 +260,4 @@ def test_read_config_file_errors(tmp_path):
     with pytest.raises(ConfigError, match='not valid JSON'):
         read_config(tmp_path)
     (tmp_path / 'config.json').write_text(json.dumps(_upstream_config()))
-    assert read_config(tmp_path, device='cpu').dit.dim == 5120
+    assert read_config(tmp_path, EngineOptions(device='cpu')).dit.dim == 5120

@@ -161,7 +161,7 @@ def test_workers_get_every_option_of_rank_0_with_their_own_device():
     command = worker_command(ranks, worker)
     assert command[1:3] == ['-m', 'dreamzero_ros.engine.workers.worker']
     args = build_parser().parse_args(command[3:])
-    assert args.checkpoint == '/c'
+    assert str(args.checkpoint) == '/c'
     received = EngineOptions.from_arguments(args)
     assert received.device == 'cuda:2'
     assert received.engine_fields() == {**engine.engine_fields(), 'device': 'cuda:2'}

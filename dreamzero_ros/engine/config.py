@@ -68,7 +68,7 @@ class Sampling:
         cfg_scale: classifier-free guidance scale of the video velocity (1 disables CFG).
         seed: seed of the initial noise (the same noise every chunk, as upstream).
         num_train_timesteps: timesteps of the training schedule.
-        step_cache: how the ``step_cache`` option's mode skips steps.
+        step_cache_tuning: how the ``step_cache`` option's mode skips steps.
         negative_prompt: text of the unconditional branch.
 
     """
@@ -78,7 +78,7 @@ class Sampling:
     cfg_scale: float = 5.0
     seed: int = 1140
     num_train_timesteps: int = 1000
-    step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
+    step_cache_tuning: StepCacheConfig = field(default_factory=StepCacheConfig)
     negative_prompt: str = NEGATIVE_PROMPT
 
     def __post_init__(self) -> None:
@@ -150,7 +150,7 @@ class EngineConfig:
                 flash_attention_3()
             except RuntimeError as error:
                 raise ConfigError(str(error)) from error
-        self.sampling.step_cache.check(options.step_cache, self.sampling.num_inference_steps)
+        self.sampling.step_cache_tuning.check(options.step_cache, self.sampling.num_inference_steps)
         dit = self.dit
         checks = [
             (

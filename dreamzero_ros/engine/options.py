@@ -33,7 +33,6 @@ from dreamzero_ros.parameter_schema import (
     ParameterSpec,
     argument_values,
     build,
-    dest,
     flag,
     parameter,
     parameter_specs,
@@ -41,6 +40,7 @@ from dreamzero_ros.parameter_schema import (
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Collection
 
 __all__ = [
     'AUTO',
@@ -191,12 +191,15 @@ class EngineOptions:
                 raise ConfigError(str(error)) from error
 
     @classmethod
-    def from_arguments(cls, args: argparse.Namespace) -> EngineOptions:
+    def from_arguments(
+        cls, args: argparse.Namespace, names: Collection[str] | None = None
+    ) -> EngineOptions:
         """The options of a command line made by :func:`.loader.add_engine_arguments`.
 
-        The options it did not add keep their defaults.
+        ``names``: the options it added (field names), the others keep their defaults; None:
+        every one.
         """
-        specs = [spec for spec in engine_option_specs() if hasattr(args, dest(spec))]
+        specs = [spec for spec in engine_option_specs() if names is None or spec.name in names]
         return build(cls, argument_values(args, specs))
 
     def resolved(self) -> EngineOptions:

@@ -266,7 +266,7 @@ class ChunkDenoiser:
     ) -> None:
         sampling = sampling or Sampling()
         options = options or EngineOptions()
-        sampling.step_cache.check(options.step_cache, sampling.num_inference_steps)
+        sampling.step_cache_tuning.check(options.step_cache, sampling.num_inference_steps)
         self.dit = dit
         self.sampling = sampling
         self.options = options
@@ -465,7 +465,9 @@ class ChunkDenoiser:
             if scheduler.timesteps.device != device or not len(scheduler.timesteps):
                 scheduler.set_timesteps(cfg.num_inference_steps, device)
             scheduler.reset()
-        schedule = StepSchedule(self.options.step_cache, cfg.step_cache, cfg.num_inference_steps)
+        schedule = StepSchedule(
+            self.options.step_cache, cfg.step_cache_tuning, cfg.num_inference_steps
+        )
         skip_uncond = cfg.use_cfg and not inputs.need_video
         dit_calls = conditional_calls = 0
         flow = action_flow = None
