@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 

@@ -7,7 +7,8 @@ import dataclasses
 
 import torch
 
-from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.init import randomize_
 from dreamzero_ros.engine.speed.acceleration import (
     BlockRuns,

@@ -18,7 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from dreamzero_ros.engine.networks.attention import attention
-from dreamzero_ros.engine.networks.dit import Modulation, SelfAttention
+from dreamzero_ros.engine.networks.dit_block import Modulation, SelfAttention
 from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.speed.acceleration import prepare_blocks

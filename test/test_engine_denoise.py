@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from dreamzero_ros.engine.config import Sampling
-from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.init import randomize_
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs

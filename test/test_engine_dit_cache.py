@@ -17,12 +17,9 @@ import pytest
 import torch
 
 from dreamzero_ros.engine.networks.attention import sdpa
-from dreamzero_ros.engine.networks.dit import (
-    CausalWanDiT,
-    DiTConfig,
-    Modulation,
-    sinusoidal_embedding,
-)
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_block import Modulation, sinusoidal_embedding
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.init import randomize_
 from dreamzero_ros.engine.networks.rope import RopeTables, Rotary, apply_rotary, rope_angles
 

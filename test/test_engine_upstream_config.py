@@ -16,7 +16,7 @@ from dreamzero_ros.engine.checkpoint.upstream_config import (
     read_config,
 )
 from dreamzero_ros.engine.config import EngineConfig, Sampling
-from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 

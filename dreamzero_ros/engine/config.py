@@ -30,7 +30,7 @@ import torch
 
 from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.engine.networks.attention import flash_attention_3
-from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
 from dreamzero_ros.engine.networks.text_encoder import T5Config
 from dreamzero_ros.engine.networks.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig

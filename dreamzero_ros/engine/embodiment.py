@@ -127,43 +127,6 @@ class KeyStatistics:
         """``{name: [numbers]}``."""
         return {name: array.tolist() for name, array in self.values.items()}
 
-    def normalize(self, x: np.ndarray, mode: str) -> np.ndarray:
-        """Raw values -> model values (upstream's ``Normalizer.forward``)."""
-        v = self.values
-        if mode == 'q99':
-            return _scale_to_unit(x, v['q01'], v['q99'], keep_constant=True)
-        if mode == 'min_max':
-            return _scale_to_unit(x, v['min'], v['max'], keep_constant=False)
-        if mode == 'mean_std':
-            std = v['std']
-            return np.where(std != 0, (x - v['mean']) / np.where(std != 0, std, 1), x)
-        if mode == 'binary':
-            return (x > 0.5).astype(np.float64)
-        return x
-
-    def denormalize(self, x: np.ndarray, mode: str) -> np.ndarray:
-        """Model values -> raw values (upstream's ``Normalizer.inverse``; no clipping)."""
-        v = self.values
-        if mode == 'q99':
-            return (x + 1.0) / 2.0 * (v['q99'] - v['q01']) + v['q01']
-        if mode == 'min_max':
-            return (x + 1.0) / 2.0 * (v['max'] - v['min']) + v['min']
-        if mode == 'mean_std':
-            return x * v['std'] + v['mean']
-        if mode == 'binary':
-            return (x > 0.5).astype(np.float64)
-        return x
-
-
-def _scale_to_unit(
-    x: np.ndarray, low: np.ndarray, high: np.ndarray, keep_constant: bool
-) -> np.ndarray:
-    """``[low, high] -> [-1, 1]``, clipped; dims with ``low == high`` keep x (or become 0)."""
-    span = high - low
-    scaled = 2.0 * (x - low) / np.where(span != 0, span, 1) - 1
-    scaled = np.where(span != 0, scaled, x if keep_constant else 0.0)
-    return np.clip(scaled, -1.0, 1.0)
-
 
 @dataclass(frozen=True)
 class Camera:

@@ -22,7 +22,7 @@ from typing import Any
 
 from dreamzero_ros.engine.checkpoint.data_files import read_json
 from dreamzero_ros.engine.config import EngineConfig
-from dreamzero_ros.engine.networks.dit import DiTConfig
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
 from dreamzero_ros.engine.networks.text_encoder import T5Config
 from dreamzero_ros.engine.networks.vae_network import VAEConfig

@@ -410,7 +410,7 @@ class ChunkDenoiser:
 
         It runs every local CFG branch (``y`` and ``state`` hold their rows), or with
         ``conditional_only`` the conditional rows alone (they come first).  Each row has one
-        timestep per token kind: a uniform call (:class:`~.dit.Modulation`).
+        timestep per token kind: a uniform call (:class:`~.dit_block.Modulation`).
         """
         batch = video.shape[0]
         if conditional_only:

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.networks.dit import CausalWanDiT, DiTBlock
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_block import DiTBlock
 from dreamzero_ros.engine.networks.fp8 import Fp8Linear, quantize_linears_
 from dreamzero_ros.engine.networks.kv_cache import LayerKV
 from dreamzero_ros.engine.networks.vae import WanVAE

@@ -9,7 +9,7 @@ program per token and part: q and k get the Wan RMSNorm over all heads (float32 
 normalised values rounded to the model dtype, times the weight, rounded again) and the rotary
 embedding of adjacent pairs (float32, rounded); q goes to a new tensor, k into the K/V cache's
 slot; v is copied into its slot.  Those are the operations and roundings of the torch path,
-:meth:`.dit.SelfAttention.normalize_and_rotate` and the cache write; only the float32 sums run
+:meth:`.dit_block.SelfAttention.normalize_and_rotate` and the cache write; only the float32 sums run
 in another order.  Compiled, the torch path takes two kernels and reads q and k twice.
 
 It is the op ``torch.ops.dreamzero.qk_norm_rope_into_cache`` (a custom op that writes its
