@@ -181,7 +181,14 @@ def test_ignored_tensors_are_accepted(checkpoint, tmp_path):
     index['weight_map'].update(dict.fromkeys(extra, shards[-1]))
     (folder / INDEX_FILE).write_text(json.dumps(index))
     _rewrite_shard(folder, shards[-1], lambda t: t.update(extra))
-    load_weights(folder, _tiny_modules())
+    with_extras, plain = _tiny_modules(), _tiny_modules()
+    load_weights(folder, with_extras)
+    load_weights(checkpoint, plain)
+    loaded, expected = checkpoint_state(with_extras), checkpoint_state(plain)
+    # every engine tensor holds the checkpoint's values; the ignored ones went nowhere
+    assert loaded.keys() == expected.keys() and not set(extra) & set(loaded)
+    for key, tensor in loaded.items():
+        assert torch.equal(tensor, expected[key]), key
 
 
 def test_misshaped_tensor_is_named(checkpoint, tmp_path):

@@ -97,7 +97,7 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     folder = cache_dir / f'random-{preset}'
     if (folder / 'experiment_cfg' / 'conf.yaml').is_file():
         return folder, False
-    if folder.exists():  # written by an earlier version, without experiment_cfg/conf.yaml
+    if folder.exists():  # incomplete (no experiment_cfg/conf.yaml): written again
         shutil.rmtree(folder, ignore_errors=True)
     partial = cache_dir / f'.random-{preset}.{os.getpid()}.partial'
     write_random_checkpoint(partial, preset=preset)
