@@ -18,7 +18,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ['DEFAULT_LIMITS', 'FileLimits', 'check_shape', 'read_json', 'read_yaml']
+__all__ = [
+    'DEFAULT_LIMITS',
+    'FileLimits',
+    'check_shape',
+    'read_json',
+    'read_json_object',
+    'read_yaml',
+]
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,23 @@ def read_json(path: str | Path, error: type[Exception], limits: FileLimits = DEF
     except RecursionError:
         raise error(f'{path} is not valid JSON: nested too deeply to parse') from None
     return check_shape(value, path, error, limits)
+
+
+def read_json_object(
+    path: str | Path, error: type[Exception], missing: str, what: str = 'a JSON object'
+) -> dict[str, Any]:
+    """The JSON object of the file at ``path`` (:func:`read_json`).
+
+    ``error`` with the message ``missing`` where there is no such file; naming the file and
+    ``what`` was expected where it holds something else.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error(missing)
+    content = read_json(path, error)
+    if not isinstance(content, dict):
+        raise error(f'{path}: expected {what}')
+    return content
 
 
 def check_shape(value: Any, path: Path, error: type[Exception], limits: FileLimits) -> Any:

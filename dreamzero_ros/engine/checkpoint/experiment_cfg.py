@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from dreamzero_ros.engine.checkpoint.data_files import read_json, read_yaml
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object, read_yaml
 from dreamzero_ros.engine.embodiment import INSTRUCTION, Embodiment
 from dreamzero_ros.errors import EmbodimentError, MetadataError
 
@@ -102,13 +102,8 @@ _INFERENCE_NO_OPS = frozenset(
 
 def load_metadata(path: str | Path) -> dict[str, Any]:
     """Read ``metadata.json``; a missing or unparsable file is a :class:`MetadataError`."""
-    path = Path(path)
-    if not path.is_file():
-        raise MetadataError(f'missing statistics file {path}')
-    metadata = read_json(path, MetadataError)
-    if not isinstance(metadata, dict):
-        raise MetadataError(f'{path}: expected a JSON object keyed by embodiment tag')
-    return metadata
+    missing = f'missing statistics file {path}'
+    return read_json_object(path, MetadataError, missing, 'a JSON object keyed by embodiment tag')
 
 
 def load_embodiment_file(

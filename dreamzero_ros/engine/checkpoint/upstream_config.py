@@ -20,7 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.engine.checkpoint.data_files import read_json
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object
 from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.networks.dit_config import DiTConfig
 from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
@@ -292,12 +292,7 @@ def read_config(
 ) -> EngineConfig:
     """Read ``<folder>/config.json`` (see :func:`parse_config`)."""
     path = Path(folder) / 'config.json'
-    if not path.is_file():
-        raise ConfigError(f'missing {path}')
-    config = read_json(path, ConfigError)
-    if not isinstance(config, dict):
-        raise ConfigError(f'{path}: expected a JSON object')
-    return parse_config(config, options, **changes)
+    return parse_config(read_json_object(path, ConfigError, f'missing {path}'), options, **changes)
 
 
 def _jsonable(value: Any) -> Any:

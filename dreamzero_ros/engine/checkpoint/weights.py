@@ -41,7 +41,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from dreamzero_ros.engine.checkpoint.data_files import read_json
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object
 from dreamzero_ros.engine.checkpoint.encoder_files import (
     ENCODERS,
     EncoderFile,
@@ -115,13 +115,8 @@ class _Sources:
 
 
 def _config_json(folder: Path) -> Mapping:
-    path = folder / CONFIG_FILE
-    if not path.is_file():
-        raise CheckpointError(f'{folder} has no {CONFIG_FILE}')
-    config = read_json(path, CheckpointError)
-    if not isinstance(config, Mapping):
-        raise CheckpointError(f'{path}: expected a JSON object')
-    return config
+    missing = f'{folder} has no {CONFIG_FILE}'
+    return read_json_object(folder / CONFIG_FILE, CheckpointError, missing)
 
 
 @contextlib.contextmanager

@@ -196,8 +196,8 @@ class ActionEncoder(nn.Module):
         return self.W3(F.silu(self.W2(torch.cat([a_emb, tau], dim=-1))))
 
 
-class SelfAttention(nn.Module):
-    """Causal self-attention: projections with QK RMSNorm; attention in the layer's backend."""
+class _Projections(nn.Module):
+    """The layers every attention of a block has: ``q, k, v, o`` and the QK RMSNorms."""
 
     def __init__(self, dim: int, num_heads: int, qk_norm: bool, eps: float) -> None:
         super().__init__()
@@ -208,6 +208,10 @@ class SelfAttention(nn.Module):
         self.o = nn.Linear(dim, dim)
         self.norm_q = RMSNorm(dim, eps) if qk_norm else nn.Identity()
         self.norm_k = RMSNorm(dim, eps) if qk_norm else nn.Identity()
+
+
+class SelfAttention(_Projections):
+    """Causal self-attention: projections with QK RMSNorm; attention in the layer's backend."""
 
     def normalize_and_rotate(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rotary: Rotary
@@ -232,18 +236,11 @@ class SelfAttention(nn.Module):
         return self.o(kv.attend_written(q).flatten(2))
 
 
-class I2VCrossAttention(nn.Module):
+class I2VCrossAttention(_Projections):
     """Wan I2V cross-attention: text and CLIP-image attention share the query, outputs summed."""
 
     def __init__(self, dim: int, num_heads: int, qk_norm: bool, eps: float) -> None:
-        super().__init__()
-        self.num_heads = num_heads
-        self.q = nn.Linear(dim, dim)
-        self.k = nn.Linear(dim, dim)
-        self.v = nn.Linear(dim, dim)
-        self.o = nn.Linear(dim, dim)
-        self.norm_q = RMSNorm(dim, eps) if qk_norm else nn.Identity()
-        self.norm_k = RMSNorm(dim, eps) if qk_norm else nn.Identity()
+        super().__init__(dim, num_heads, qk_norm, eps)
         self.k_img = nn.Linear(dim, dim)
         self.v_img = nn.Linear(dim, dim)
         self.norm_k_img = RMSNorm(dim, eps) if qk_norm else nn.Identity()

@@ -6,8 +6,9 @@
 The model sees the state concatenated in the embodiment's key order, each key normalised with
 its mode and its :class:`~.embodiment.KeyStatistics` (:func:`normalize`; ``q99``: ``[q01, q99]
 -> [-1, 1]``, clipped), zero-padded to ``max_state_dim``; it predicts actions the same way,
-padded to ``max_action_dim``.  A relative action key (DROID's joints) is predicted as ``action - current
-state``: after de-normalising, the current state of the same key is added back.
+padded to ``max_action_dim``.  A relative action key (DROID's joints) is predicted as
+``action - current state``: after de-normalising, the current state of the same key is added
+back.
 """
 
 from __future__ import annotations

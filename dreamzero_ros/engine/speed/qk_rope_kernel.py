@@ -21,27 +21,18 @@ device under ``TRITON_INTERPRET=1``, Triton's CPU interpreter used by the tests)
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-try:
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU-only installs: the torch path runs instead
-    triton = None
+from dreamzero_ros.engine.networks.triton_support import kernel_runs_on, tl, triton
 
 __all__ = ['available', 'qk_norm_rope_into_cache']
 
 #: Triton decides when a kernel is defined (at this import) whether it runs interpreted.
-_INTERPRETED = os.environ.get('TRITON_INTERPRET') == '1'
 
 
 def available(device: torch.device) -> bool:
     """Whether :func:`qk_norm_rope_into_cache` can run on ``device``."""
-    if triton is None:
-        return False
-    return device.type == 'cuda' or _INTERPRETED
+    return kernel_runs_on(device)
 
 
 if triton is not None:
