@@ -189,7 +189,7 @@ class BranchLayout:
 
     The default computes every branch in one batch.  Rows of a DiT call are
     ``[branch 0 x B, branch 1 x B, ...]`` over :attr:`local_branches`.  Subclasses (see
-    :mod:`.cfg_parallel`) split the branches over processes; the hooks let
+    :mod:`.workers.driver`) split the branches over processes; the hooks let
     them keep other processes in step with the denoiser that uses the layout.
     """
 
