@@ -213,7 +213,12 @@ def test_reference_model_and_its_configuration_do_not_import_triton(module):
 
 
 @pytest.mark.parametrize(
-    'module', ['dreamzero_ros.core.node_config', 'dreamzero_ros.engine.loader']
+    'module',
+    [
+        'dreamzero_ros.core.node_config',
+        'dreamzero_ros.engine.loader',
+        'dreamzero_ros.engine.workers.launch',  # the tools' and the node's import of the ranks
+    ],
 )
 def test_node_configuration_imports_neither_torch_nor_triton(module):
     assert _heavy_modules_after_importing(module) == set()

@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
     options = EngineOptions.from_arguments(args).resolved()
+    if options.num_threads > 0:
+        torch.set_num_threads(options.num_threads)
     dit = load_worker_dit(
         options,
         args.checkpoint,
