@@ -87,6 +87,7 @@ def test_options_are_checked_when_made_and_read_back_from_their_command_line():
         compile=True,
         fp8_linear='rowwise',
         encoder_dir='',
+        prompt_template='-{instruction}',
         memory_budget_gib=1.5,
         worker_timeout=30.0,
     )

@@ -224,8 +224,8 @@ class EngineOptions:
             value = getattr(self, spec.name)
             if spec.kind is Kind.BOOL:
                 command.append(flag(spec) if value else '--no-' + flag(spec)[2:])
-            else:
-                command += [flag(spec), str(value)]
+            else:  # one word: a value that starts with '-' is not taken for an option
+                command.append(f'{flag(spec)}={value}')
         return command
 
     def engine_fields(self) -> dict[str, object]:
