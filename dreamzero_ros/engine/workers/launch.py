@@ -80,7 +80,7 @@ class EngineRanks:
     """
 
     checkpoint: str
-    options: EngineOptions = EngineOptions(device='cpu', dtype='float32')
+    options: EngineOptions = EngineOptions()
     master_addr: str = '127.0.0.1'
     master_port: int = 0  # 0: a free port at every start
 
