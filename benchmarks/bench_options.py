@@ -15,10 +15,11 @@ import argparse
 from collections.abc import Collection
 
 from dreamzero_ros.cli_options import add_preset, new_parser
+from dreamzero_ros.engine.config import PRESETS
 from dreamzero_ros.engine.loader import add_engine_arguments
-from dreamzero_ros.engine.model.config import PRESETS
+from dreamzero_ros.engine.options import EngineOptions
 
-__all__ = ['PRESET_HELP', 'benchmark_parser']
+__all__ = ['PRESET_HELP', 'benchmark_parser', 'engine_options']
 
 PRESET_HELP = 'architecture of the seeded random weights (--seed), built on the device'
 
@@ -30,4 +31,10 @@ def benchmark_parser(
     parser = new_parser(prog, description)
     add_preset(parser, PRESETS, preset, PRESET_HELP)
     add_engine_arguments(parser, engine_options)
+    parser.set_defaults(engine_option_names=tuple(engine_options))
     return parser
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    """The engine options of a command line made by :func:`benchmark_parser`, resolved."""
+    return EngineOptions.from_arguments(args, args.engine_option_names).resolved()

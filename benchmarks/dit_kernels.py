@@ -29,7 +29,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.speed.fp8 import quantize, quantize_weight
+from dreamzero_ros.engine.networks.fp8 import quantize, quantize_weight
 
 _BACKENDS = {
     'cudnn': SDPBackend.CUDNN_ATTENTION,

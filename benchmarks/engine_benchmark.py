@@ -17,8 +17,8 @@ Several variants (:mod:`engine_variants`: speed options and step-cache modes) ru
 another on the same weights and the same observations; the first is the baseline of the printed
 ratios, and each variant's actions are compared with the first variant of the same step-cache
 mode and, for an FP8 variant, with the variant that differs from it only in ``fp8_linear``
-(:mod:`engine_report`).  ``--vae``, ``--inputs``, ``--gelu``, ``--qk-rope``, ``--fa3``,
-``--fp8-attention`` and ``--fp8-gemm`` first run one micro-benchmark each (``micro_*.py``).
+(:mod:`engine_report`).  ``--vae``, ``--inputs``, ``--gelu``, ``--qk-rope``, ``--fa3`` and
+``--fp8-gemm`` first run one micro-benchmark each (``micro_*.py``).
 
 One process runs both CFG branches as one batch.  Under ``torchrun --nproc_per_node 2`` rank 0
 runs the conditional branch and rank 1 the unconditional one (CFG parallel, one variant per
@@ -44,6 +44,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -51,13 +52,12 @@ import time
 import traceback
 from typing import Any
 
-from bench_options import benchmark_parser
+from bench_options import benchmark_parser, engine_options
 from bench_timing import peak_memory_gib
 from engine_chunks import run_schedule
 from engine_report import compare_actions, print_summary, print_table
 from engine_variants import parse_variants, variant_config
 from micro_fa3_attention import fa3_benchmark
-from micro_fp8_attention import fp8_attention_benchmark
 from micro_fp8_gemm import fp8_gemm_benchmark
 from micro_gelu_epilogue import gelu_benchmark
 from micro_qk_rope import qk_rope_benchmark
@@ -66,19 +66,21 @@ from micro_view_preparation import inputs_benchmark
 import torch
 import torch.distributed as dist
 
-from dreamzero_ros.engine.loader import resolve_device_dtype
+from dreamzero_ros.engine.config import EngineConfig, Sampling
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.parallel import cfg_parallel
-from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
+from dreamzero_ros.engine.step_cache import StepCacheConfig
+from dreamzero_ros.engine.workers.driver import ParallelDriver
+from dreamzero_ros.engine.workers.protocol import init_process_group
+from dreamzero_ros.engine.workers.worker import load_worker_dit, run_worker
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line options (see ``--help``)."""
     parser = benchmark_parser(
-        'engine_benchmark.py', __doc__.split('\n\n')[0], ('device', 'dtype', 'num_threads')
+        'engine_benchmark.py',
+        __doc__.split('\n\n')[0],
+        ('device', 'dtype', 'num_threads', 'tensor_parallel'),
     )
     parser.add_argument('--steps', type=int, default=16, help='UniPC steps per chunk')
     parser.add_argument(
@@ -119,12 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--cfg-scale', type=float, default=5.0, help='classifier-free guidance')
     parser.add_argument(
-        '--tensor-parallel',
-        type=int,
-        default=1,
-        help='under torchrun: ranks each CFG branch is split over (the rest: CFG parallel)',
-    )
-    parser.add_argument(
         '--backend',
         choices=('gloo', 'nccl'),
         help='under torchrun: the process group backend (default: nccl on GPUs, else gloo)',
@@ -161,12 +157,6 @@ def build_parser() -> argparse.ArgumentParser:
         help='first time self- and cross-attention: cuDNN vs FlashAttention-3 (CUDA, flash_attn_3)',
     )
     parser.add_argument(
-        '--fp8-attention',
-        action='store_true',
-        help='first time self-attention over an FP8 K/V cache: FP8 kernel vs dequant + cuDNN '
-        '(the fastest FP8 configuration is kept for the variants)',
-    )
-    parser.add_argument(
         '--fp8-gemm',
         action='store_true',
         help='first time the DiT linears in bf16 and FP8 (rowwise, tensorwise) at its token counts',
@@ -179,19 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line's options; the device and dtype resolved (``auto``)."""
-    args = build_parser().parse_args(argv)
-    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
-    return args
-
-
-def _fastest_fp8_attention(device: torch.device) -> dict:
-    """The FP8 attention sweep; its fastest configuration is kept for the variants."""
-    result = fp8_attention_benchmark(device)
-    if 'fastest_config' in result:
-        kernel_config(result.pop('fastest_config'))
-        print(f'variants with attention_backend fp8 run {result["fastest"]}')
-    return result
+    """The command line's options."""
+    return build_parser().parse_args(argv)
 
 
 def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict[str, Any]:
@@ -201,7 +180,6 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
         (args.gelu, 'gelu', lambda: gelu_benchmark(engine.device)),
         (args.qk_rope, 'qk_rope', lambda: qk_rope_benchmark(engine.device)),
         (args.fa3, 'fa3', lambda: fa3_benchmark(engine.device)),
-        (args.fp8_attention, 'fp8_attention', lambda: _fastest_fp8_attention(engine.device)),
         (args.fp8_gemm, 'fp8_gemm', lambda: fp8_gemm_benchmark(engine.device)),
         (args.inputs, 'inputs', lambda: inputs_benchmark(engine)),
         (args.vae, 'vae', lambda: vae_benchmark(engine)),
@@ -217,14 +195,15 @@ def _micro_benchmarks(args: argparse.Namespace, engine: DreamZeroEngine) -> dict
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; under torchrun ranks >= 1 are workers (CFG / tensor parallel)."""
     args = parse_args(argv)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
+    options = engine_options(args)  # resolved
+    if options.num_threads:
+        torch.set_num_threads(options.num_threads)
     world = int(os.environ.get('WORLD_SIZE', '1'))
     rank = int(os.environ.get('RANK', '0'))
-    device = args.device
+    device = options.device
     if device == 'cuda':  # one GPU per rank; an explicit index puts every rank on it
         device = f'cuda:{int(os.environ.get("LOCAL_RANK", "0"))}'
-    tp = args.tensor_parallel
+    tp = options.tensor_parallel
     if tp < 1 or world % tp or world // tp not in (1, 2):
         print(
             f'{world} ranks are not (1 or 2 CFG branches) x --tensor-parallel {tp}',
@@ -235,11 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = parse_variants(args)
     base = EngineConfig.preset(
         args.preset,
-        device=device,
-        dtype=args.dtype,
-        num_inference_steps=args.steps,
-        cfg_scale=args.cfg_scale,
-        step_cache=StepCacheConfig(dit_steps=args.dit_steps),
+        options=dataclasses.replace(options, device=device),
+        sampling=Sampling(
+            num_inference_steps=args.steps,
+            cfg_scale=args.cfg_scale,
+            step_cache_tuning=StepCacheConfig(dit_steps=args.dit_steps),
+        ),
     )
     configs = [variant_config(base, settings, args.dit_steps) for _, settings in variants]
     layout = None
@@ -247,18 +227,13 @@ def main(argv: list[str] | None = None) -> int:
         if len(variants) != 1:
             print('CFG / tensor parallel runs one variant per launch', file=sys.stderr)
             return 2
-        cfg_parallel.init_process_group(rank, world, backend=args.backend, device=device)
+        init_process_group(rank, world, backend=args.backend, device=device)
         if rank >= 1:
-            dit = cfg_parallel.load_worker_dit(
-                device,
-                args.dtype,
-                preset=args.preset,
-                seed=args.seed,
-                fp8_linear=configs[0].acceleration.fp8_linear,
-                tp_rank=rank % tp,
-                tp_size=tp,
+            worker_options = configs[0].options
+            dit = load_worker_dit(
+                worker_options, preset=args.preset, seed=args.seed, tp_rank=rank % tp
             )
-            chunks = cfg_parallel.run_worker(dit)
+            chunks = run_worker(dit, worker_options)
             dist.destroy_process_group()
             work = (
                 'both CFG rows'
@@ -269,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             peak = peak_memory_gib(torch.device(device))
             print(f'rank {rank}: {chunks} chunks of {work}{shard}, peak {peak:.2f} GiB', flush=True)
             return 0
-        layout = cfg_parallel.ParallelDriver(tp)
+        layout = ParallelDriver(tp)
     start = time.perf_counter()
     engine = DreamZeroEngine.from_config(configs[0], seed=args.seed, layout=layout)
     if engine.device.type == 'cuda':
@@ -284,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if tp > 1:
         mode += f', tensor parallel {tp} ({world} ranks; DiT TFLOP/s: a branch over its {tp})'
     print(
-        f'DreamZero engine benchmark: preset {args.preset}, {device}, {args.dtype}, {mode}, '
+        f'DreamZero engine benchmark: preset {args.preset}, {device}, {options.dtype}, {mode}, '
         f'{args.steps} steps, cfg {args.cfg_scale}, torch {torch.__version__}\n'
         f'parameters: ' + ', '.join(f'{k} {v / 1e6:.1f} M' for k, v in params.items()) + '\n'
         f'build (random weights on the device): {build_s:.1f} s; rank 0 estimate '

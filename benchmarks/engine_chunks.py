@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 
 def run_schedule(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def context_flops(dit: DiTConfig, text_tokens: int, image_tokens: int) -> float:
 def chunk_flops(engine: DreamZeroEngine, stats: dict, rows: int) -> tuple[float, float]:
     """(prefill, denoise) DiT FLOPs of the last chunk for ``rows`` CFG rows in this process."""
     dit = engine.config.dit
-    text = engine.config.text_encoder.text_len
-    image = engine.config.image_encoder.num_tokens
+    text = engine.config.umt5.text_len
+    image = engine.config.clip.num_tokens
     start, per_block = stats['start_frame'], dit.num_frame_per_block
     if stats['new_window']:
         prefill = dit_call_flops(dit, CallShape(1, 0, 0), text, image)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 
 
 def action_difference(result: dict, reference: dict) -> dict:
@@ -34,42 +34,20 @@ def compare_actions(results: list[dict], configs: list[EngineConfig]) -> None:
     """Attach ``action_diff`` (and ``action_diff_fp8`` for FP8 variants) to each result.
 
     ``action_diff`` compares with the first variant of the same step-cache mode,
-    ``action_diff_fp8`` with the variant that differs only in ``fp8_linear``, and
-    ``action_diff_attention`` (``attention_backend: fp8``) with the variant that differs only in
-    ``attention_backend``.
+    ``action_diff_fp8`` with the variant that differs only in ``fp8_linear``.
     """
     for index, (result, config) in enumerate(zip(results, configs, strict=True)):
         for earlier in range(index):
-            if configs[earlier].step_cache == config.step_cache:
+            if configs[earlier].options.step_cache == config.options.step_cache:
                 result['action_diff'] = action_difference(result, results[earlier])
                 break
-        speed = config.acceleration
-        twins = []
-        if speed.fp8_linear != 'off':
-            off = dataclasses.replace(speed, fp8_linear='off')
-            twins.append(('action_diff_fp8', lambda other, off=off: other == off))
-        if speed.attention_backend == 'fp8':
-            twins.append(
-                (
-                    'action_diff_attention',
-                    lambda other, speed=speed: (
-                        other.attention_backend != 'fp8'
-                        and dataclasses.replace(other, attention_backend='fp8') == speed
-                    ),
-                )
-            )
-        for key, is_twin in twins:
-            for earlier in range(index):
-                other = configs[earlier]
-                if is_twin(other.acceleration) and _same_but_speed(config, other):
-                    result[key] = action_difference(result, results[earlier])
-                    break
-
-
-def _same_but_speed(config: EngineConfig, other: EngineConfig) -> bool:
-    """Whether two configurations differ in their speed options alone."""
-    fields = (f.name for f in dataclasses.fields(config) if f.name != 'acceleration')
-    return all(getattr(config, name) == getattr(other, name) for name in fields)
+        if config.options.fp8_linear == 'off':
+            continue
+        off = config.replace(options=dataclasses.replace(config.options, fp8_linear='off'))
+        for earlier in range(index):
+            if configs[earlier] == off:
+                result['action_diff_fp8'] = action_difference(result, results[earlier])
+                break
 
 
 def print_summary(result: dict, baseline: dict | None) -> None:
@@ -98,7 +76,7 @@ def print_summary(result: dict, baseline: dict | None) -> None:
             line += f', {values["total"] / baseline["summary"][name]["total"]:.2f}x baseline'
         print(line)
     seen = set()
-    for key in ('action_diff', 'action_diff_fp8', 'action_diff_attention'):
+    for key in ('action_diff', 'action_diff_fp8'):
         diff = result.get(key)
         if diff and diff['reference'] not in seen:
             seen.add(diff['reference'])

@@ -16,18 +16,18 @@ Named variants add up the speed options:
   weights never pass upstream's 0.93 similarity test, so they run all 16 steps.
 
 A ``label:key=value,...`` variant also takes the memory options (``text_encoder``,
-``image_encoder``, ``kv_cache``; :mod:`dreamzero_ros.engine.memory.options`).
+``image_encoder``, ``kv_cache``); every setting but ``dynamic-min`` is an engine option
+(:class:`dreamzero_ros.engine.options.EngineOptions`), set on the base configuration's.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
-from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.step_cache import StepCacheConfig
 
 __all__ = ['NAMED_VARIANTS', 'VARIANT_KEYS', 'parse_variants', 'variant_config']
 
@@ -48,7 +48,7 @@ SPEED_KEYS = ('compile', 'fp8_linear', 'attention_backend')
 MEMORY_KEYS = ('text_encoder', 'image_encoder', 'kv_cache')
 VARIANT_KEYS = ('step_cache', *SPEED_KEYS, *MEMORY_KEYS)
 #: The dynamic schedule with every similarity test passed, i.e. its fewest DiT calls.
-DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))
+DYNAMIC_MIN = StepCacheConfig(thresholds=(-2.0,), countdowns=(4,))
 
 
 def _setting(text: str) -> bool | str:
@@ -91,15 +91,11 @@ def parse_variants(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]
 
 def variant_config(base: EngineConfig, settings: dict[str, Any], dit_steps: int) -> EngineConfig:
     """``base`` with a variant's settings (the step cache by mode name, or ``dynamic-min``)."""
-    speed = {key: settings[key] for key in SPEED_KEYS if key in settings}
-    memory = {key: settings[key] for key in MEMORY_KEYS if key in settings}
-    mode = settings.get('step_cache', base.step_cache.mode)
-    if mode == 'dynamic-min':
-        step_cache = DYNAMIC_MIN
-    else:
-        step_cache = StepCacheConfig(mode=mode, dit_steps=dit_steps)
+    options = {key: settings[key] for key in VARIANT_KEYS if key in settings}
+    step_cache = StepCacheConfig(dit_steps=dit_steps)
+    if options.get('step_cache') == 'dynamic-min':
+        options['step_cache'], step_cache = 'dynamic', DYNAMIC_MIN
     return base.replace(
-        step_cache=step_cache,
-        acceleration=AccelerationConfig(**speed),
-        memory=MemoryConfig(**memory),
+        sampling=dataclasses.replace(base.sampling, step_cache_tuning=step_cache),
+        options=dataclasses.replace(base.options, **options),
     )

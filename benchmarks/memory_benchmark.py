@@ -29,6 +29,7 @@ Example (H200; the 32 GB and 24 GB classes)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import statistics
@@ -42,15 +43,21 @@ import numpy as np
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.loader import resolve_device_dtype
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
-from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.options import EngineOptions, resolve_device_dtype
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
-_SPEED = ('compile', 'fp8_linear', 'attention_backend', 'compile_cache')
-_MEMORY = ('text_encoder', 'image_encoder', 'kv_cache')
+#: The engine options a variant sets (the rest are the base's).
+_OPTIONS = (
+    'compile',
+    'fp8_linear',
+    'attention_backend',
+    'compile_cache',
+    'text_encoder',
+    'image_encoder',
+    'kv_cache',
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line's options; the device resolved (``auto``)."""
     args = build_parser().parse_args(argv)
-    args.device = resolve_device_dtype(args.device, None)[0]
+    args.device = resolve_device_dtype(args.device, 'bfloat16')[0]
     return args
 
 
@@ -111,15 +118,13 @@ def variant_config(base: EngineConfig, spec: str) -> tuple[str, EngineConfig]:
     settings = {}
     for item in filter(None, body.split(',')):
         key, _, value = item.partition('=')
-        if key not in (*_SPEED, *_MEMORY, 'cfg_scale'):
+        if key not in (*_OPTIONS, 'cfg_scale'):
             raise SystemExit(f'unknown setting {key!r} in {spec!r}')
         settings[key] = _value(value)
-    speed = {k: v for k, v in settings.items() if k in _SPEED}
-    memory = {k: v for k, v in settings.items() if k in _MEMORY}
+    cfg_scale = float(settings.pop('cfg_scale', base.sampling.cfg_scale))
     config = base.replace(
-        acceleration=AccelerationConfig(**speed),
-        memory=MemoryConfig(**memory),
-        cfg_scale=float(settings.get('cfg_scale', base.cfg_scale)),
+        options=dataclasses.replace(base.options, **settings),
+        sampling=dataclasses.replace(base.sampling, cfg_scale=cfg_scale),
     )
     return label, config
 
@@ -157,12 +162,11 @@ def run_variant(
     if device.type == 'cuda':
         total = torch.cuda.get_device_properties(device).total_memory / GIB
         torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total) if cap else 1.0, device)
-    rows = 2 if config.cfg_scale != 1.0 else 1
     result: dict[str, Any] = {
         'label': label,
         'cap_gib': cap,
-        'estimate_gib': estimate_memory(config, rows).total / GIB,
-        'cfg_scale': config.cfg_scale,
+        'estimate_gib': estimate_memory(config).total / GIB,
+        'cfg_scale': config.sampling.cfg_scale,
         'stage': 'build',
     }
     engine = None
@@ -245,7 +249,9 @@ def print_table(results: list[dict], reference: dict | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run every variant under every cap (or the chosen runs)."""
     args = parse_args(argv)
-    base = EngineConfig.preset(args.preset, device=args.device)
+    base = EngineConfig.preset(
+        args.preset, options=EngineOptions(device=args.device, dtype='bfloat16')
+    )
     variants = [variant_config(base, spec) for spec in args.variants]
     runs = [(label, config, cap) for label, config in variants for cap in args.caps]
     if args.runs:
@@ -262,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.time_budget and time.perf_counter() - start > args.time_budget:
             print(f'[{label}@{cap:g}] skipped: past the --time-budget')
             continue
-        print(f'[{label}@{cap:g}] {config.acceleration} {config.memory} cfg {config.cfg_scale}')
+        print(f'[{label}@{cap:g}] {config.options} cfg {config.sampling.cfg_scale}')
         result = run_variant(label, config, cap, args)
         print(
             f'[{label}@{cap:g}] {result["status"]}: peak {result["peak_gib"]:.2f} GiB, '

@@ -12,7 +12,7 @@ from typing import Any
 from bench_timing import timed_ms
 import torch
 
-from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.networks.attention import attention_kernel, sdpa
 
 
 def _repeat(fn: Any, args: tuple, count: int) -> None:

@@ -25,7 +25,7 @@ from bench_timing import graph_ms
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.speed.fp8 import quantize
+from dreamzero_ros.engine.networks.fp8 import quantize
 
 #: (name, out features N, in features K) of the 14B DiT's block linears.
 LAYERS = (

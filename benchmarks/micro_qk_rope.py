@@ -10,8 +10,8 @@ from typing import Any
 from bench_timing import graph_ms
 import torch
 
-from dreamzero_ros.engine.model.dit import SelfAttention
-from dreamzero_ros.engine.model.rope import Rotary
+from dreamzero_ros.engine.networks.dit_block import SelfAttention
+from dreamzero_ros.engine.networks.rope import Rotary
 from dreamzero_ros.engine.speed import qk_rope_kernel
 
 

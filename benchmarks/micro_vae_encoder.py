@@ -11,7 +11,9 @@ import time
 from bench_timing import timed_ms
 import torch
 
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.networks.vae_network import norm_silu_conv
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
+from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 
 #: VAE encoder options timed by ``--vae``: (frames per pass, channels_last_3d, compiled norms).
 VAE_OPTIONS = (
@@ -35,7 +37,7 @@ def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
     device, vae = engine.device, engine.modules.vae
     if device.type == 'cuda':
         torch.backends.cudnn.benchmark = True
-    backend = engine.config.acceleration.compile_backend or 'inductor'
+    backend = engine.config.compile_backend
     height, width = engine.embodiment.stitched_size
     generator = torch.Generator(device).manual_seed(0)
     results = []
@@ -45,7 +47,7 @@ def vae_benchmark(engine: DreamZeroEngine, repeats: int = 5) -> list[dict]:
         video = (video * 2 - 1).to(engine.config.torch_dtype)
         reference = None
         for per_pass, channels_last, fused in VAE_OPTIONS:
-            options = (per_pass, channels_last, backend if fused else None)
+            options = (per_pass, channels_last, FusedNormConv(backend) if fused else norm_silu_conv)
             begin = time.perf_counter()
             latents = vae.encode(video, *options)  # warm-up / autotune / compile
             first_s = time.perf_counter() - begin

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.model_inputs import prepare_views, to_model_video
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
+from dreamzero_ros.engine.pipeline.model_inputs import prepare_views, to_model_video
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 

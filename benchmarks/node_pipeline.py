@@ -137,9 +137,11 @@ def _run(scenario: Scenario, checkpoint: Path, chunks: int, threads: int, logs: 
 def _direct_inference(checkpoint: Path, calls: int, threads: int) -> list[float]:
     from dreamzero_ros.droid_clips import demo_clips, demo_joint_trajectory
     from dreamzero_ros.engine.loader import load_engine
+    from dreamzero_ros.engine.options import EngineOptions
     from dreamzero_ros.policy_types import Observation
 
-    engine = load_engine(checkpoint, device='cpu', dtype='float32', num_threads=threads)
+    options = EngineOptions(device='cpu', dtype='float32', num_threads=threads)
+    engine = load_engine(checkpoint, options)
     clips, _ = demo_clips(calls)
     joints, gripper = demo_joint_trajectory(np.arange(calls) / 15.0)
     seconds = []

@@ -23,6 +23,7 @@ from websockets.sync.client import connect
 from dreamzero_ros.core import image_resize
 from dreamzero_ros.droid_clips import synthetic_clips
 from dreamzero_ros.engine.loader import load_engine
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation
 
@@ -112,7 +113,7 @@ def main() -> int:
         handle.stop()
 
     if args.engine_preset:
-        engine = load_engine(preset=args.engine_preset, device='cpu')
+        engine = load_engine(None, EngineOptions(device='cpu'), preset=args.engine_preset)
         count = max(3, args.requests // 10)
         direct = _direct_ms(engine, small, count)
         engine_baseline = statistics.median(direct)

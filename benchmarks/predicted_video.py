@@ -26,7 +26,7 @@ import dataclasses
 import statistics
 import time
 
-from bench_options import benchmark_parser
+from bench_options import benchmark_parser, engine_options
 from bench_timing import timed_ms
 import numpy as np
 import torch
@@ -34,10 +34,9 @@ import torch
 from dreamzero_ros.core.imagination import encode_frame
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.loader import resolve_device_dtype
-from dreamzero_ros.engine.model.predicted_video import decode_to_uint8
-from dreamzero_ros.engine.model.vae import WanVAE
-from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import VAEConfig
+from dreamzero_ros.engine.pipeline.predicted_video import decode_to_uint8
 
 
 def _ms(values: list[float]) -> str:
@@ -46,7 +45,7 @@ def _ms(values: list[float]) -> str:
 
 def engine_benchmark(args: argparse.Namespace) -> None:
     """Chunks with and without the views kept, and the cost of each views stage."""
-    config = EngineConfig.preset(args.preset, device=args.device, dtype=args.dtype)
+    config = EngineConfig.preset(args.preset, options=engine_options(args))
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     plain = DreamZeroEngine.from_config(config, seed=0)
@@ -137,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     """Parse the arguments and run the benchmark."""
     args = build_parser().parse_args()
-    args.device, args.dtype = resolve_device_dtype(args.device, args.dtype)
+    resolved = engine_options(args)
+    args.device, args.dtype = resolved.device, resolved.dtype
     with torch.no_grad():
         (vae_benchmark if args.vae_only else engine_benchmark)(args)
 

@@ -31,6 +31,7 @@ __all__ = [
     'ProtocolError',
     'ServerConnectionError',
     'TaskRefusedError',
+    'WorkerStartError',
 ]
 
 
@@ -108,6 +109,10 @@ class DeviceUnavailableError(DreamZeroError, RuntimeError):
 
 class CfgParallelError(DreamZeroError, RuntimeError):
     """The CFG-parallel group cannot work (a worker failed or was configured differently)."""
+
+
+class WorkerStartError(DreamZeroError, RuntimeError):
+    """The worker ranks of an engine could not be started, or a stop was requested meanwhile."""
 
 
 class TaskRefusedError(DreamZeroError, ValueError):

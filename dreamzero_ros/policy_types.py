@@ -112,7 +112,7 @@ class ActionChunk:
             ``decode``, ``total`` for the local engine).
         video: optional predicted future frames ``(T, H, W, 3)`` uint8.
         views: optional undecoded predicted video and model input, decoded on request
-            (the local engine's :class:`~dreamzero_ros.engine.model.predicted_video.ChunkViews`).
+            (the local engine's :class:`~dreamzero_ros.engine.pipeline.predicted_video.ChunkViews`).
 
     """
 

@@ -18,8 +18,10 @@ from script_paths import installed_script
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.parallel import cfg_parallel
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
+from dreamzero_ros.engine.workers.driver import connect_driver
+from dreamzero_ros.engine.workers.protocol import free_port
 
 TIMEOUT_S = 240
 
@@ -45,17 +47,23 @@ def scenario(engine, video: bool = False) -> list[np.ndarray]:
 
 
 def rank0(
-    folder: str, port: int, world_size: int, tp_size: int, result: str, settings: dict
+    folder: str,
+    port: int,
+    world_size: int,
+    tp_size: int,
+    result: str,
+    options: dict,
+    changes: dict,
 ) -> None:
     """Rank 0 in its own process: the engine with the parallel driver as its layout."""
     torch.set_num_threads(1)
     try:
-        driver = cfg_parallel.connect_driver(
+        driver = connect_driver(
             '127.0.0.1', port, world_size=world_size, tp_size=tp_size, timeout_s=TIMEOUT_S
         )
         try:
             engine = DreamZeroEngine.from_pretrained(
-                folder, dtype='float32', layout=driver, **settings
+                folder, EngineOptions(device='cpu', dtype='float32', **options), driver, **changes
             )
             actions = [torch.from_numpy(a) for a in scenario(engine)]
             torch.save(
@@ -79,10 +87,15 @@ def run_group(
     worker_args: list[str],
     world_size: int = 2,
     tp_size: int = 1,
-    settings: dict | None = None,
+    options: dict | None = None,
+    changes: dict | None = None,
 ) -> tuple[dict, list[int], list[str]]:
-    """Rank 0 in a spawned process, ranks 1.. as dreamzero-engine-worker processes."""
-    port = cfg_parallel.free_port()
+    """Rank 0 in a spawned process, ranks 1.. as dreamzero-engine-worker processes.
+
+    Rank 0 runs with ``options`` (engine options besides the CPU and float32) and ``changes``
+    (other :class:`EngineConfig` fields); the workers with ``worker_args``.
+    """
+    port = free_port()
     workers = [
         subprocess.Popen(
             [
@@ -106,7 +119,8 @@ def run_group(
     ]  # fmt: skip
     result = tmp_path / 'rank0.pt'
     process = multiprocessing.get_context('spawn').Process(
-        target=rank0, args=(str(folder), port, world_size, tp_size, str(result), settings or {})
+        target=rank0,
+        args=(str(folder), port, world_size, tp_size, str(result), options or {}, changes or {}),
     )
     process.start()
     outputs = []

@@ -6,13 +6,15 @@
 from dit_support import H, W
 import torch
 
-from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.config import Sampling
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs
+from dreamzero_ros.engine.step_cache import StepCacheConfig
 
 #: Every similarity test passes: DiT on steps 0, 1, 6 and 11 only.
-DYNAMIC_MIN = StepCacheConfig(mode='dynamic', thresholds=(-2.0,), countdowns=(4,))
+DYNAMIC_MIN = StepCacheConfig(thresholds=(-2.0,), countdowns=(4,))
 #: No similarity test passes: DiT on all 16 steps.
-DYNAMIC_NEVER = StepCacheConfig(mode='dynamic', thresholds=(2.0,), countdowns=(4,))
+DYNAMIC_NEVER = StepCacheConfig(thresholds=(2.0,), countdowns=(4,))
 
 
 def chunk_stream(count: int, need_video: bool, seed: int = 0) -> list[ChunkInputs]:
@@ -41,9 +43,16 @@ def chunk_stream(count: int, need_video: bool, seed: int = 0) -> list[ChunkInput
     return chunks
 
 
-def run_chunks(dit, config: DenoiseConfig, chunks: list[ChunkInputs], rows: list | None = None):
+def run_chunks(
+    dit,
+    chunks: list[ChunkInputs],
+    rows: list | None = None,
+    sampling: Sampling | None = None,
+    options: EngineOptions | None = None,
+    compile_backend: str = 'inductor',
+):
     """Outputs of the chunks on a fresh session; ``rows`` collects each DiT call's batch."""
-    denoiser = ChunkDenoiser(dit, config)
+    denoiser = ChunkDenoiser(dit, sampling, options, compile_backend=compile_backend)
     session = denoiser.open_session()
     forward = dit.forward
     if rows is not None:

@@ -7,8 +7,9 @@ import dataclasses
 
 import torch
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.init import randomize_
 from dreamzero_ros.engine.speed.acceleration import (
     BlockRuns,
     compile_block,

@@ -8,17 +8,19 @@ from pathlib import Path
 
 import numpy as np
 
-from dreamzero_ros.engine.checkpoint.experiment_cfg import KNOWN_PROMPT_TEMPLATES
+from dreamzero_ros.engine.checkpoint.experiment_cfg import (
+    KNOWN_PROMPT_TEMPLATES,
+    load_embodiment_file,
+)
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_metadata
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.embodiment import (
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.embodiment import (
     EMBODIMENTS_DIR,
     Camera,
     Embodiment,
     KeyStatistics,
     ModalityKey,
-    load_embodiment_file,
 )
 from dreamzero_ros.policy_types import Observation
 
@@ -138,7 +140,7 @@ def shipped_embodiment(tag: str, view_size=(16, 48), camera_size=(24, 64)) -> Em
     Statistics are made up per key: states within +-1 (grippers 0..1), relative actions
     within +-0.1, other actions (a base velocity) within +-0.3.
     """
-    from dreamzero_ros.engine.model.embodiment import read_yaml
+    from dreamzero_ros.engine.checkpoint.data_files import read_yaml
     from dreamzero_ros.errors import EmbodimentError
 
     data = dict(read_yaml(EMBODIMENTS_DIR / f'{tag}.yaml', EmbodimentError))

@@ -78,9 +78,11 @@ def tiny_engine(folder: Path, **settings):
     """The tiny DreamZero engine with random weights, on the CPU (``settings``: EngineConfig)."""
     from dreamzero_ros.engine import DreamZeroEngine
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+    from dreamzero_ros.engine.options import EngineOptions
 
     write_random_checkpoint(folder, preset='tiny')
-    return DreamZeroEngine.from_pretrained(folder, device='cpu', dtype='float32', **settings)
+    options = EngineOptions(device='cpu', dtype='float32')
+    return DreamZeroEngine.from_pretrained(folder, options, **settings)
 
 
 def droid_request(frames: dict, index: int, session_id: str | None = 'raw') -> dict:

@@ -18,8 +18,8 @@ import copy  # noqa: E402
 
 from dit_support import call_inputs, make_dit, rel, run_call, transformed  # noqa: E402
 
-from dreamzero_ros.engine.model.dit import SelfAttention  # noqa: E402
-from dreamzero_ros.engine.model.rope import Rotary  # noqa: E402
+from dreamzero_ros.engine.networks.dit_block import SelfAttention  # noqa: E402
+from dreamzero_ros.engine.networks.rope import Rotary  # noqa: E402
 from dreamzero_ros.engine.speed.qk_rope_kernel import qk_norm_rope_into_cache  # noqa: E402
 
 EPS = 1e-6

@@ -142,7 +142,7 @@ def test_a_shared_option_is_shaped_alike_in_every_tool(parsers, option):
 
 
 def test_presets_are_the_same_choices_everywhere(parsers):
-    from dreamzero_ros.engine.model.config import PRESETS
+    from dreamzero_ros.engine.config import PRESETS
 
     seen = set()
     for tool, parser in parsers.items():

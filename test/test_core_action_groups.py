@@ -18,8 +18,9 @@ from dreamzero_ros.core.action_groups import (
 )
 from dreamzero_ros.core.node_config import build_settings, defaults
 from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.engine.checkpoint.data_files import read_yaml
 from dreamzero_ros.engine.checkpoint.experiment_cfg import KNOWN_PROMPT_TEMPLATES
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, Embodiment, read_yaml
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment
 from dreamzero_ros.errors import EmbodimentError
 
 

@@ -15,7 +15,7 @@ from dreamzero_ros.core.controller_identity import (
     identify,
 )
 from dreamzero_ros.core.controller_watch import ControllerWatch, odometry_problem
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 
 def _resolve(name: str) -> str:

@@ -175,10 +175,11 @@ def test_engine_speed_parameters_reach_the_engine(tmp_path):
     )
     policy = create_policy(settings, log=lambda text: None)
     try:
-        config = policy.policy.config
-        assert config.step_cache.mode == 'full'
-        assert config.acceleration.attention_backend == 'math'
-        assert config.acceleration.fp8_linear == 'off' and not config.acceleration.compile
+        options = policy.policy.config.options
+        assert options.step_cache == 'full'
+        assert options.attention_backend == 'math'
+        assert options.fp8_linear == 'off' and not options.compile
+        assert options.engine_fields() == settings.engine.resolved().engine_fields()  # whole
     finally:
         policy.close()
 

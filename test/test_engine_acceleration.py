@@ -11,14 +11,15 @@ import torch
 
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.attention import attention_kernel, sdpa
-from dreamzero_ros.engine.speed.acceleration import (
-    AccelerationConfig,
-    VAEEncoding,
-    held_fp8_mode,
-    prepare_blocks,
-)
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
+from dreamzero_ros.engine.networks.attention import attention_kernel, sdpa
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.speed.acceleration import VAEEncoding, held_fp8_mode, prepare_blocks
+
+
+def tiny(**options) -> EngineConfig:
+    """The tiny preset in bfloat16 on the CPU with ``options``."""
+    return EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='bfloat16', **options))
 
 
 def test_attention_kernel_choice():
@@ -38,46 +39,43 @@ def test_fa3_backend_is_refused_with_what_to_install_when_missing():
     with pytest.raises(RuntimeError, match="'fa3' needs FlashAttention-3: the flash_attn_3"):
         attention_kernel('fa3').__enter__()
     with pytest.raises(ConfigError, match='hopper/ folder'):
-        AccelerationConfig(attention_backend='fa3')
+        tiny(attention_backend='fa3')
 
 
-def test_acceleration_settings_and_their_errors():
-    assert not AccelerationConfig().transforms_blocks
-    assert AccelerationConfig(compile=True).compile_backend == 'inductor'
-    assert AccelerationConfig(compile='off').compile_backend is None
-    assert AccelerationConfig(fp8_linear=True).fp8_linear == 'rowwise'
-    config = EngineConfig.tiny(acceleration=AccelerationConfig('aot_eager', 'rowwise', 'flash'))
-    assert config.acceleration.transforms_blocks
-    assert EngineConfig.tiny().acceleration == AccelerationConfig()
+def test_speed_options_and_their_errors():
+    config = tiny(compile=True, fp8_linear='rowwise', attention_backend='flash')
+    assert config.options.compile and config.compile_backend == 'inductor'
+    assert config.options is config.replace(max_sessions=2).options  # held whole, not copied
     with pytest.raises(ConfigError, match='bfloat16'):
-        EngineConfig.tiny(dtype='float32', acceleration=AccelerationConfig(fp8_linear='rowwise'))
-    with pytest.raises(ConfigError, match='fp8_linear'):
-        AccelerationConfig(fp8_linear='int4')
-    with pytest.raises(ConfigError, match='attention_backend'):
-        AccelerationConfig(attention_backend='fa4')
-    with pytest.raises(ConfigError, match='AccelerationConfig'):
-        EngineConfig.tiny(acceleration={'compile': True})
+        EngineConfig.tiny(options=EngineOptions(dtype='float32', fp8_linear='rowwise'))
+    with pytest.raises(ConfigError, match='fp8_linear: must be one of'):
+        EngineOptions(fp8_linear='int4')
+    with pytest.raises(ConfigError, match='attention_backend: must be one of'):
+        EngineOptions(attention_backend='fa4')
+    with pytest.raises(ConfigError, match='compile: expected a bool'):
+        EngineOptions(compile='eager')
+    with pytest.raises(ConfigError, match='options must be EngineOptions'):
+        EngineConfig.tiny(options={'compile': True})
 
 
 def test_vae_encoding_follows_compile_on_cuda():
     cpu, cuda = torch.device('cpu'), torch.device('cuda')
-    assert VAEEncoding.for_engine(AccelerationConfig(), cuda) == VAEEncoding()
-    assert VAEEncoding.for_engine(AccelerationConfig(compile=True), cpu) == VAEEncoding()
-    on_gpu = VAEEncoding.for_engine(AccelerationConfig(compile=True), cuda)
+    compiled = EngineOptions(compile=True)
+    assert VAEEncoding.for_engine(EngineOptions(), cuda, 'inductor') == VAEEncoding()
+    assert VAEEncoding.for_engine(compiled, cpu, 'inductor') == VAEEncoding()
+    on_gpu = VAEEncoding.for_engine(compiled, cuda, 'inductor')
     assert on_gpu == VAEEncoding(channels_last=True, compile_backend='inductor')
 
 
 def test_engine_with_speed_options_predicts_like_the_reference():
-    reference = DreamZeroEngine.from_config(EngineConfig.tiny(), seed=3)
+    reference = DreamZeroEngine.from_config(tiny(), seed=3)
     compiled = DreamZeroEngine(
-        EngineConfig.tiny(acceleration=AccelerationConfig(compile='eager')),
+        tiny(compile=True).replace(compile_backend='eager'),
         reference.modules,
         reference.tokenizer,
         reference.embodiment,
     )
-    fp8 = DreamZeroEngine.from_config(
-        EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise')), seed=3
-    )
+    fp8 = DreamZeroEngine.from_config(tiny(fp8_linear='rowwise'), seed=3)
     assert all(callable(call) for call in compiled.denoiser.block_runs.calls)
     assert reference.denoiser.block_runs.calls == (None, None)
     for step in range(2):
@@ -95,8 +93,8 @@ def test_engine_with_speed_options_predicts_like_the_reference():
 
 
 def test_fp8_weights_are_held_instead_of_the_model_dtype_ones():
-    bf16 = DreamZeroEngine.from_config(EngineConfig.tiny(), seed=3)
-    fp8_config = EngineConfig.tiny(acceleration=AccelerationConfig(fp8_linear='rowwise'))
+    bf16 = DreamZeroEngine.from_config(tiny(), seed=3)
+    fp8_config = tiny(fp8_linear='rowwise')
     fp8 = DreamZeroEngine.from_config(fp8_config, seed=3)
     block_bytes = [
         sum(p.numel() * p.element_size() for p in engine.modules.dit.blocks.parameters())
@@ -116,6 +114,6 @@ def test_fp8_weights_are_held_instead_of_the_model_dtype_ones():
     assert held_fp8_mode(bf16.modules.dit) == 'rowwise'
     # ... after which a model-dtype engine on it is refused.
     with pytest.raises(ConfigError, match='holds its block linears in rowwise FP8'):
-        DreamZeroEngine(EngineConfig.tiny(), bf16.modules, bf16.tokenizer, bf16.embodiment)
+        DreamZeroEngine(tiny(), bf16.modules, bf16.tokenizer, bf16.embodiment)
     with pytest.raises(ConfigError, match='tensorwise'):
-        prepare_blocks(fp8.modules.dit, AccelerationConfig(fp8_linear='tensorwise'))
+        prepare_blocks(fp8.modules.dit, EngineOptions(fp8_linear='tensorwise'), 'inductor')

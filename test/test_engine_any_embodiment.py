@@ -23,6 +23,7 @@ from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.loader import load_engine
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.errors import CheckpointError, EmbodimentError, ObservationError
 from dreamzero_ros.policy_types import Observation
 
@@ -35,7 +36,7 @@ def ur_checkpoint(tmp_path_factory):
 
 def test_a_six_joint_two_camera_robot_runs_end_to_end(ur_checkpoint):
     engine = DreamZeroEngine.from_pretrained(
-        ur_checkpoint, dtype='float32', prompt_template=UR_TEMPLATE
+        ur_checkpoint, EngineOptions(device='cpu', dtype='float32', prompt_template=UR_TEMPLATE)
     )
     assert engine.embodiment == ur_embodiment()
     meta = engine.metadata
@@ -55,14 +56,14 @@ def test_a_six_joint_two_camera_robot_runs_end_to_end(ur_checkpoint):
 
 def test_observations_of_another_robot_are_refused(ur_checkpoint):
     engine = DreamZeroEngine.from_pretrained(
-        ur_checkpoint, dtype='float32', prompt_template=UR_TEMPLATE
+        ur_checkpoint, EngineOptions(device='cpu', dtype='float32', prompt_template=UR_TEMPLATE)
     )
     with pytest.raises(ObservationError, match="missing camera image 'front'"):
         engine.infer(random_observation(seed=0))
     with pytest.raises(ObservationError, match=r'joint_position: expected shape \(6,\)'):
         engine.infer(ur_observation(joint_position=np.zeros(7)))
     with pytest.raises(EmbodimentError, match="no prompt template is known for embodiment 'ur5e"):
-        DreamZeroEngine.from_pretrained(ur_checkpoint, dtype='float32')
+        DreamZeroEngine.from_pretrained(ur_checkpoint, EngineOptions(device='cpu', dtype='float32'))
 
 
 def test_a_bimanual_three_camera_robot_with_relative_actions(tmp_path):
@@ -71,7 +72,7 @@ def test_a_bimanual_three_camera_robot_with_relative_actions(tmp_path):
     still = dataclasses.replace(yam.action[0], statistics=statistics([0.0] * 6, [0.0] * 6))
     yam = dataclasses.replace(yam, action=(still, *yam.action[1:]))
     folder = write_random_checkpoint(tmp_path / 'yam', 'tiny', seed=2, embodiment=yam)
-    engine = DreamZeroEngine.from_pretrained(folder, dtype='float32')
+    engine = DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
     rng = np.random.default_rng(0)
     observation = Observation(
         images={key: rng.integers(0, 255, (180, 320, 3), np.uint8) for key in yam.camera_keys},
@@ -92,7 +93,9 @@ def test_a_single_camera_robot(tmp_path):
         ur_embodiment(layout='single', cameras=1), view_size=(32, 64)
     )  # 32x64 frame: 8 tokens
     folder = write_random_checkpoint(tmp_path / 'one', 'tiny', embodiment=single)
-    engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', prompt_template=UR_TEMPLATE)
+    engine = DreamZeroEngine.from_pretrained(
+        folder, EngineOptions(device='cpu', dtype='float32', prompt_template=UR_TEMPLATE)
+    )
     observation = ur_observation(images={'front': np.zeros((24, 64, 3), np.uint8)})
     assert engine.infer(observation).actions.shape == (24, 7)
 
@@ -102,7 +105,9 @@ def test_an_embodiment_that_does_not_fit_the_model_is_refused(ur_checkpoint, tmp
     path = tmp_path / 'robot.yaml'
     path.write_text(yaml.safe_dump(droid_sized.to_mapping()))
     with pytest.raises(EmbodimentError, match='give 8 tokens per latent frame.*frame_seqlen is 12'):
-        DreamZeroEngine.from_pretrained(ur_checkpoint, dtype='float32', embodiment_file=path)
+        DreamZeroEngine.from_pretrained(
+            ur_checkpoint, EngineOptions(device='cpu', dtype='float32', embodiment_file=str(path))
+        )
 
 
 def test_a_checkpoint_without_experiment_cfg_needs_an_embodiment_file(ur_checkpoint, tmp_path):
@@ -114,14 +119,14 @@ def test_a_checkpoint_without_experiment_cfg_needs_an_embodiment_file(ur_checkpo
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(path.read_bytes())
     with pytest.raises(EmbodimentError, match='supply an embodiment file'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
     embodiment_file = tmp_path / 'ur.yaml'
     embodiment_file.write_text(yaml.safe_dump(ur_embodiment().to_mapping()))
     engine = DreamZeroEngine.from_pretrained(
-        folder, dtype='float32', embodiment_file=embodiment_file
+        folder, EngineOptions(device='cpu', dtype='float32', embodiment_file=str(embodiment_file))
     )
     reference = DreamZeroEngine.from_pretrained(
-        ur_checkpoint, dtype='float32', prompt_template=UR_TEMPLATE
+        ur_checkpoint, EngineOptions(device='cpu', dtype='float32', prompt_template=UR_TEMPLATE)
     )
     observation = ur_observation(3)
     np.testing.assert_array_equal(
@@ -138,30 +143,43 @@ def lora(tmp_path_factory):
 
 def test_lora_only_checkpoint_on_its_base_acts_as_the_merged_checkpoint(lora):
     observation = random_observation(seed=2)
-    merged = DreamZeroEngine.from_pretrained(lora['merged'], dtype='float32')
+    merged = DreamZeroEngine.from_pretrained(
+        lora['merged'], EngineOptions(device='cpu', dtype='float32')
+    )
     expected = merged.infer(observation).actions
     on_base = DreamZeroEngine.from_pretrained(
-        lora['lora_only'], dtype='float32', base_checkpoint=lora['base']
+        lora['lora_only'],
+        EngineOptions(device='cpu', dtype='float32', base_checkpoint=str(lora['base'])),
     )
     np.testing.assert_array_equal(on_base.infer(observation).actions, expected)
-    peft_full = DreamZeroEngine.from_pretrained(lora['peft_full'], dtype='float32')
+    peft_full = DreamZeroEngine.from_pretrained(
+        lora['peft_full'], EngineOptions(device='cpu', dtype='float32')
+    )
     np.testing.assert_array_equal(peft_full.infer(observation).actions, expected)
-    base = DreamZeroEngine.from_pretrained(lora['base'], dtype='float32')
+    base = DreamZeroEngine.from_pretrained(
+        lora['base'], EngineOptions(device='cpu', dtype='float32')
+    )
     assert np.abs(base.infer(observation).actions - expected).max() > 1e-3
     loaded = load_engine(
-        lora['lora_only'], device='cpu', dtype='float32', base_checkpoint=lora['base']
+        lora['lora_only'],
+        EngineOptions(device='cpu', dtype='float32', base_checkpoint=str(lora['base'])),
     )
     np.testing.assert_array_equal(loaded.infer(observation).actions, expected)
 
 
 def test_lora_only_checkpoint_without_its_base_or_on_another_is_refused(lora, tmp_path):
     with pytest.raises(CheckpointError, match='LoRA adapters only .* supply the base checkpoint'):
-        DreamZeroEngine.from_pretrained(lora['lora_only'], dtype='float32')
+        DreamZeroEngine.from_pretrained(
+            lora['lora_only'], EngineOptions(device='cpu', dtype='float32')
+        )
     tiny = EngineConfig.tiny()
     wide = tiny.replace(dit=dataclasses.replace(tiny.dit, dim=64, ffn_dim=128))
     other = write_random_checkpoint(tmp_path / 'other', wide)
     with pytest.raises(CheckpointError, match=r'adapter of .*blocks\.0\..* is \(64, 64\)'):
-        DreamZeroEngine.from_pretrained(lora['lora_only'], dtype='float32', base_checkpoint=other)
+        DreamZeroEngine.from_pretrained(
+            lora['lora_only'],
+            EngineOptions(device='cpu', dtype='float32', base_checkpoint=str(other)),
+        )
 
 
 def test_encoders_missing_from_a_checkpoint_come_from_the_wan_files(lora, tmp_path):
@@ -176,13 +194,17 @@ def test_encoders_missing_from_a_checkpoint_come_from_the_wan_files(lora, tmp_pa
     tensors = read_tensors(lora['base'])
     write_tensors(folder, {k: v for k, v in tensors.items() if not k.startswith(prefix)})
     with pytest.raises(CheckpointError, match='models_t5_umt5-xxl-enc-bf16.pth .* is not in'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
     encoders = tmp_path / 'wan'
     encoders.mkdir()
     state = {k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix)}
     torch.save(state, encoders / 'models_t5_umt5-xxl-enc-bf16.pth')
-    engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', encoder_dir=encoders)
-    reference = DreamZeroEngine.from_pretrained(lora['base'], dtype='float32')
+    engine = DreamZeroEngine.from_pretrained(
+        folder, EngineOptions(device='cpu', dtype='float32', encoder_dir=str(encoders))
+    )
+    reference = DreamZeroEngine.from_pretrained(
+        lora['base'], EngineOptions(device='cpu', dtype='float32')
+    )
     observation = random_observation(seed=4)
     np.testing.assert_array_equal(
         engine.infer(observation).actions, reference.infer(observation).actions

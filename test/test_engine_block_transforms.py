@@ -17,16 +17,16 @@ from torch._dynamo.utils import counters
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from dreamzero_ros.engine.model.attention import attention, attention_kernel, kv_cache_attention
-from dreamzero_ros.engine.model.denoise import DenoiseConfig
-from dreamzero_ros.engine.model.dit import Modulation, SelfAttention
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
+from dreamzero_ros.engine.networks.attention import attention
+from dreamzero_ros.engine.networks.dit_block import Modulation, SelfAttention
+from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.speed.acceleration import prepare_blocks
 from dreamzero_ros.engine.speed.block_transforms import (
     FusedQKVSelfAttention,
     TanhGeluFFN,
     fuse_qkv_,
 )
-from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE
 
 
 @pytest.fixture(scope='module')
@@ -125,8 +125,8 @@ def test_the_block_is_one_graph_without_breaks(dit):
     )
     assert explanation.graph_count == 1 and explanation.graph_break_count == 0
     ops = [str(n.target) for g in explanation.graphs for n in g.graph.nodes]
-    assert 'dreamzero.kv_cache_attention.default' in ops
-    assert ops.count('dreamzero.attention.default') == 2
+    # self-attention over the cache window; cross-attention over the text, then the image
+    assert ops.count('dreamzero.attention.default') == 3
 
 
 def test_compiled_block_writes_kv_in_place_without_recompiling(dit):
@@ -147,13 +147,13 @@ def test_compiled_chunks_keep_their_graphs_across_windows_and_conditional_calls(
     torch._dynamo.reset()
     counters.clear()
     model = copy.deepcopy(dit)
-    eager = run_chunks(dit, DenoiseConfig(), chunk_stream(5, need_video=False))
-    config = DenoiseConfig(acceleration=AccelerationConfig(compile='aot_eager'))
-    compiled = run_chunks(model, config, chunk_stream(5, need_video=False))
+    eager = run_chunks(dit, chunk_stream(5, need_video=False))
+    config = {'options': EngineOptions(compile=True), 'compile_backend': 'aot_eager'}
+    compiled = run_chunks(model, chunk_stream(5, need_video=False), **config)
     # prefill of 1 frame (empty cache) and of 2 frames, denoising calls of 2 rows and of 1 row;
     # the window's cache length is dynamic (the 4th chunk fills the cache: no new graph)
     assert counters['stats']['unique_graphs'] == 4
-    again = run_chunks(model, config, chunk_stream(5, need_video=False, seed=4))
+    again = run_chunks(model, chunk_stream(5, need_video=False, seed=4), **config)
     assert counters['stats']['unique_graphs'] == 4
     for a, b in zip(compiled, eager, strict=True):
         torch.testing.assert_close(a.actions, b.actions, rtol=1e-5, atol=1e-5)
@@ -173,13 +173,13 @@ def test_fp8_blocks_are_close_to_bf16():
 
 def test_blocks_of_each_option():
     dit = make_dit()
-    assert prepare_blocks(dit, AccelerationConfig()).calls == (None, None)
+    assert prepare_blocks(dit, EngineOptions(), 'eager').calls == (None, None)
     assert type(dit.blocks[0].self_attn) is SelfAttention  # the reference: no transform
-    compiled = prepare_blocks(dit, AccelerationConfig(compile='eager'))
+    compiled = prepare_blocks(dit, EngineOptions(compile=True), 'eager')
     assert all(callable(call) for call in compiled.calls)
     assert isinstance(dit.blocks[0].self_attn, FusedQKVSelfAttention)
     with pytest.raises(ValueError, match='bfloat16'):
-        prepare_blocks(dit, AccelerationConfig(fp8_linear='rowwise'))
+        prepare_blocks(dit, EngineOptions(fp8_linear='rowwise'), 'eager')
 
 
 def test_cpu_without_the_triton_interpreter_keeps_the_torch_path(dit):
@@ -188,24 +188,14 @@ def test_cpu_without_the_triton_interpreter_keeps_the_torch_path(dit):
     assert not any(block.self_attn.qk_kernel for block in model.blocks)
 
 
-def test_attention_ops_pass_opcheck():
+def test_attention_op_passes_opcheck():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 5, 3, 8, generator=g) for _ in range(3))
     torch.library.opcheck(torch.ops.dreamzero.attention.default, (q, k, v))
     torch.testing.assert_close(attention(q, k, v), torch.nn.functional.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2))  # fmt: skip
     window = torch.randn(2, 9, 3, 8, generator=g)
-    torch.library.opcheck(torch.ops.dreamzero.kv_cache_attention.default, (q, window, window))
-    k8 = (4 * torch.randn(2, 4, 3, 8, generator=g)).to(FP8_DTYPE)
-    scale = torch.rand(2, 4, 3, 1, generator=g)
-    fp8 = (q, window, window, k8, k8, scale, scale)
-    # (test_schema's mode lacks CPU float8 arithmetic, which the kernel's CPU reference uses.)
-    checks = ('test_faketensor', 'test_aot_dispatch_dynamic')
-    torch.library.opcheck(torch.ops.dreamzero.kv_cache_attention.default, fp8, test_utils=checks)
-    dequantized = torch.cat([k8.float() * scale, window[:, 4:]], dim=1)
-    torch.testing.assert_close(
-        kv_cache_attention(*fp8), attention(q, dequantized, dequantized), rtol=1e-5, atol=1e-5
-    )
+    torch.library.opcheck(torch.ops.dreamzero.attention.default, (q, window, window))
 
 
 def _ffn_ops(device):
@@ -244,22 +234,14 @@ def test_cuda_addmm_activation_is_the_tanh_gelu():
     assert len(gelus) == 1 and gelus[0].kwargs.get('approximate') == 'tanh'
 
 
-@pytest.mark.parametrize('fp8_attention', [False, True])
-def test_compiled_block_over_an_fp8_kv_cache(fp8_attention, monkeypatch):
-    """The FP8 cache's window (dequantized, or its FP8 tokens handed to the op) compiles too."""
-    from dreamzero_ros.engine.speed import fp8_attention_kernel
-
-    calls = []
-    kernel = fp8_attention_kernel.fp8_kv_attention
-    monkeypatch.setattr(
-        fp8_attention_kernel, 'fp8_kv_attention', lambda *a: calls.append(a[1].shape) or kernel(*a)
-    )
+def test_compiled_block_over_an_fp8_kv_cache():
+    """The FP8 cache's window (its cached tokens dequantized) compiles too."""
     dit = make_dit(torch.bfloat16)
     x = call_inputs(dit)
 
     def run(model, runs):
         runs.install(model)
-        with torch.no_grad(), attention_kernel('fp8' if fp8_attention else 'auto'):
+        with torch.no_grad():
             cache = model.new_cache(2, 'fp8')
             model.prefill(*x['clean'], x['context'], cache, 0)
             model.prefill(*x['noisy'], x['context'], cache, 1)  # cached tokens: 1 frame
@@ -274,7 +256,3 @@ def test_compiled_block_over_an_fp8_kv_cache(fp8_attention, monkeypatch):
     eager(model).install(model)
     assert rel(compiled.video, reference.video) < 0.02
     assert rel(compiled.action, reference.action) < 0.02
-    # With FP8 attention the op reads the cached tokens in FP8 (none, 1 frame, 3 frames): eager
-    # and compiled, 4 attending layers each (the prefills' last layers only write).
-    assert len(calls) == (8 if fp8_attention else 0)
-    assert {shape[1] for shape in calls} == ({0, T, 3 * T} if fp8_attention else set())

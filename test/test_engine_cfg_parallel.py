@@ -14,16 +14,16 @@ from cfg_parallel_support import assert_same_actions, run_group, scenario
 import pytest
 
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
-from dreamzero_ros.engine.parallel import cfg_parallel
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
+from dreamzero_ros.engine.workers import worker
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 
 @pytest.fixture(scope='module')
 def reference(checkpoint):
-    return scenario(DreamZeroEngine.from_pretrained(checkpoint, dtype='float32'))
+    return scenario(DreamZeroEngine.from_pretrained(checkpoint, EngineOptions(dtype='float32')))
 
 
 @pytest.fixture(scope='module')
@@ -40,18 +40,35 @@ def test_cfg_parallel_actions_equal_batched_run(tmp_path, checkpoint, reference)
     assert_same_actions(result['actions'], reference)
 
 
-def test_cfg_parallel_worker_follows_the_speed_options(tmp_path, checkpoint, reference):
-    # The workers get rank 0's sampling config, speed options included: here the transformed
-    # blocks compiled with dynamo tracing only (exact in float32).
+def test_cfg_parallel_worker_runs_with_the_speed_options(tmp_path, checkpoint, reference):
+    # The workers run with their options (rank 0's, on their command line) and rank 0's sampling
+    # and compile backend: here the transformed blocks compiled with dynamo tracing only (exact
+    # in float32).
     result, codes, outputs = run_group(
         tmp_path,
         checkpoint,
-        ['--checkpoint', str(checkpoint)],
-        settings={'acceleration': AccelerationConfig(compile='eager')},
+        ['--checkpoint', str(checkpoint), '--compile'],
+        options={'compile': True},
+        changes={'compile_backend': 'eager'},
     )
     assert 'error' not in result, result.get('tb')
     assert codes == [0], outputs
     assert_same_actions(result['actions'], reference)
+
+
+def test_worker_with_other_options_is_refused(tmp_path, checkpoint):
+    result, codes, outputs = run_group(
+        tmp_path,
+        checkpoint,
+        ['--checkpoint', str(checkpoint), '--kv-cache', 'fp8'],
+        options={'compile': True},
+    )
+    assert 'CfgParallelError' in result.get('error', ''), result
+    assert (
+        'rank 1: engine options differ from rank 0: compile False (rank 0: True), '
+        "kv_cache 'fp8' (rank 0: 'model')"
+    ) in result['error']
+    assert codes != [0]
 
 
 def test_tensor_parallel_with_batched_cfg_equals_one_process(tmp_path, checkpoint, reference):
@@ -85,6 +102,6 @@ def test_worker_with_another_model_is_refused(tmp_path, checkpoint):
 
 def test_worker_cli_rejects_rank_zero(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cfg_parallel.main(['--rank', '0', '--preset', 'tiny'])
+        worker.main(['--rank', '0', '--preset', 'tiny'])
     assert exit_info.value.code == 2
     assert 'rank 0 is the engine' in capsys.readouterr().err

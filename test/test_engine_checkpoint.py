@@ -25,7 +25,8 @@ from dreamzero_ros.engine.checkpoint.layout import INDEX_FILE, checkpoint_state,
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.checkpoint.weights import load_checkpoint as load_weights
-from dreamzero_ros.engine.model.modules import build_modules
+from dreamzero_ros.engine.memory.placement import build_modules
+from dreamzero_ros.engine.options import EngineOptions
 
 
 @pytest.fixture(scope='module')
@@ -44,7 +45,9 @@ def _copy(src, dst):
 
 
 def _tiny_modules(dtype='float32'):
-    return build_modules(EngineConfig.tiny(dtype=dtype)).as_dict()
+    return build_modules(
+        EngineConfig.tiny(options=EngineOptions(device='cpu', dtype=dtype))
+    ).as_dict()
 
 
 def _shards(folder):
@@ -83,7 +86,7 @@ def test_layout_and_real_tensor_names(checkpoint):
 
 
 def test_weights_round_trip_exactly(tmp_path):
-    config = EngineConfig.tiny(dtype='float32')
+    config = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'))
     for shards in (0, 2):
         folder = write_random_checkpoint(tmp_path / str(shards), config, 11, shards, 'float32')
         original = checkpoint_state(build_modules(config, seed=11).as_dict())
@@ -134,9 +137,9 @@ def test_loading_casts_to_the_engine_dtype(checkpoint):
 
 
 def test_same_outputs_after_save_and_load(tmp_path):
-    config = EngineConfig.tiny(dtype='float32')
+    config = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'))
     folder = write_random_checkpoint(tmp_path, config, seed=2, num_shards=2, dtype='float32')
-    loaded = DreamZeroEngine.from_pretrained(folder, dtype='float32')
+    loaded = DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
     built = DreamZeroEngine.from_config(config, seed=2)
     assert loaded.config == built.config
     for step in range(2):
@@ -178,7 +181,14 @@ def test_ignored_tensors_are_accepted(checkpoint, tmp_path):
     index['weight_map'].update(dict.fromkeys(extra, shards[-1]))
     (folder / INDEX_FILE).write_text(json.dumps(index))
     _rewrite_shard(folder, shards[-1], lambda t: t.update(extra))
-    load_weights(folder, _tiny_modules())
+    with_extras, plain = _tiny_modules(), _tiny_modules()
+    load_weights(folder, with_extras)
+    load_weights(checkpoint, plain)
+    loaded, expected = checkpoint_state(with_extras), checkpoint_state(plain)
+    # every engine tensor holds the checkpoint's values; the ignored ones went nowhere
+    assert loaded.keys() == expected.keys() and not set(extra) & set(loaded)
+    for key, tensor in loaded.items():
+        assert torch.equal(tensor, expected[key]), key
 
 
 def test_misshaped_tensor_is_named(checkpoint, tmp_path):
@@ -207,7 +217,7 @@ def test_integer_or_boolean_tensor_is_refused_with_both_dtypes(checkpoint, tmp_p
     with pytest.raises(CheckpointError, match=expected):
         load_weights(folder, _tiny_modules('float32'))
     with pytest.raises(CheckpointError, match=rf'{key!r} .* stored as {name}'):
-        DreamZeroEngine.from_pretrained(folder, dtype='bfloat16')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='bfloat16'))
 
 
 def test_any_floating_dtype_is_cast(checkpoint, tmp_path):
@@ -240,7 +250,7 @@ def test_json_nested_too_deeply_is_an_error_naming_the_file(checkpoint, tmp_path
     folder = _copy(checkpoint, tmp_path / 'c')
     (folder / file).write_text(_nested_json(100_000))
     with pytest.raises(error, match=rf'{file} is not valid JSON: nested too deeply'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
 
 
 @pytest.mark.parametrize(
@@ -255,7 +265,7 @@ def test_json_files_of_invalid_utf8_are_errors_naming_the_file(checkpoint, tmp_p
     folder = _copy(checkpoint, tmp_path / 'c')
     (folder / file).write_bytes(b'{"a": "\xff\xfe"}')
     with pytest.raises(error, match=rf'{file} is not valid JSON'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
 
 
 def test_corrupt_and_missing_shards_are_named(checkpoint, tmp_path):
@@ -296,19 +306,21 @@ def test_missing_files_are_named(checkpoint, tmp_path):
     folder = _copy(checkpoint, tmp_path / 'd')
     (folder / 'experiment_cfg' / 'metadata.json').unlink()
     with pytest.raises(EmbodimentError, match='no experiment_cfg/metadata.json.* embodiment file'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
     folder = _copy(checkpoint, tmp_path / 'e')
     moved = tmp_path / 'spiece.model'
     (folder / 'tokenizer' / 'spiece.model').rename(moved)
     with pytest.raises(CheckpointError, match='missing tokenizer .*spiece.model'):
-        DreamZeroEngine.from_pretrained(folder, dtype='float32')
-    engine = DreamZeroEngine.from_pretrained(folder, dtype='float32', tokenizer_file=moved)
+        DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
+    engine = DreamZeroEngine.from_pretrained(
+        folder, EngineOptions(device='cpu', dtype='float32'), tokenizer_file=moved
+    )
     assert engine.infer(random_observation(seed=0)).actions.shape == (24, 8)
 
 
 def test_published_model_has_the_upstream_tensor_census():
     """The 14B engine expects upstream's tensors (built on the meta device: no memory)."""
-    modules = build_modules(EngineConfig.droid_14b(device='meta')).as_dict()
+    modules = build_modules(EngineConfig.droid_14b().on('meta')).as_dict()
     state = checkpoint_state(modules)
     counts = {}
     for key in state:

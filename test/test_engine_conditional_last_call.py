@@ -17,8 +17,9 @@ import torch
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.denoise import DenoiseConfig
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig, StepSchedule
+from dreamzero_ros.engine.config import Sampling
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.step_cache import StepCacheConfig, StepSchedule
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -29,38 +30,44 @@ def dit():
 
 
 @pytest.mark.parametrize(
-    ('step_cache', 'calls', 'last'),
+    ('mode', 'step_cache', 'calls', 'last'),
     [
-        (StepCacheConfig(), 8, 15),
-        (StepCacheConfig(mode='static', dit_steps=5), 5, 12),
-        (StepCacheConfig(mode='full'), 16, 15),
-        (DYNAMIC_NEVER, 16, 15),
-        (DYNAMIC_MIN, 4, None),  # step 11's combined velocity feeds the test at step 12
+        ('static', StepCacheConfig(), 8, 15),
+        ('static', StepCacheConfig(dit_steps=5), 5, 12),
+        ('full', StepCacheConfig(), 16, 15),
+        ('dynamic', DYNAMIC_NEVER, 16, 15),
+        ('dynamic', DYNAMIC_MIN, 4, None),  # step 11's combined velocity feeds the test at 12
     ],
 )
-def test_last_dit_step_is_known_where_the_schedule_allows(step_cache, calls, last):
-    schedule = StepSchedule(step_cache, 16)
+def test_last_dit_step_is_known_where_the_schedule_allows(mode, step_cache, calls, last):
+    schedule = StepSchedule(mode, step_cache, 16)
     ran = []
     for i in range(16):
         if schedule.should_run(i):
             ran.append(i)
             schedule.record(torch.ones(1, 4))  # identical velocities: similarity 1
     assert len(ran) == calls
-    known = [i for i in ran if StepSchedule(step_cache, 16).is_last_dit_step(i)]
+    known = [i for i in ran if StepSchedule(mode, step_cache, 16).is_last_dit_step(i)]
     assert known == ([] if last is None else [last])
 
 
-@pytest.mark.parametrize('step_cache', [StepCacheConfig(), DYNAMIC_NEVER, DYNAMIC_MIN])
-def test_last_call_without_video_runs_the_conditional_rows_only(dit, step_cache):
-    config = DenoiseConfig(step_cache=step_cache)
+@pytest.mark.parametrize(
+    ('mode', 'step_cache'),
+    [('static', StepCacheConfig()), ('dynamic', DYNAMIC_NEVER), ('dynamic', DYNAMIC_MIN)],
+)
+def test_last_call_without_video_runs_the_conditional_rows_only(dit, mode, step_cache):
+    config = {
+        'sampling': Sampling(step_cache_tuning=step_cache),
+        'options': EngineOptions(step_cache=mode),
+    }
     full_rows, skip_rows = [], []
-    full = run_chunks(dit, config, chunk_stream(5, need_video=True), full_rows)
-    skipped = run_chunks(dit, config, chunk_stream(5, need_video=False), skip_rows)
+    full = run_chunks(dit, chunk_stream(5, need_video=True), full_rows, **config)
+    skipped = run_chunks(dit, chunk_stream(5, need_video=False), skip_rows, **config)
     calls = full[0].dit_calls
     assert all(o.dit_calls == calls for o in full + skipped)
     # 5 chunks of denoising calls of 2 rows ...
     assert full_rows == ([2] * calls) * 5
-    known = step_cache.mode == 'static' or step_cache == DYNAMIC_NEVER
+    known = mode == 'static' or step_cache == DYNAMIC_NEVER
     if known:
         assert skip_rows == ([2] * (calls - 1) + [1]) * 5  # ... but the last: conditional only
     else:
@@ -74,17 +81,17 @@ def test_last_call_without_video_runs_the_conditional_rows_only(dit, step_cache)
 
 
 def test_without_cfg_nothing_changes(dit):
-    config = DenoiseConfig(cfg_scale=1.0)
-    a = run_chunks(dit, config, chunk_stream(2, need_video=True))
+    sampling = Sampling(cfg_scale=1.0)
+    a = run_chunks(dit, chunk_stream(2, need_video=True), sampling=sampling)
     rows = []
-    b = run_chunks(dit, config, chunk_stream(2, need_video=False), rows)
+    b = run_chunks(dit, chunk_stream(2, need_video=False), rows, sampling=sampling)
     assert rows == [1] * 16
     for x, y in zip(a, b, strict=True):
         assert torch.equal(x.actions, y.actions)
 
 
 def test_engine_actions_equal_those_of_chunks_with_video():
-    config = EngineConfig.tiny(dtype='float32')
+    config = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'))
     without = DreamZeroEngine.from_config(config, seed=3)
     with_video = DreamZeroEngine(config, without.modules, without.tokenizer, without.embodiment)
     for step in range(5):
@@ -105,7 +112,10 @@ def test_cfg_parallel_rank0_runs_the_last_call_alone(tmp_path_factory, tmp_path)
     result, codes, outputs = run_group(tmp_path, checkpoint, ['--checkpoint', str(checkpoint)])
     assert 'error' not in result, result.get('tb')
     assert codes == [0], outputs
-    reference = scenario(DreamZeroEngine.from_pretrained(checkpoint, dtype='float32'), video=True)
+    reference = scenario(
+        DreamZeroEngine.from_pretrained(checkpoint, EngineOptions(device='cpu', dtype='float32')),
+        video=True,
+    )
     for got, want in zip(result['actions'], reference, strict=True):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
     assert not np.allclose(reference[0], reference[1])

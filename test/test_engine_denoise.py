@@ -8,11 +8,14 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_
-from dreamzero_ros.engine.model.denoise import ChunkDenoiser, ChunkInputs, DenoiseConfig
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
-from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler
-from dreamzero_ros.engine.speed.step_cache import (
+from dreamzero_ros.engine.config import Sampling
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.init import randomize_
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs
+from dreamzero_ros.engine.pipeline.scheduler import FlowUniPCScheduler
+from dreamzero_ros.engine.step_cache import (
     STATIC_DIT_STEP_MASKS,
     StepCacheConfig,
     StepSchedule,
@@ -93,7 +96,7 @@ def test_same_inputs_same_seed_same_outputs_different_seed_differs(model):
     x = make_inputs(model)
     _, a = run(ChunkDenoiser(model), x, 2)
     _, b = run(ChunkDenoiser(model), x, 2)
-    _, c = run(ChunkDenoiser(model, DenoiseConfig(seed=7)), x, 2)
+    _, c = run(ChunkDenoiser(model, Sampling(seed=7)), x, 2)
     for oa, ob in zip(a, b, strict=True):
         assert torch.equal(oa.actions, ob.actions)
         assert torch.equal(oa.video_latents, ob.video_latents)
@@ -146,10 +149,8 @@ def test_batch_rows_are_independent(model):
 
 def one_step_flows(model64, x, cfg_scale, prompt, negative):
     """Run a 1-step chunk and recover (video velocity, action velocity) from its result."""
-    config = DenoiseConfig(
-        num_inference_steps=1, cfg_scale=cfg_scale, step_cache=StepCacheConfig(mode='full')
-    )
-    denoiser = ChunkDenoiser(model64, config)
+    config = Sampling(num_inference_steps=1, cfg_scale=cfg_scale)
+    denoiser = ChunkDenoiser(model64, config, EngineOptions(step_cache='full'))
     _, (out,) = run(denoiser, x, 1, prompt=prompt, negative=negative)
     sched = FlowUniPCScheduler(shift=5.0)
     sched.set_timesteps(1)
@@ -173,7 +174,7 @@ def test_cfg_combines_video_only_and_takes_actions_from_the_conditional_branch(m
 
 
 def test_without_cfg_the_negative_prompt_is_not_needed(model):
-    denoiser = ChunkDenoiser(model, DenoiseConfig(cfg_scale=1.0))
+    denoiser = ChunkDenoiser(model, Sampling(cfg_scale=1.0))
     x = make_inputs(model)
     session = denoiser.open_session()
     inputs = dataclasses.replace(chunk(x, 0, session), negative_prompt_embeds=None)
@@ -210,19 +211,13 @@ def test_static_schedule_runs_upstream_steps(model):
 
 def test_full_and_dynamic_schedules(model):
     x = make_inputs(model)
-    full = DenoiseConfig(step_cache=StepCacheConfig(mode='full'))
-    never_skip = DenoiseConfig(
-        step_cache=StepCacheConfig(mode='dynamic', thresholds=(1.0,), countdowns=(4,))
-    )
-    always_skip = DenoiseConfig(
-        step_cache=StepCacheConfig(mode='dynamic', thresholds=(-1.0,), countdowns=(4,))
-    )
-    _, (ref,) = run(ChunkDenoiser(model, full), x, 1)
-    _, (same,) = run(ChunkDenoiser(model, never_skip), x, 1)
-    _, (skipping,) = run(ChunkDenoiser(model, always_skip), x, 1)
-    _, (default,) = run(
-        ChunkDenoiser(model, DenoiseConfig(step_cache=StepCacheConfig(mode='dynamic'))), x, 1
-    )
+    full, dynamic = EngineOptions(step_cache='full'), EngineOptions(step_cache='dynamic')
+    never_skip = Sampling(step_cache_tuning=StepCacheConfig(thresholds=(1.0,), countdowns=(4,)))
+    always_skip = Sampling(step_cache_tuning=StepCacheConfig(thresholds=(-1.0,), countdowns=(4,)))
+    _, (ref,) = run(ChunkDenoiser(model, Sampling(), full), x, 1)
+    _, (same,) = run(ChunkDenoiser(model, never_skip, dynamic), x, 1)
+    _, (skipping,) = run(ChunkDenoiser(model, always_skip, dynamic), x, 1)
+    _, (default,) = run(ChunkDenoiser(model, Sampling(), dynamic), x, 1)
     assert ref.dit_calls == 16 and same.dit_calls == 16
     assert torch.equal(ref.actions, same.actions)
     assert torch.equal(ref.video_latents, same.video_latents)
@@ -233,7 +228,7 @@ def test_full_and_dynamic_schedules(model):
 
 
 def test_dynamic_schedule_decisions():
-    schedule = StepSchedule(StepCacheConfig(mode='dynamic'), 16)
+    schedule = StepSchedule('dynamic', StepCacheConfig(), 16)
     a = torch.ones(1, 8)
     decisions = []
     velocities = [a, a * 2, a * 3, a, a, a, a, a, -a, a, a, a, a, a, a, a]
@@ -244,20 +239,22 @@ def test_dynamic_schedule_decisions():
             schedule.record(velocities[i])
     # Parallel velocities (similarity 1 > 0.95): skip 4 steps, then one forced run.
     assert decisions[:8] == [True, True, False, False, False, False, True, False]
-    orthogonal = StepSchedule(StepCacheConfig(mode='dynamic'), 16)
+    orthogonal = StepSchedule('dynamic', StepCacheConfig(), 16)
     for i, v in enumerate([torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])] * 8):
         assert orthogonal.should_run(i)
         orthogonal.record(v)
 
 
-def test_step_cache_config_errors():
+def test_step_cache_config_errors(model):
     with pytest.raises(ValueError, match='mode'):
-        StepCacheConfig(mode='sometimes')
+        StepSchedule('sometimes', StepCacheConfig(), 16)
     with pytest.raises(ValueError, match='DiT steps'):
-        StepCacheConfig(mode='static', dit_steps=9)
+        StepSchedule('static', StepCacheConfig(dit_steps=9), 16)
+    with pytest.raises(ValueError, match='pair up'):
+        StepCacheConfig(thresholds=(0.9,), countdowns=())
     with pytest.raises(ValueError, match='16 steps'):
-        DenoiseConfig(num_inference_steps=10)
-    DenoiseConfig(num_inference_steps=10, step_cache=StepCacheConfig(mode='full'))
+        ChunkDenoiser(model, Sampling(num_inference_steps=10))
+    ChunkDenoiser(model, Sampling(num_inference_steps=10), EngineOptions(step_cache='full'))
 
 
 def test_bad_inputs_are_clear_errors_and_change_nothing(model):

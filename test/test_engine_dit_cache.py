@@ -16,10 +16,12 @@ import math
 import pytest
 import torch
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_
-from dreamzero_ros.engine.model.attention import sdpa
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig, Modulation, sinusoidal_embedding
-from dreamzero_ros.engine.model.rope import RopeTables, Rotary, apply_rotary, rope_angles
+from dreamzero_ros.engine.networks.attention import sdpa
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_block import Modulation, sinusoidal_embedding
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.init import randomize_
+from dreamzero_ros.engine.networks.rope import RopeTables, Rotary, apply_rotary, rope_angles
 
 H, W = 4, 6  # latent grid -> 2 x 3 = 6 tokens per frame
 T = (H // 2) * (W // 2)

@@ -17,7 +17,8 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
 
 # Keys outside the blocks: name -> shape for the 14B model.
 TOP_LEVEL_14B = {

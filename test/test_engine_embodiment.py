@@ -11,14 +11,11 @@ import pytest
 import torch
 import yaml
 
+from dreamzero_ros.engine.checkpoint.experiment_cfg import load_embodiment_file
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_metadata
-from dreamzero_ros.engine.model.embodiment import (
-    Embodiment,
-    EmbodimentError,
-    KeyStatistics,
-    load_embodiment_file,
-)
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.embodiment import Embodiment, EmbodimentError, KeyStatistics
+from dreamzero_ros.engine.pipeline.normalization import denormalize, normalize
+from dreamzero_ros.engine.pipeline.stitching import stitch
 
 _DROID_VIEWS = (
     " The video is split into three views: The top view shows the camera view from the robot's "
@@ -61,7 +58,7 @@ def test_droid_statistics_normalise_exactly_as_the_q99_quantiles():
     q01, q99 = key.statistics.values['q01'], key.statistics.values['q99']
     values = np.linspace(-4, 4, 7)
     expected = np.clip(2.0 * (values - q01) / (q99 - q01) - 1, -1.0, 1.0)
-    np.testing.assert_array_equal(key.statistics.normalize(values, 'q99'), expected)
+    np.testing.assert_array_equal(normalize(key.statistics, values, 'q99'), expected)
     np.testing.assert_allclose(key.statistics.values['q01'], np.float32(stats['q01']))
 
 
@@ -167,7 +164,7 @@ def test_normalisation_modes_invert(mode):
         }
     )
     raw = np.array([0.5, 3.5, 5.0])
-    model = stats.normalize(raw, mode)
+    model = normalize(stats, raw, mode)
     expected = {
         'q99': [0.5, 0.5, 1.0],  # a constant dim keeps its value, clipped to [-1, 1]
         'min_max': [0.25, 0.25, 0.0],  # a constant dim becomes 0
@@ -176,7 +173,7 @@ def test_normalisation_modes_invert(mode):
         'none': [0.5, 3.5, 5.0],
     }[mode]
     np.testing.assert_allclose(model, expected)
-    back = stats.denormalize(model, mode)
+    back = denormalize(stats, model, mode)
     if mode in ('q99', 'min_max', 'mean_std', 'none'):
         np.testing.assert_allclose(back[:2], raw[:2])
 
@@ -240,7 +237,7 @@ def test_yaml_beyond_the_node_and_depth_limits_is_refused_while_parsing(tmp_path
 
 
 def test_configuration_files_beyond_the_size_limit_are_refused_before_reading(tmp_path):
-    from dreamzero_ros.engine.checkpoint.json_files import read_json
+    from dreamzero_ros.engine.checkpoint.data_files import read_json
     from dreamzero_ros.errors import CheckpointError
 
     for name in ('big.yaml', 'big.json'):
@@ -255,7 +252,7 @@ def test_configuration_files_beyond_the_size_limit_are_refused_before_reading(tm
 
 
 def test_json_beyond_the_value_and_depth_limits_is_refused_naming_the_file(tmp_path):
-    from dreamzero_ros.engine.checkpoint.json_files import read_json
+    from dreamzero_ros.engine.checkpoint.data_files import read_json
     from dreamzero_ros.errors import CheckpointError
 
     cases = {

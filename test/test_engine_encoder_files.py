@@ -9,8 +9,8 @@ import torch
 from dreamzero_ros.engine.checkpoint.encoder_files import EncoderFile, resolve_encoder_file
 from dreamzero_ros.engine.checkpoint.layout import checkpoint_state
 from dreamzero_ros.engine.checkpoint.upstream_config import config_to_json
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.pipeline import build_modules
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.pipeline.engine import build_modules
 from dreamzero_ros.errors import CheckpointError
 
 T5 = 'models_t5_umt5-xxl-enc-bf16.pth'

@@ -7,7 +7,7 @@ from dit_support import rel
 import pytest
 import torch
 
-from dreamzero_ros.engine.speed.fp8 import fp8_linear, quantize, quantize_weight
+from dreamzero_ros.engine.networks.fp8 import fp8_linear, quantize, quantize_weight
 
 
 @pytest.mark.parametrize('mode', ['rowwise', 'tensorwise'])

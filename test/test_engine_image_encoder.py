@@ -6,7 +6,7 @@
 import pytest
 import torch
 
-from dreamzero_ros.engine.model.image_encoder import CLIPConfig, CLIPImageEncoder
+from dreamzero_ros.engine.networks.image_encoder import CLIPConfig, CLIPImageEncoder
 
 NORM_SUFFIXES = ('norm.weight', 'norm1.weight', 'norm2.weight')
 

@@ -25,7 +25,7 @@ from dreamzero_ros.engine.checkpoint.lora import (
 )
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.weights import open_checkpoint
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.errors import CheckpointError
 
 SETTINGS = LoraSettings(rank=2, alpha=4.0)

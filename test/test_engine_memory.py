@@ -19,26 +19,30 @@ import numpy as np
 import pytest
 import torch
 
-from dreamzero_ros.core.engine_workers import WORKER_MODULE
 from dreamzero_ros.engine import ConfigError, DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.loader import add_engine_arguments, engine_arguments, load_engine
+from dreamzero_ros.engine.loader import add_engine_arguments, load_engine
 from dreamzero_ros.engine.memory.estimate import GIB, estimate_memory
 from dreamzero_ros.engine.memory.offload import stream_parts_, streamed_device
-from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.kv_cache import Fp8KVCache, KVCache
-from dreamzero_ros.engine.model.modules import build_dit
-from dreamzero_ros.engine.parallel.cfg_parallel import load_worker_dit
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, held_fp8_mode
+from dreamzero_ros.engine.memory.placement import build_dit
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, quantize_weight
+from dreamzero_ros.engine.networks.kv_cache import Fp8KVCache, KVCache
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.speed.acceleration import held_fp8_mode
 from dreamzero_ros.engine.speed.compile_cache import compile_cache_folder, use_compile_cache
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_weight
+from dreamzero_ros.engine.workers import worker
+from dreamzero_ros.engine.workers.worker import load_worker_dit
 from dreamzero_ros.errors import DeviceMemoryError
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 ROOT = Path(__file__).resolve().parents[1]
-FP8 = AccelerationConfig(fp8_linear='rowwise')
+
+
+def options(**values) -> EngineOptions:
+    """Engine options in bfloat16 on the CPU (the presets' default) with ``values``."""
+    return EngineOptions(**{'device': 'cpu', 'dtype': 'bfloat16', **values})
 
 
 def _actions(engine, chunks=4):
@@ -50,15 +54,20 @@ def _actions(engine, chunks=4):
 
 
 def test_memory_options_are_validated():
-    assert EngineConfig.tiny().memory == MemoryConfig()
+    defaults = EngineConfig.tiny().options
+    assert (defaults.text_encoder, defaults.image_encoder, defaults.kv_cache) == (
+        'device',
+        'device',
+        'model',
+    )
     with pytest.raises(ConfigError, match='text_encoder'):
-        MemoryConfig(text_encoder='disk')
+        EngineOptions(text_encoder='disk')
     with pytest.raises(ConfigError, match='image_encoder'):
-        MemoryConfig(image_encoder='cpu')
+        EngineOptions(image_encoder='cpu')
     with pytest.raises(ConfigError, match='kv_cache'):
-        MemoryConfig(kv_cache='int8')
-    with pytest.raises(ConfigError, match='MemoryConfig'):
-        EngineConfig.tiny(memory={'kv_cache': 'fp8'})
+        EngineOptions(kv_cache='int8')
+    with pytest.raises(ConfigError, match='memory_budget_gib'):
+        EngineOptions(memory_budget_gib=-1.0)
 
 
 @pytest.fixture(scope='module')
@@ -67,8 +76,8 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 def test_a_checkpoint_loads_into_fp8_layers_tensor_by_tensor(tiny_checkpoint):
-    bf16 = load_engine(tiny_checkpoint, dtype='bfloat16')
-    fp8 = load_engine(tiny_checkpoint, dtype='bfloat16', acceleration=FP8)
+    bf16 = load_engine(tiny_checkpoint, options())
+    fp8 = load_engine(tiny_checkpoint, options(fp8_linear='rowwise'))
     layers = {n: m for n, m in fp8.modules.dit.named_modules() if isinstance(m, Fp8Linear)}
     # every linear of every block, self- and cross-attention (k/v of text and image) and FFN
     assert len(layers) == 12 * len(fp8.modules.dit.blocks)
@@ -87,9 +96,10 @@ def test_a_checkpoint_loads_into_fp8_layers_tensor_by_tensor(tiny_checkpoint):
 
 
 def test_a_cfg_parallel_worker_builds_its_dit_in_fp8():
-    worker = load_worker_dit('cpu', 'bfloat16', preset='tiny', seed=5, fp8_linear='rowwise')
+    fp8 = options(fp8_linear='rowwise')
+    worker = load_worker_dit(fp8, preset='tiny', seed=5)
     engine = DreamZeroEngine.from_config(
-        EngineConfig.tiny(acceleration=FP8), seed=5
+        EngineConfig.tiny(options=fp8), seed=5
     )  # the same random DiT as rank 0's
     assert held_fp8_mode(worker) == 'rowwise'
     for (name, a), b in zip(
@@ -117,9 +127,8 @@ def test_tensor_parallel_ranks_get_the_memory_options_and_serve_the_one_process_
     policy = create_policy(build_settings(values), log=lambda text: None)
     try:
         commands = [Path(f'/proc/{pid}/cmdline').read_text() for pid in child_pids(os.getpid())]
-        (command,) = [c.split('\0') for c in commands if WORKER_MODULE in c]
-        assert command[command.index('--fp8-linear') + 1] == 'rowwise'
-        assert command[command.index('--tensor-parallel') + 1] == '2'
+        (command,) = [c.split('\0') for c in commands if worker.__name__ in c]
+        assert '--fp8-linear=rowwise' in command and '--tensor-parallel=2' in command
         engine = policy.policy
         dit = engine.modules.dit
         assert (dit.tensor_parallel.rank, dit.tensor_parallel.size) == (0, 2)
@@ -130,9 +139,8 @@ def test_tensor_parallel_ranks_get_the_memory_options_and_serve_the_one_process_
     finally:
         policy.close()
     assert not torch.distributed.is_initialized()  # the group was left, the worker ended
-    memory = MemoryConfig(text_encoder='cpu', kv_cache='fp8')
     one_process = load_engine(
-        tiny_checkpoint, device='cpu', dtype='bfloat16', acceleration=FP8, memory=memory
+        tiny_checkpoint, options(fp8_linear='rowwise', text_encoder='cpu', kv_cache='fp8')
     )
     want = _actions(one_process, 3)
     # Each shard's own FP8 scales: close to the one-process FP8 actions (which differ by about
@@ -214,8 +222,8 @@ def test_fp8_kv_dequantization_kernel_matches_torch():
     pytest.importorskip('triton')
     code = (
         'import torch\n'
-        'from dreamzero_ros.engine.speed import kv_fp8_kernel as k\n'
-        'from dreamzero_ros.engine.model.kv_cache import _quantize_rows\n'
+        'from dreamzero_ros.engine.networks import kv_fp8_kernel as k\n'
+        'from dreamzero_ros.engine.networks.kv_cache import _quantize_rows\n'
         'g = torch.Generator().manual_seed(0)\n'
         'store = torch.zeros(2, 60, 3, 16, dtype=torch.float8_e4m3fn)\n'
         'scale = torch.zeros(2, 60, 3, 1, dtype=torch.bfloat16)\n'
@@ -243,12 +251,12 @@ def test_fp8_kv_dequantization_kernel_matches_torch():
 def test_host_encoders_predict_what_device_encoders_do():
     reference = _actions(DreamZeroEngine.from_config(EngineConfig.tiny(), seed=3))
     for memory in (
-        MemoryConfig(text_encoder='cpu'),
-        MemoryConfig(text_encoder='offload', image_encoder='offload'),
+        options(text_encoder='cpu'),
+        options(text_encoder='offload', image_encoder='offload'),
     ):
-        engine = DreamZeroEngine.from_config(EngineConfig.tiny(memory=memory), seed=3)
+        engine = DreamZeroEngine.from_config(EngineConfig.tiny(options=memory), seed=3)
         np.testing.assert_array_equal(_actions(engine), reference)
-    fp8_kv = DreamZeroEngine.from_config(EngineConfig.tiny(memory=MemoryConfig(kv_cache='fp8')), 3)
+    fp8_kv = DreamZeroEngine.from_config(EngineConfig.tiny(options=options(kv_cache='fp8')), 3)
     assert 0 < np.abs(_actions(fp8_kv) - reference).max() < 0.05
 
 
@@ -269,9 +277,9 @@ def test_streamed_parts_hold_copies_only_while_they_run():
 
 def test_the_estimate_of_the_14b_model_per_option():
     bf16 = estimate_memory(EngineConfig.droid_14b())
-    fp8 = estimate_memory(EngineConfig.droid_14b(acceleration=FP8))
+    fp8 = estimate_memory(EngineConfig.droid_14b(options=options(fp8_linear='rowwise')))
     gpu32 = EngineConfig.droid_14b(
-        acceleration=FP8, memory=MemoryConfig(text_encoder='offload', kv_cache='fp8')
+        options=options(fp8_linear='rowwise', text_encoder='offload', kv_cache='fp8')
     )
     small = estimate_memory(gpu32)
     # measured on an H200 (docs/performance.md): peaks 58.5, 43.5 and 27.2 GiB
@@ -281,9 +289,7 @@ def test_the_estimate_of_the_14b_model_per_option():
     assert small.kv_cache < 0.55 * fp8.kv_cache and 'text_encoder' in small.weights
     assert (
         'text_encoder'
-        not in estimate_memory(
-            EngineConfig.droid_14b(memory=MemoryConfig(text_encoder='cpu'))
-        ).weights
+        not in estimate_memory(EngineConfig.droid_14b(options=options(text_encoder='cpu'))).weights
     )
     one_row = estimate_memory(gpu32, cfg_rows=1)
     assert one_row.kv_cache < 0.51 * small.kv_cache
@@ -291,7 +297,7 @@ def test_the_estimate_of_the_14b_model_per_option():
 
 
 def test_the_estimate_counts_one_rank():
-    fp8 = EngineConfig.droid_14b(acceleration=FP8)
+    fp8 = EngineConfig.droid_14b(options=options(fp8_linear='rowwise'))
     whole = estimate_memory(fp8)
     # CFG parallel: each rank a whole DiT, one CFG row of caches
     cfg = estimate_memory(fp8, cfg_rows=1)
@@ -301,7 +307,7 @@ def test_the_estimate_counts_one_rank():
     assert 0.49 * whole.weights['dit'] < tp.weights['dit'] < 0.51 * whole.weights['dit'] + GIB
     assert tp.kv_cache == whole.kv_cache // 2 and tp.weights['vae'] == whole.weights['vae']
     # ... exactly what a shard built for rank 1 of 2 holds
-    tiny = EngineConfig.tiny(dtype='bfloat16', acceleration=FP8)
+    tiny = EngineConfig.tiny(options=options(fp8_linear='rowwise'))
     shard = build_dit(tiny, tp_rank=1, tp_size=2)
     held = sum(t.numel() * t.element_size() for t in (*shard.parameters(), *shard.buffers()))
     assert estimate_memory(tiny, tp_size=2).weights['dit'] == held
@@ -310,8 +316,8 @@ def test_the_estimate_counts_one_rank():
 def test_loading_refuses_a_configuration_that_cannot_fit(tiny_checkpoint):
     need = estimate_memory(EngineConfig.tiny()).total
     with pytest.raises(DeviceMemoryError, match=r'needs about .* GiB free: use fp8_linear'):
-        load_engine(tiny_checkpoint, dtype='bfloat16', memory_budget=need // 2)
-    load_engine(tiny_checkpoint, dtype='bfloat16', memory_budget=need + 1).close()
+        load_engine(tiny_checkpoint, options(memory_budget_gib=need / 2 / GIB))
+    load_engine(tiny_checkpoint, options(memory_budget_gib=(need + 1024) / GIB)).close()
 
 
 def test_the_node_refuses_at_configure_with_an_injected_budget(tiny_checkpoint):
@@ -329,8 +335,8 @@ def test_the_node_refuses_at_configure_with_an_injected_budget(tiny_checkpoint):
     values['engine.memory_budget_gib'] = 2.0
     policy = create_policy(build_settings(values), log=lambda text: None)
     try:
-        memory = policy.policy.config.memory
-        assert (memory.kv_cache, memory.text_encoder) == ('fp8', 'offload')
+        engine_options = policy.policy.config.options
+        assert (engine_options.kv_cache, engine_options.text_encoder) == ('fp8', 'offload')
     finally:
         policy.close()
 
@@ -342,11 +348,15 @@ def test_command_line_memory_options():
         ['--text-encoder', 'offload', '--image-encoder', 'offload', '--kv-cache', 'fp8',
          '--memory-budget-gib', '1.5', '--compile-cache', 'off']
     )  # fmt: skip
-    kwargs = engine_arguments(args)
-    assert kwargs['memory'] == MemoryConfig('offload', 'fp8', 'offload')
-    assert kwargs['memory_budget'] == int(1.5 * GIB)
-    assert kwargs['acceleration'].compile_cache == 'off'
-    assert engine_arguments(parser.parse_args([]))['memory_budget'] is None
+    parsed = EngineOptions.from_arguments(args)
+    assert (parsed.text_encoder, parsed.image_encoder, parsed.kv_cache) == (
+        'offload',
+        'offload',
+        'fp8',
+    )
+    assert parsed.memory_budget == int(1.5 * GIB)
+    assert parsed.compile_cache == 'off'
+    assert EngineOptions.from_arguments(parser.parse_args([])).memory_budget is None
 
 
 def test_compile_cache_folder(tmp_path, monkeypatch):

@@ -8,15 +8,15 @@ import pytest
 import torch
 
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
-from dreamzero_ros.engine.model.model_inputs import (
-    NEGATIVE_PROMPT,
+from dreamzero_ros.engine.config import NEGATIVE_PROMPT
+from dreamzero_ros.engine.pipeline.model_inputs import (
     FrameHistory,
     ViewGeometry,
     prepare_view,
     to_model_video,
     validate_observation,
 )
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.pipeline.stitching import stitch
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError
 
 DROID = droid_embodiment()

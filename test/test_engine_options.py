@@ -11,7 +11,6 @@ import pytest
 
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.launch_plan import ENGINE_LAUNCH_ARGUMENTS, engine_launch_arguments
-from dreamzero_ros.engine.loader import engine_arguments
 from dreamzero_ros.engine.options import ENGINE_OPTION_SECTIONS, EngineOptions, engine_option_specs
 from dreamzero_ros.openpi.cli import build_parser as build_server_parser
 from dreamzero_ros.parameter_schema import dest, flag
@@ -63,7 +62,6 @@ def test_command_line_values_are_checked_as_parameters_are(capsys):
     args = parser.parse_args([*base, '--tensor-parallel', '2', '--fp8-linear', 'rowwise'])
     options = EngineOptions.from_arguments(args)
     assert (options.tensor_parallel, options.fp8_linear) == (2, 'rowwise')
-    assert engine_arguments(args)['acceleration'].fp8_linear == 'rowwise'
     defaults = EngineOptions.from_arguments(parser.parse_args(base))
     assert defaults == EngineOptions()
     # the node parameter's range, not a CLI-only rule: tensor_parallel in [1, 8]
@@ -77,7 +75,26 @@ def test_command_line_values_are_checked_as_parameters_are(capsys):
 
 def test_node_defaults_load_the_engine_the_tools_load():
     node = node_config.build_settings({}).engine
-    assert EngineOptions.load_arguments(node) == EngineOptions().load_arguments()
+    assert isinstance(node, EngineOptions)  # the node's settings are the options, whole
+    assert node.engine_fields() == EngineOptions().engine_fields()
+
+
+def test_options_are_checked_when_made_and_read_back_from_their_command_line():
+    with pytest.raises(ValueError, match='tensor_parallel: 9 is outside the range'):
+        EngineOptions(tensor_parallel=9)
+    chosen = EngineOptions(
+        device='cuda:1',
+        compile=True,
+        fp8_linear='rowwise',
+        encoder_dir='',
+        prompt_template='-{instruction}',
+        memory_budget_gib=1.5,
+        worker_timeout=30.0,
+    )
+    parser = build_replay_parser()
+    args = parser.parse_args(['bag', '--preset', 'tiny', *chosen.arguments()])
+    assert EngineOptions.from_arguments(args) == chosen
+    assert '--no-compile' in EngineOptions().arguments()
 
 
 def test_launch_arguments_are_generated_from_the_parameters():
@@ -99,22 +116,23 @@ def test_launch_arguments_are_generated_from_the_parameters():
     assert unpacked == ['engine_launch_arguments']
 
 
-def test_engine_dataclasses_default_to_the_declared_options():
-    """AccelerationConfig, MemoryConfig and the step cache hold the same options: same defaults."""
-    from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.model.config import EngineConfig
-    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
-    from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+def test_the_engine_holds_the_declared_options_whole():
+    """No dataclass of the engine declares an option again: the config holds the options."""
+    import dataclasses
 
-    declared = EngineOptions()
-    loaded = declared.load_arguments()
-    assert loaded['acceleration'] == AccelerationConfig()
-    assert loaded['memory'] == MemoryConfig()
-    assert StepCacheConfig().mode == declared.step_cache
-    config = EngineConfig.tiny()
-    assert config.acceleration == AccelerationConfig() and config.memory == MemoryConfig()
-    assert config.step_cache == StepCacheConfig()
-    # every field of the two dataclasses is an option of the one declaration
+    from dreamzero_ros.engine.config import EngineConfig, Sampling
+    from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser
+    from dreamzero_ros.engine.step_cache import StepCacheConfig
+    from dreamzero_ros.engine.workers.launch import EngineRanks
+
     names = {spec.name for spec in engine_option_specs()}
-    for cls in (AccelerationConfig, MemoryConfig):
-        assert set(cls.__dataclass_fields__) <= names, cls.__name__
+    for cls in (EngineConfig, Sampling, StepCacheConfig, EngineRanks):
+        again = names & {item.name for item in dataclasses.fields(cls)}
+        assert not again, f'{cls.__name__} declares {sorted(again)} again'
+    chosen = EngineOptions(device='cpu', dtype='float32', step_cache='full', kv_cache='fp8')
+    config = EngineConfig.tiny(options=chosen)
+    assert config.options is chosen
+    from dreamzero_ros.engine.memory.placement import build_dit
+
+    denoiser = ChunkDenoiser(build_dit(config, seed=0), config.sampling, config.options)
+    assert denoiser.options is chosen and denoiser.sampling is config.sampling

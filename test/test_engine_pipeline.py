@@ -11,11 +11,12 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment, random_observation
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.step_cache import StepCacheConfig
 from dreamzero_ros.errors import EmbodimentError
 from dreamzero_ros.policy_types import Policy, PolicyError
 
-CONFIG = EngineConfig.tiny(dtype='float32')
+CONFIG = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'))
 
 
 @pytest.fixture(scope='module')
@@ -47,7 +48,9 @@ def test_same_seed_same_actions_other_seed_other_actions(engine):
     first = engine.infer(observation).actions
     np.testing.assert_array_equal(twin.infer(observation).actions, first)
     assert not np.allclose(other.infer(observation).actions, first)
-    noise = DreamZeroEngine.from_config(CONFIG.replace(seed=99), seed=0)
+    noise = DreamZeroEngine.from_config(
+        CONFIG.replace(sampling=dataclasses.replace(CONFIG.sampling, seed=99)), seed=0
+    )
     assert not np.allclose(noise.infer(observation).actions, first)
 
 
@@ -82,22 +85,28 @@ def test_clips_and_other_resolutions_are_accepted(engine):
 
 
 @pytest.mark.parametrize(
-    'changes',
+    ('sampling', 'step_cache'),
     [
-        {'cfg_scale': 1.0},
-        {'step_cache': StepCacheConfig(mode='full')},
-        {'step_cache': StepCacheConfig(mode='dynamic')},
-        {'step_cache': StepCacheConfig(mode='static', dit_steps=5)},
+        ({'cfg_scale': 1.0}, 'static'),
+        ({}, 'full'),
+        ({}, 'dynamic'),
+        ({'step_cache_tuning': StepCacheConfig(dit_steps=5)}, 'static'),
     ],
 )
-def test_sampling_settings(engine, changes):
+def test_sampling_settings(engine, sampling, step_cache):
     observation = random_observation(seed=10, session_id='settings')
-    variant = DreamZeroEngine.from_config(CONFIG.replace(**changes), seed=0)
+    variant = DreamZeroEngine.from_config(
+        CONFIG.replace(
+            sampling=dataclasses.replace(CONFIG.sampling, **sampling),
+            options=dataclasses.replace(CONFIG.options, step_cache=step_cache),
+        ),
+        seed=0,
+    )
     actions = variant.infer(observation).actions
     assert actions.shape == (24, 8) and np.all(np.isfinite(actions))
     engine.reset('settings')
     reference = engine.infer(observation).actions
-    if changes != {'step_cache': StepCacheConfig(mode='dynamic')}:
+    if (sampling, step_cache) != ({}, 'dynamic'):
         assert not np.array_equal(actions, reference)
 
 

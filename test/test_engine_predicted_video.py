@@ -9,11 +9,12 @@ import torch
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.model_inputs import prepare_views
-from dreamzero_ros.engine.model.predicted_video import unstitch
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.model_inputs import prepare_views
+from dreamzero_ros.engine.pipeline.predicted_video import unstitch
+from dreamzero_ros.engine.pipeline.stitching import stitch
 
-CONFIG = EngineConfig.tiny(dtype='float32')
+CONFIG = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'))
 
 
 @pytest.fixture(scope='module')

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler, sample_noise, shifted_sigmas
+from dreamzero_ros.engine.pipeline.scheduler import FlowUniPCScheduler, sample_noise, shifted_sigmas
 
 
 def test_sigma_schedule_matches_shift_formula():

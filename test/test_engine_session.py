@@ -10,10 +10,11 @@ import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.session import SessionStore
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.session import SessionStore
 from dreamzero_ros.policy_types import ObservationError
 
-CONFIG = EngineConfig.tiny(dtype='float32', max_sessions=3)
+CONFIG = EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32'), max_sessions=3)
 
 
 def _engine():

@@ -24,37 +24,39 @@ import torch
 import torch.distributed as dist
 
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.modules import build_dit
-from dreamzero_ros.engine.parallel.cfg_parallel import free_port, load_worker_dit
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.memory.placement import build_dit
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.parallel.tensor_parallel import (
     join_group_,
     shard_dit_,
     shard_problem,
     split_problem,
 )
-from dreamzero_ros.engine.speed.acceleration import (
-    AccelerationConfig,
-    held_fp8_mode,
-    prepare_blocks,
-    quantize_dit_,
-)
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
+from dreamzero_ros.engine.speed.acceleration import held_fp8_mode, prepare_blocks, quantize_dit_
+from dreamzero_ros.engine.workers.protocol import free_port
+from dreamzero_ros.engine.workers.worker import load_worker_dit
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-#: name -> (model dtype, acceleration options; None: the transformed blocks, eager)
+#: name -> (model dtype, speed options; None: the transformed blocks, eager)
 VARIANTS = {
-    'reference': (torch.float32, AccelerationConfig()),
+    'reference': (torch.float32, EngineOptions()),
     'transformed': (torch.float32, None),
-    'inductor': (torch.float32, AccelerationConfig(compile=True)),
-    'fp8': (torch.bfloat16, AccelerationConfig(fp8_linear='rowwise')),
+    'inductor': (torch.float32, EngineOptions(compile=True)),
+    'fp8': (torch.bfloat16, EngineOptions(fp8_linear='rowwise')),
 }
 TIMEOUT_S = 300
 
 
-def _outputs(dit, options: AccelerationConfig | None) -> dict[str, torch.Tensor]:
-    runs = transformed(dit) if options is None else prepare_blocks(dit, options)
+def _bf16(**values) -> EngineOptions:
+    """Engine options in bfloat16 on the CPU with ``values``."""
+    return EngineOptions(device='cpu', dtype='bfloat16', **values)
+
+
+def _outputs(dit, options: EngineOptions | None) -> dict[str, torch.Tensor]:
+    runs = transformed(dit) if options is None else prepare_blocks(dit, options, 'inductor')
     out, _ = run_call(dit, call_inputs(dit), runs)
     return {'video': out.video, 'action': out.action}
 
@@ -100,7 +102,7 @@ def sharded(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def unsharded():
-    return _outputs(make_dit(), AccelerationConfig())
+    return _outputs(make_dit(), EngineOptions())
 
 
 @pytest.mark.parametrize('variant', ['reference', 'transformed', 'inductor'])
@@ -118,7 +120,7 @@ def test_sharded_calls_equal_the_unsharded_dit(sharded, unsharded, variant):
 def test_sharded_fp8_quantizes_each_shard_close_to_the_unsharded_fp8(sharded):
     dtype, options = VARIANTS['fp8']
     unsharded = _outputs(make_dit(dtype), options)
-    bf16 = _outputs(make_dit(dtype), AccelerationConfig())
+    bf16 = _outputs(make_dit(dtype), EngineOptions())
     got = sharded[0]['outputs']['fp8']
     for key in ('video', 'action'):
         # Row-parallel shards get their own row scales: close to the unsharded FP8 path, and
@@ -140,7 +142,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 def _whole_then_cut(checkpoint, rank: int, fp8: str = 'off'):
     """The reference order: the whole bf16 DiT, cut to shard ``rank`` of 2, then quantized."""
-    dit = shard_dit_(load_worker_dit('cpu', 'bfloat16', checkpoint), rank, 2)
+    dit = shard_dit_(load_worker_dit(_bf16(), checkpoint), rank, 2)
     if fp8 != 'off':
         quantize_dit_(dit, fp8)
     return dit
@@ -150,7 +152,7 @@ def _whole_then_cut(checkpoint, rank: int, fp8: str = 'off'):
 def test_a_shard_loads_its_part_and_quantizes_it_after_the_cut(tiny_checkpoint, fp8):
     for rank in (0, 1):
         shard = load_worker_dit(
-            'cpu', 'bfloat16', tiny_checkpoint, fp8_linear=fp8, tp_rank=rank, tp_size=2
+            _bf16(fp8_linear=fp8, tensor_parallel=2), tiny_checkpoint, tp_rank=rank
         )
         want = _whole_then_cut(tiny_checkpoint, rank, fp8)
         assert (shard.tensor_parallel.rank, shard.tensor_parallel.size) == (rank, 2)
@@ -165,7 +167,7 @@ def test_a_shard_loads_its_part_and_quantizes_it_after_the_cut(tiny_checkpoint, 
     if fp8 != 'off':
         # Not a cut of the whole model's FP8 weights: the row-parallel layers (o, ffn.2) of a
         # shard have the scales of its own columns.
-        whole = load_worker_dit('cpu', 'bfloat16', tiny_checkpoint, fp8_linear=fp8)
+        whole = load_worker_dit(_bf16(fp8_linear=fp8), tiny_checkpoint)
         row_parallel = [
             f'blocks.{i}.{name}'
             for i in range(len(whole.blocks))
@@ -179,9 +181,9 @@ def test_a_shard_loads_its_part_and_quantizes_it_after_the_cut(tiny_checkpoint, 
 
 def test_a_random_shard_is_its_part_of_the_whole_random_model():
     for fp8 in ('off', 'rowwise'):
-        shard = load_worker_dit('cpu', 'bfloat16', preset='tiny', seed=4, fp8_linear=fp8,
-                                tp_rank=1, tp_size=2)  # fmt: skip
-        whole = shard_dit_(load_worker_dit('cpu', 'bfloat16', preset='tiny', seed=4), 1, 2)
+        options = _bf16(fp8_linear=fp8, tensor_parallel=2)
+        shard = load_worker_dit(options, preset='tiny', seed=4, tp_rank=1)
+        whole = shard_dit_(load_worker_dit(_bf16(), preset='tiny', seed=4), 1, 2)
         if fp8 != 'off':
             quantize_dit_(whole, fp8)
         for (key, a), b in zip(
@@ -191,9 +193,7 @@ def test_a_random_shard_is_its_part_of_the_whole_random_model():
 
 
 def test_fp8_weights_quantized_whole_are_never_cut():
-    config = EngineConfig.tiny(
-        dtype='bfloat16', acceleration=AccelerationConfig(fp8_linear='rowwise')
-    )
+    config = EngineConfig.tiny(options=_bf16(fp8_linear='rowwise'))
     dit = build_dit(config, seed=0)
     with pytest.raises(ValueError, match='shard it before quantizing'):
         shard_dit_(dit, 0, 2)

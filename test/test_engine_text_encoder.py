@@ -6,7 +6,11 @@
 import pytest
 import torch
 
-from dreamzero_ros.engine.model.text_encoder import T5Config, UMT5Encoder, relative_position_buckets
+from dreamzero_ros.engine.networks.text_encoder import (
+    T5Config,
+    UMT5Encoder,
+    relative_position_buckets,
+)
 
 NORM_SUFFIXES = ('gamma', 'norm.weight', 'norm1.weight', 'norm2.weight')
 

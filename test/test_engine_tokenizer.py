@@ -14,7 +14,7 @@ from dreamzero_ros.engine.checkpoint.tokenizer import (
     clean_prompt,
     train_tiny_tokenizer,
 )
-from dreamzero_ros.engine.model.text_encoder import T5Config
+from dreamzero_ros.engine.networks.text_encoder import T5Config
 
 
 @pytest.fixture(scope='module')

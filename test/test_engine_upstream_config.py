@@ -15,8 +15,9 @@ from dreamzero_ros.engine.checkpoint.upstream_config import (
     parse_config,
     read_config,
 )
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
+from dreamzero_ros.engine.config import EngineConfig, Sampling
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
 
@@ -142,11 +143,11 @@ def test_presets_round_trip_through_config_json(preset):
     assert ('dreamzero_ros' in json.loads(text)) == (preset != 'droid_14b')
 
 
-def test_settings_override_what_config_json_does_not_describe():
-    config = parse_config(
-        _upstream_config(), cfg_scale=1.0, device='cuda:1', dtype='float32', seed=7
-    )
-    assert (config.cfg_scale, config.device, config.dtype, config.seed) == (
+def test_options_and_changes_set_what_config_json_does_not_describe():
+    options = EngineOptions(device='cuda:1', dtype='float32')
+    config = parse_config(_upstream_config(), options, sampling=Sampling(cfg_scale=1.0, seed=7))
+    assert config.options is options
+    assert (config.sampling.cfg_scale, config.device, config.dtype, config.sampling.seed) == (
         1.0,
         'cuda:1',
         'float32',
@@ -259,4 +260,4 @@ def test_read_config_file_errors(tmp_path):
     with pytest.raises(ConfigError, match='not valid JSON'):
         read_config(tmp_path)
     (tmp_path / 'config.json').write_text(json.dumps(_upstream_config()))
-    assert read_config(tmp_path, device='cpu').dit.dim == 5120
+    assert read_config(tmp_path, EngineOptions(device='cpu')).dit.dim == 5120

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from dreamzero_ros.engine.model.vae import WanVAE
-from dreamzero_ros.engine.model.vae_network import CausalConv3d, VAEConfig
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import CausalConv3d, VAEConfig
 
 # Upstream VideoVAE_ layer lists, channels in units of the base width ``dim``.
 ENCODER_DOWNSAMPLES = [

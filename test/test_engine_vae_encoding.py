@@ -13,10 +13,11 @@ import torch
 from torch._dynamo.utils import counters
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
-from dreamzero_ros.engine.checkpoint.layout import randomize_
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
-from dreamzero_ros.engine.model.vae import WanVAE
-from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.networks.init import randomize_
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import VAEConfig
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.speed.acceleration import VAEEncoding
 from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 
@@ -40,7 +41,7 @@ def test_compiled_vae_norms_give_the_reference_latents(frames, per_pass, channel
     video = torch.rand(1, 3, frames, 32, 48, generator=torch.Generator().manual_seed(frames))
     reference = vae.encode(video * 2 - 1)  # upstream: 4 frames per pass, default layout
     for backend in ('eager', 'aot_eager'):
-        latents = vae.encode(video * 2 - 1, per_pass, channels_last, backend)
+        latents = vae.encode(video * 2 - 1, per_pass, channels_last, FusedNormConv(backend))
         assert latents.shape == reference.shape and latents.is_contiguous()
         torch.testing.assert_close(latents, reference, rtol=1e-5, atol=1e-5)
 
@@ -52,12 +53,12 @@ def test_compiled_vae_norms_stream_piece_by_piece_with_one_graph():
     reference = vae.encode(video)
     torch._dynamo.reset()
     counters.clear()
-    stream = vae.encode_stream(4, True, 'aot_eager')
+    stream = vae.encode_stream(4, True, FusedNormConv('aot_eager'))
     pieces = [stream.push(video[:, :, a:b]) for a, b in ((0, 3), (3, 4), (4, 13), (13, 17))]
     torch.testing.assert_close(torch.cat(pieces, dim=2), reference, rtol=1e-5, atol=1e-5)
     assert counters['stats']['unique_graphs'] == 1
     with pytest.raises(ValueError, match='one video at a time'):
-        vae.encode(torch.cat([video, video]), 4, True, 'eager')
+        vae.encode(torch.cat([video, video]), 4, True, FusedNormConv('eager'))
 
 
 def test_fused_norm_conv_refuses_other_convolutions():
@@ -69,7 +70,9 @@ def test_fused_norm_conv_refuses_other_convolutions():
 
 
 def test_engine_with_the_fast_vae_encoding_predicts_like_the_reference():
-    reference = DreamZeroEngine.from_config(EngineConfig.tiny(dtype='float32'), seed=3)
+    reference = DreamZeroEngine.from_config(
+        EngineConfig.tiny(options=EngineOptions(device='cpu', dtype='float32')), seed=3
+    )
     fast = DreamZeroEngine(
         reference.config, reference.modules, reference.tokenizer, reference.embodiment
     )

@@ -10,14 +10,14 @@ import torch.nn.functional as F  # noqa: N812
 
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment, random_observation
-from dreamzero_ros.engine.model.model_inputs import (
+from dreamzero_ros.engine.pipeline.model_inputs import (
     ViewGeometry,
     prepare_view,
     prepare_views,
     resize_with_pad,
     to_model_video,
 )
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.pipeline.stitching import stitch
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 

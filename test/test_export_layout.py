@@ -6,7 +6,7 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.errors import DatasetError, EmbodimentError
 from dreamzero_ros.export.droid_columns import DroidColumns, euler_xyz
 from dreamzero_ros.export.layout import embodiment_for_export, layout_for

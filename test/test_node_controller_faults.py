@@ -28,7 +28,7 @@ from test_node_action_groups import _parameters, _params_file
 import yaml
 
 from dreamzero_ros.core.action_groups import load_groups
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

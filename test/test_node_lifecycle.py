@@ -54,8 +54,9 @@ def _observations():
 def one_process_actions(checkpoint):
     """The actions of the engine in one process (the node's engine options) for the requests."""
     from dreamzero_ros.engine.loader import load_engine
+    from dreamzero_ros.engine.options import EngineOptions
 
-    engine = load_engine(str(checkpoint), device='cpu', dtype='float32')
+    engine = load_engine(str(checkpoint), EngineOptions(device='cpu', dtype='float32'))
     actions = [engine.infer(observation).actions for observation in _observations()]
     assert not np.allclose(actions[0], actions[1])  # the comparison is not between constants
     return actions

@@ -11,6 +11,7 @@ from openpi_support import SCRIPTS, run_openpi
 import pytest
 
 from dreamzero_ros.engine import DreamZeroEngine
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.openpi import OpenPIServer, RemoteOpenPIPolicy, ServerConfig
 from dreamzero_ros.openpi.observation_keys import (
     EmbodimentKeys,
@@ -25,7 +26,9 @@ CLIENT = str(SCRIPTS / 'openpi_embodiment_client.py')
 @pytest.fixture(scope='module')
 def engine(tmp_path_factory):
     folder = write_ur_checkpoint(tmp_path_factory.mktemp('ur'))
-    return DreamZeroEngine.from_pretrained(folder, dtype='float32', prompt_template=UR_TEMPLATE)
+    return DreamZeroEngine.from_pretrained(
+        folder, EngineOptions(device='cpu', dtype='float32', prompt_template=UR_TEMPLATE)
+    )
 
 
 @pytest.fixture(scope='module')

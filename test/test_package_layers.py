@@ -15,6 +15,10 @@ inside functions included).  Its nodes are the subpackages and the top-level mod
 * ``replay``, ``ros``, ``demo``: tools and the node on top.
 
 A cycle between any two nodes fails, naming the imports that close it.
+
+One level down, ``engine``'s folders and top-level modules are layers too, as Wan2.1's
+``wan/modules`` networks import nothing above them and ``wan/distributed`` acts on them from
+outside (:data:`ENGINE_LAYERS`, lowest first): a node imports only nodes of lower layers.
 """
 
 from __future__ import annotations
@@ -37,20 +41,43 @@ GENERATED = {'msg', 'action'}  # rosidl's modules, which import no hand-written 
 #: Layers that must not import the ones after them (a subset of the graph's order, checked too).
 LAYERS = ('errors', 'engine', 'core', 'openpi', 'ros')
 
+#: ``engine``'s layers, lowest first; a node imports only nodes of the layers before its own.
+ENGINE_LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer)
+    for layer in (
+        ('option_names',),  # the names a user picks options by
+        ('options',),  # every option a user sets, declared once; free of torch
+        ('networks', 'embodiment', 'step_cache'),  # the networks; the robot; the step schedule
+        ('config',),  # shapes, sampling and the options, together
+        ('speed', 'parallel'),  # act on the networks from outside
+        ('memory',),  # builds them where they run (sharded, FP8), estimates the need
+        ('checkpoint',),  # reads weights into them (shards, FP8 layers), writes test checkpoints
+        ('pipeline',),  # the engine: inputs, denoising, sessions
+        ('loader',),  # the one way tools load an engine
+        ('workers',),  # the worker ranks of a multi-process engine
+        ('__init__',),  # the package's lazy names
+    )
+)
 
-def _node(module: str) -> str | None:
-    """The graph node of ``dreamzero_ros.x.y``: ``x`` (a subpackage or a top-level module)."""
+
+def _node(module: str, package: str = 'dreamzero_ros') -> str | None:
+    """The graph node of ``<package>.x.y``: ``x`` (a subpackage or a top-level module)."""
+    prefix = package.split('.')
     parts = module.split('.')
-    if parts[0] != 'dreamzero_ros' or len(parts) < 2:
+    if parts[: len(prefix)] != prefix or len(parts) <= len(prefix):
         return None
-    return parts[1]
+    return parts[len(prefix)]
 
 
-def import_graph() -> dict[str, dict[str, list[str]]]:
-    """``{node: {imported node: ['file:line', ...]}}`` between the package's nodes."""
+def import_graph(package: str = 'dreamzero_ros') -> dict[str, dict[str, list[str]]]:
+    """``{node: {imported node: ['file:line', ...]}}`` between the nodes of ``package``.
+
+    The nodes are its subpackages and top-level modules (``__init__`` for its own).
+    """
+    root = PACKAGE.parent.joinpath(*package.split('.'))
     graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for path in sorted(PACKAGE.rglob('*.py')):
-        relative = path.relative_to(PACKAGE)
+    for path in sorted(root.rglob('*.py')):
+        relative = path.relative_to(root)
         node = relative.parts[0].removesuffix('.py')
         if node in GENERATED:
             continue
@@ -60,12 +87,14 @@ def import_graph() -> dict[str, dict[str, list[str]]]:
             elif isinstance(statement, ast.ImportFrom) and statement.level == 0:
                 base = statement.module or ''
                 modules = [base] + [f'{base}.{alias.name}' for alias in statement.names]
-                if base == 'dreamzero_ros':  # from dreamzero_ros import x: x is the node
+                if base == package:  # from <package> import x: x is the node
                     modules = modules[1:]
             else:
                 continue
-            for target in {_node(module) for module in modules} - {None, node}:
-                graph[node][target].append(f'dreamzero_ros/{relative}:{statement.lineno}')
+            for target in {_node(module, package) for module in modules} - {None, node}:
+                graph[node][target].append(
+                    f'{root.relative_to(PACKAGE.parent)}/{relative}:{statement.lineno}'
+                )
     return graph
 
 
@@ -111,6 +140,41 @@ def test_subpackages_import_each_other_in_one_direction():
         pytest.fail('import cycle ' + ' -> '.join(cycle) + '\n' + '\n'.join(closing))
 
 
+def layer_violations(
+    graph: dict[str, dict[str, list[str]]], layers: tuple[frozenset[str], ...]
+) -> list[str]:
+    """Every import of ``graph`` from a node to one of its own layer or above, named."""
+    layer_of = {node: index for index, layer in enumerate(layers) for node in layer}
+    unplaced = sorted(set(graph) - set(layer_of))
+    found = [f'{node} is in no layer' for node in unplaced]
+    for node, targets in sorted(graph.items()):
+        for target, where in sorted(targets.items()):
+            if node in layer_of and layer_of.get(target, len(layers)) >= layer_of[node]:
+                found.append(f'{node} imports {target}: {", ".join(where[:3])}')
+    return found
+
+
+def test_layer_check_names_every_import_against_the_order():
+    layers = (frozenset({'low'}), frozenset({'mid', 'side'}), frozenset({'top'}))
+    graph = {'top': {'mid': ['t:1']}, 'mid': {'low': ['m:1']}}
+    assert layer_violations(graph, layers) == []
+    graph['low'] = {'top': ['l:3']}
+    graph['mid']['side'] = ['m:2']
+    graph['new'] = {}
+    assert layer_violations(graph, layers) == [
+        'new is in no layer',
+        'low imports top: l:3',
+        'mid imports side: m:2',
+    ]
+
+
+def test_engine_folders_import_only_the_layers_below_them():
+    graph = import_graph('dreamzero_ros.engine')
+    assert {'networks', 'speed', 'parallel', 'memory', 'checkpoint', 'pipeline'} <= set(graph)
+    violations = layer_violations(graph, ENGINE_LAYERS)
+    assert not violations, '\n'.join(violations)
+
+
 def test_lower_layers_do_not_import_higher_ones():
     graph = import_graph()
     for low, layer in enumerate(LAYERS):
@@ -138,8 +202,8 @@ def _heavy_modules_after_importing(module: str) -> set[str]:
 @pytest.mark.parametrize(
     'module',
     [
-        'dreamzero_ros.engine.model.dit',
-        'dreamzero_ros.engine.model.config',
+        'dreamzero_ros.engine.networks.dit',
+        'dreamzero_ros.engine.config',
         'dreamzero_ros.engine.speed.acceleration',
     ],
 )
@@ -149,7 +213,12 @@ def test_reference_model_and_its_configuration_do_not_import_triton(module):
 
 
 @pytest.mark.parametrize(
-    'module', ['dreamzero_ros.core.node_config', 'dreamzero_ros.engine.loader']
+    'module',
+    [
+        'dreamzero_ros.core.node_config',
+        'dreamzero_ros.engine.loader',
+        'dreamzero_ros.engine.workers.launch',  # the tools' and the node's import of the ranks
+    ],
 )
 def test_node_configuration_imports_neither_torch_nor_triton(module):
     assert _heavy_modules_after_importing(module) == set()

@@ -25,7 +25,7 @@ from dreamzero_ros.core import preflight, preflight_groups
 from dreamzero_ros.core.action_groups import load_groups
 from dreamzero_ros.core.controller_identity import claim_of, identify
 from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 AGIBOT = load_groups('agibot', EMBODIMENTS_DIR)
 SPECS = {spec.name: spec for spec in AGIBOT}

@@ -11,7 +11,7 @@ import pytest
 
 from dreamzero_ros.core.action_groups import load_groups
 from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.cli import replay_main
 from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE

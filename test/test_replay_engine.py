@@ -13,6 +13,7 @@ import torch
 
 from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.replay.cli import replay_main
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.report import write_outputs
@@ -36,7 +37,9 @@ def bag(tmp_path_factory):
 
 
 def test_engine_chunks_are_scored_against_the_recording(tmp_path, checkpoint, bag):
-    engine = DreamZeroEngine.from_pretrained(checkpoint, device='cpu')
+    engine = DreamZeroEngine.from_pretrained(
+        checkpoint, EngineOptions(device='cpu', dtype='bfloat16')
+    )
     settings = node_settings()
     topics = ReplayTopics.from_settings(settings, None, 'auto')
     config = EvaluationConfig(

@@ -10,6 +10,7 @@ from replay_support import demo_bag
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.live_replay import recorded_outputs
@@ -30,7 +31,9 @@ def bag(tmp_path_factory):
 
 def test_report_shows_each_chunks_predicted_frames_per_camera(tmp_path, bag):
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', 'tiny')
-    engine = DreamZeroEngine.from_pretrained(checkpoint, device='cpu')
+    engine = DreamZeroEngine.from_pretrained(
+        checkpoint, EngineOptions(device='cpu', dtype='bfloat16')
+    )
     settings = node_settings()
     topics = ReplayTopics.from_settings(settings, None, 'auto')
     config = EvaluationConfig(

@@ -22,7 +22,7 @@ from node_support import ros_env
 import pytest
 import yaml
 
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -34,7 +34,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import JointState
 from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, load_groups
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.controller_monitor import find_controllers, resolved_claims
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.group_outputs import GroupOutputs

@@ -5,7 +5,7 @@
 
 ``dreamzero.launch.py`` starts one process: the policy node, as a lifecycle node. With CFG or
 tensor parallel it starts its worker ranks itself at each configure
-(:mod:`~dreamzero_ros.core.engine_workers`); ``gpus`` pins the node to the first GPU
+(:mod:`~dreamzero_ros.engine.workers.launch`); ``gpus`` pins the node to the first GPU
 (``CUDA_VISIBLE_DEVICES``) and hands the others to the workers (``engine.worker_gpus``), one per
 rank. The node's ``autostart`` parameter (configure and activate at start-up) is the one
 mechanism that brings it up; launch_ros's own lifecycle autostart is left off, and

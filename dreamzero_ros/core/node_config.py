@@ -49,7 +49,8 @@ from dreamzero_ros.core.trajectory import (
     PANDA_STOP_DECELERATION,
     MotionConfig,
 )
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, read_yaml
+from dreamzero_ros.engine.checkpoint.data_files import read_yaml
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.parameter_schema import ParameterSpec, build, parameter, parameter_specs
 from dreamzero_ros.policy_types import DROID_CAMERAS
@@ -1000,7 +1001,7 @@ def read_params_file(path: str | Path, node_name: str = NODE_NAME) -> dict[str, 
     Sections apply in file order, as rcl applies them; nested maps flatten to dotted names.
 
     The file is read with the bounds of every configuration file (size, depth, nodes with
-    aliases expanded: :func:`~dreamzero_ros.engine.model.embodiment.read_yaml`).
+    aliases expanded: :func:`~dreamzero_ros.engine.checkpoint.data_files.read_yaml`).
 
     Raises:
         ValueError: the file is missing, unreadable, not YAML, beyond those bounds or not a map

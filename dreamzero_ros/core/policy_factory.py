@@ -6,7 +6,9 @@
 ``engine.backend: local`` loads :class:`~dreamzero_ros.engine.DreamZeroEngine` from
 ``engine.checkpoint`` in this process (rank 0 of ``engine.cfg_parallel x
 engine.tensor_parallel`` ranks when that is > 1; the other ranks are
-``dreamzero-engine-worker`` processes it starts, :mod:`~dreamzero_ros.core.engine_workers`).
+``dreamzero-engine-worker`` processes it starts, :mod:`~dreamzero_ros.engine.workers.launch`).
+The node's ``engine.*`` settings are the engine options (:class:`EngineSettings` extends
+:class:`~dreamzero_ros.engine.options.EngineOptions`): they reach the engine whole.
 ``remote`` connects to an OpenPI server through the client the caller passes (the node passes
 :class:`~dreamzero_ros.openpi.remote_policy.RemoteOpenPIPolicy`: ``openpi`` is a layer above
 ``core``, which does not import it).
@@ -15,23 +17,22 @@ engine.tensor_parallel`` ranks when that is > 1; the other ranks are
 from __future__ import annotations
 
 from collections.abc import Callable
-import dataclasses
 import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
-from dreamzero_ros.core.engine_workers import EngineRanks, load_on_ranks
 from dreamzero_ros.core.node_config import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.engine.workers.launch import EngineRanks, load_on_ranks
 from dreamzero_ros.log_forwarding import forwarded_logs
 from dreamzero_ros.policy_types import Observation, Policy
 
 if TYPE_CHECKING:  # torch, loaded with the engine
-    from dreamzero_ros.engine.model.denoise import BranchLayout
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.pipeline.denoise import BranchLayout
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 WARMUP_SESSION = '__warmup__'
 
@@ -50,7 +51,7 @@ def create_policy(
     ``engine.backend: remote`` connects with ``remote_client`` (required for it).
 
     With ``engine.cfg_parallel x engine.tensor_parallel`` > 1 this process starts the worker
-    ranks and joins the group as rank 0 (:func:`~dreamzero_ros.core.engine_workers.load_on_ranks`;
+    ranks and joins the group as rank 0 (:func:`~dreamzero_ros.engine.workers.launch.load_on_ranks`;
     ``stop_requested`` is polled while the workers load); closing the policy ends the workers and
     leaves the group.
     """
@@ -66,21 +67,21 @@ def create_policy(
     if not options.checkpoint:
         raise ValueError('engine.checkpoint is required with engine.backend local')
 
-    from dreamzero_ros.engine.loader import load_engine, resolve_device_dtype
+    from dreamzero_ros.engine.loader import load_engine
     from dreamzero_ros.engine.options import check_device
 
     check_device(options.device, 'engine.device')  # one line, before anything loads
-    device, dtype = resolve_device_dtype(options.device, options.dtype)  # 'auto' resolved
-    options = dataclasses.replace(options, device=device, dtype=dtype)
+    options = options.resolved()  # 'auto' device and dtype
     folder = options.checkpoint
 
     def load(layout: BranchLayout | None) -> DreamZeroEngine:
-        log(f'loading DreamZero from {folder} on {device} ({dtype})')
+        log(f'loading DreamZero from {folder} on {options.device} ({options.dtype})')
         with forwarded_logs(log):  # a line per checkpoint file read
-            return load_engine(folder, layout=layout, **options.load_arguments())
+            return load_engine(folder, options, layout=layout)
 
     start = time.monotonic()
-    engine, on_close = load_on_ranks(EngineRanks.of(options), load, log, stop_requested)
+    ranks = EngineRanks(folder, options, options.master_addr, options.master_port)
+    engine, on_close = load_on_ranks(ranks, load, log, stop_requested)
     log(f'loaded in {time.monotonic() - start:.1f} s')
     return SerializedPolicy(engine, on_close)
 

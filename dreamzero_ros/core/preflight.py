@@ -152,38 +152,21 @@ def engine_memory(options: Any) -> Check:
         return Check('GPU memory', False, 'engine.checkpoint is empty', 'set engine.checkpoint')
     from dreamzero_ros.engine.checkpoint.upstream_config import read_config
     from dreamzero_ros.engine.memory.estimate import device_budget, estimate_memory
-    from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
     from dreamzero_ros.errors import DreamZeroError
 
     try:
-        config = read_config(
-            options.checkpoint,
-            device=options.device,
-            dtype=options.dtype,
-            acceleration=AccelerationConfig(fp8_linear=options.fp8_linear),
-            memory=MemoryConfig(
-                text_encoder=options.text_encoder,
-                image_encoder=options.image_encoder,
-                kv_cache=options.kv_cache,
-            ),
-        )
+        config = read_config(options.checkpoint, options)  # the node's settings: the options
     except (DreamZeroError, OSError, ValueError) as error:
         return Check('GPU memory', False, f'{options.checkpoint}: {error}', 'fix engine.checkpoint')
-    rows = 2 if config.cfg_scale != 1.0 else 1
-    rows = max(1, rows // options.cfg_parallel)
+    rows = max(1, config.sampling.cfg_rows // options.cfg_parallel)
     estimate = estimate_memory(config, rows, options.tensor_parallel)
     try:
-        budget = (
-            int(options.memory_budget_gib * GIB)
-            if options.memory_budget_gib > 0
-            else device_budget(options.device)
-        )
+        budget = options.memory_budget or device_budget(config.device)
     except (RuntimeError, AssertionError) as error:
         return Check(
             'GPU memory',
             False,
-            f'{options.device}: {error}',
+            f'{config.device}: {error}',
             'check the GPU driver and CUDA_VISIBLE_DEVICES, or set engine.device',
         )
-    return device_memory(estimate.total, budget, options.device, estimate.describe())
+    return device_memory(estimate.total, budget, config.device, estimate.describe())

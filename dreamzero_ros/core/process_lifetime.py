@@ -3,15 +3,12 @@
 
 """Tie a process's lifetime to its parent's, so that nothing is left running as an orphan.
 
-- :func:`die_with_parent`: a ``preexec_fn`` for child processes that hold no robot state (the
-  engine worker ranks): Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG)``) kills the
-  child as soon as the thread that started it ends. Start such children from a thread that
-  lives as long as the parent (the node starts them from its executor thread).
-- :class:`ParentWatchdog`: for the node itself, which must hold the robot before it exits: a
-  thread notices that the parent process is gone (``getppid`` changes when a process is
-  re-parented), asks for an orderly stop, and ends the process after a grace period if the
-  stop has not finished by then. It polls rather than using the parent-death signal, which
-  would also fire when a short-lived thread of the parent (not the parent) ends.
+:class:`ParentWatchdog` is for the node itself, which must hold the robot before it exits: a
+thread notices that the parent process is gone (``getppid`` changes when a process is
+re-parented), asks for an orderly stop, and ends the process after a grace period if the stop
+has not finished by then. It polls rather than using the parent-death signal (which the engine's
+worker ranks use, :func:`~dreamzero_ros.engine.workers.launch.die_with_parent`), which would
+also fire when a short-lived thread of the parent (not the parent) ends.
 
 The parent watched is :data:`PARENT_AT_START`: the process id that the launcher gave in
 :data:`PARENT_PID_ENV` (the launch files and ``dreamzero-demo`` set it with
@@ -31,20 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import select
-import signal
 import sys
 import threading
 import time
-
-_PR_SET_PDEATHSIG = 1
-_LIBC = (
-    ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True) if sys.platform == 'linux' else None
-)
-
 
 #: Environment variable in which a launcher gives the processes it starts its process id.
 PARENT_PID_ENV = 'DREAMZERO_PARENT_PID'
@@ -79,24 +67,6 @@ def parent_at_start(environ: MutableMapping[str, str] = os.environ) -> int:
 
 #: The parent to watch, read when the module was first imported (see the module's docstring).
 PARENT_AT_START = parent_at_start()
-
-
-def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:
-    """A ``subprocess.Popen`` ``preexec_fn`` that has the child get ``signum`` when the parent dies.
-
-    Also ends the child at once when the parent is already gone. Does nothing off Linux.
-    """
-    parent = os.getpid()
-    prctl = _LIBC.prctl if _LIBC is not None else None
-
-    def preexec() -> None:
-        if prctl is None:
-            return
-        prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os.kill(os.getpid(), signum)
-
-    return preexec
 
 
 def _reader_gone(fd: int) -> bool:

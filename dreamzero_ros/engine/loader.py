@@ -5,12 +5,11 @@
 
 :func:`load_engine` loads a checkpoint folder, or random weights of a preset written in the real
 layout (:func:`.random_checkpoint.write_random_checkpoint`) and read back through the same
-loader, with the device, dtype and speed options a user chooses.  Command-line tools add those
-options with :func:`add_engine_arguments` and pass :func:`engine_arguments` of the parsed
-namespace (its parallel options, ``cfg_parallel``, ``tensor_parallel``, ``worker_gpus`` and
-``worker_timeout``, go to :func:`~dreamzero_ros.core.engine_workers.load_from_arguments`, which
-starts the worker ranks); :func:`cached_random_checkpoint` keeps a preset's random checkpoint for
-reuse.
+loader, with the :class:`~.options.EngineOptions` a user chose, handed over whole.  Command-line
+tools add the options with :func:`add_engine_arguments` and read them back with
+:meth:`.options.EngineOptions.from_arguments` (:func:`.workers.launch.load_from_arguments` loads
+the engine a command line names, on the ranks it asks for); :func:`cached_random_checkpoint`
+keeps a preset's random checkpoint for reuse.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from dreamzero_ros.engine.options import (
-    AUTO,
     ENGINE_OPTION_SECTIONS,
     EngineOptions,
     engine_option_specs,
@@ -32,121 +30,60 @@ from dreamzero_ros.parameter_schema import add_arguments
 from dreamzero_ros.partial_folders import partial_folder, remove_stale_partials
 
 if TYPE_CHECKING:  # the engine's modules import torch: loaded when an engine is
-    from dreamzero_ros.engine.memory.options import MemoryConfig
-    from dreamzero_ros.engine.model.denoise import BranchLayout
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
-    from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+    from dreamzero_ros.engine.pipeline.denoise import BranchLayout
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
 __all__ = [
     'RANDOM_PRESETS',
     'add_engine_arguments',
     'cached_random_checkpoint',
-    'engine_arguments',
     'load_engine',
-    'resolve_device_dtype',
 ]
 
 #: Presets that can be served with random weights (the 14B one would take minutes to write).
 RANDOM_PRESETS = ('tiny', 'small')
 
 
-def resolve_device_dtype(device: str | None, dtype: str | None) -> tuple[str, str]:
-    """The device and dtype an engine runs with, given either or neither.
-
-    ``device``, or (None or ``auto``) CUDA where present, else the CPU; ``dtype``, or bfloat16
-    on CUDA and float32 on the CPU (where bfloat16 kernels are slow).
-    """
-    import torch
-
-    device = None if device == AUTO else device
-    dtype = None if dtype == AUTO else dtype
-    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
-    dtype = dtype or ('float32' if torch.device(device).type == 'cpu' else 'bfloat16')
-    return device, dtype
-
-
 def load_engine(
     checkpoint: str | Path | None = None,
+    options: EngineOptions | None = None,
     *,
     preset: str | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
-    step_cache: str | None = None,
-    acceleration: AccelerationConfig | None = None,
-    memory: MemoryConfig | None = None,
-    memory_budget: int | None = None,
-    num_threads: int = 0,
     layout: BranchLayout | None = None,
-    max_sessions: int | None = None,
-    base_checkpoint: str | Path | None = None,
-    encoder_dir: str | Path | None = None,
-    embodiment_tag: str | None = None,
-    embodiment_file: str | Path | None = None,
-    prompt_template: str | None = None,
+    **changes: Any,
 ) -> DreamZeroEngine:
     """The DreamZero engine of a checkpoint folder, or of random weights of ``preset``.
 
     Args:
         checkpoint: checkpoint folder (the published layout); None to use ``preset``.
+        options: the engine options, whole (:class:`~.options.EngineOptions`; its ``auto``
+            device and dtype resolved here); None: the defaults.  A configuration whose
+            estimated memory need exceeds the device's free memory (or ``memory_budget_gib``)
+            is refused before loading (:class:`~dreamzero_ros.errors.DeviceMemoryError`).
         preset: ``tiny`` or ``small``: random weights, written to a temporary folder in the real
             layout and loaded from it.
-        device: torch device; None picks CUDA where present (:func:`resolve_device_dtype`).
-        dtype: compute dtype; None picks bfloat16 on CUDA and float32 on the CPU.
-        step_cache: ``full``, ``static`` or ``dynamic``; None keeps the default (``static``).
-        acceleration: compilation, FP8 linears and attention kernel; None: the reference path.
-        memory: encoder placement and K/V cache precision; None: everything on the device.
-        memory_budget: device bytes the engine may use; None: the free memory of a CUDA
-            device.  A configuration whose estimated need exceeds it is refused before loading
-            (:class:`~dreamzero_ros.errors.DeviceMemoryError`).
-        num_threads: torch CPU threads; 0 lets torch decide.
-        layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one: this
+        layout: CFG branch layout (the worker ranks' driver, :mod:`.workers.driver`: this
             process is then rank 0).
-        max_sessions: sessions kept at once; None keeps the default (4).
-        base_checkpoint: the checkpoint a LoRA-only ``checkpoint`` was trained on.
-        encoder_dir: folder of the Wan2.1 encoder files, for a checkpoint without encoders.
-        embodiment_tag: the embodiment, where the checkpoint's ``metadata.json`` holds several.
-        embodiment_file: an embodiment file (YAML), for a checkpoint without
-            ``experiment_cfg/`` or to replace its description.
-        prompt_template: the prompt template, for an embodiment upstream knows none for.
+        changes: other :class:`~.config.EngineConfig` fields, e.g. ``max_sessions``.
 
     """
     import torch
 
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-    from dreamzero_ros.engine.model.pipeline import DreamZeroEngine
+    from dreamzero_ros.engine.pipeline.engine import DreamZeroEngine
 
     if (checkpoint is None) == (preset is None):
         raise ValueError('give either a checkpoint folder or a preset')
-    if num_threads > 0:
-        torch.set_num_threads(num_threads)
-    device, dtype = resolve_device_dtype(device, dtype)
-    settings: dict[str, Any] = {
-        'base_checkpoint': base_checkpoint,
-        'encoder_dir': encoder_dir,
-        'embodiment_tag': embodiment_tag,
-        'embodiment_file': embodiment_file,
-        'prompt_template': prompt_template,
-    }
-    if step_cache is not None:
-        settings['step_cache'] = step_cache
-    if acceleration is not None:
-        settings['acceleration'] = acceleration
-    if memory is not None:
-        settings['memory'] = memory
-    settings['memory_budget'] = memory_budget
-    if max_sessions is not None:
-        settings['max_sessions'] = max_sessions
+    options = (options or EngineOptions()).resolved()
+    if options.num_threads > 0:
+        torch.set_num_threads(options.num_threads)
     if checkpoint is not None:
-        return DreamZeroEngine.from_pretrained(
-            checkpoint, device=device, dtype=dtype, layout=layout, **settings
-        )
+        return DreamZeroEngine.from_pretrained(checkpoint, options, layout, **changes)
     if preset not in RANDOM_PRESETS:
         raise ValueError(f'random weights come in presets {RANDOM_PRESETS}, not {preset!r}')
     with tempfile.TemporaryDirectory(prefix=f'dreamzero-{preset}-') as folder:
         write_random_checkpoint(folder, preset=preset)
-        return DreamZeroEngine.from_pretrained(
-            folder, device=device, dtype=dtype, layout=layout, **settings
-        )
+        return DreamZeroEngine.from_pretrained(folder, options, layout, **changes)
 
 
 def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
@@ -162,7 +99,7 @@ def cached_random_checkpoint(cache_dir: Path, preset: str) -> tuple[Path, bool]:
     folder = cache_dir / f'random-{preset}'
     if (folder / 'experiment_cfg' / 'conf.yaml').is_file():
         return folder, False
-    if folder.exists():  # written by an earlier version, without experiment_cfg/conf.yaml
+    if folder.exists():  # incomplete (no experiment_cfg/conf.yaml): written again
         shutil.rmtree(folder, ignore_errors=True)
     remove_stale_partials(folder)
     partial = partial_folder(folder)
@@ -196,8 +133,3 @@ def add_engine_arguments(
         shown = [specs[name] for name in section if names is None or name in names]
         if shown:
             add_arguments(parser.add_argument_group(title), shown)
-
-
-def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """:func:`load_engine` keyword arguments from options added by :func:`add_engine_arguments`."""
-    return EngineOptions.from_arguments(args).load_arguments()

@@ -22,7 +22,7 @@ STEP_CACHE_MODES = ('full', 'static', 'dynamic')
 #: ``fp8_linear``: ``off`` (model dtype) or the FP8 scaling granularity (:mod:`.fp8`).
 FP8_MODES = ('off', 'rowwise', 'tensorwise')
 #: ``attention_backend``: the preferred attention kernel (:mod:`.attention`).
-ATTENTION_BACKENDS = ('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3', 'fp8')
+ATTENTION_BACKENDS = ('auto', 'cudnn', 'flash', 'efficient', 'math', 'fa3')
 #: ``dtype``: weight and activation dtype.
 DTYPE_NAMES = ('bfloat16', 'float16', 'float32')
 #: ``kv_cache``: precision of the DiT's self-attention K/V cache (:mod:`.kv_cache`).

@@ -3,19 +3,20 @@
 
 """Every engine option a user sets, declared once: name, type, choices, default, help, range.
 
-:class:`EngineOptions` is the one declaration.  The policy node's ``engine.*`` parameters
-(:class:`~dreamzero_ros.core.node_config.EngineSettings` extends it with the node's own), the
-command-line options of every tool that loads an engine (:func:`.loader.add_engine_arguments`)
-and the engine launch arguments are generated from its fields
-(:mod:`~dreamzero_ros.parameter_schema`); :meth:`EngineOptions.load_arguments` is the one place
-they become :func:`.loader.load_engine` keywords.  Free of torch, so that command lines and
-parameter declarations can offer them without loading it.
+:class:`EngineOptions` is the one declaration, and the one object that carries the options: the
+policy node's ``engine.*`` parameters (:class:`~dreamzero_ros.core.node_config.EngineSettings`
+extends it with the node's own), the command-line options of every tool that loads an engine
+(:func:`.loader.add_engine_arguments`) and the engine launch arguments are generated from its
+fields (:mod:`~dreamzero_ros.parameter_schema`); the parsed instance is handed to the engine
+whole (:func:`.loader.load_engine`), whose parts read the fields they need, and to its worker
+ranks as a command line (:meth:`EngineOptions.arguments`).  Free of torch, so that command lines
+and parameter declarations can offer them without loading it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 from dreamzero_ros.engine.option_names import (
     ATTENTION_BACKENDS,
@@ -28,15 +29,18 @@ from dreamzero_ros.engine.option_names import (
 )
 from dreamzero_ros.errors import ConfigError, DeviceUnavailableError
 from dreamzero_ros.parameter_schema import (
+    Kind,
     ParameterSpec,
     argument_values,
     build,
+    flag,
     parameter,
     parameter_specs,
 )
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Collection
 
 __all__ = [
     'AUTO',
@@ -44,10 +48,28 @@ __all__ = [
     'EngineOptions',
     'check_device',
     'engine_option_specs',
+    'resolve_device_dtype',
 ]
 
 #: ``device`` / ``dtype``: CUDA where present, else the CPU; bfloat16 on CUDA, float32 on the CPU.
 AUTO = 'auto'
+#: Bytes in a GiB (``memory_budget_gib``).
+_GIB = 2**30
+
+
+def resolve_device_dtype(device: str, dtype: str) -> tuple[str, str]:
+    """The device and dtype an engine runs with, either or both given as ``auto``.
+
+    ``device``, or (``auto``) CUDA where present, else the CPU; ``dtype``, or (``auto``)
+    bfloat16 on CUDA and float32 on the CPU (where bfloat16 kernels are slow).  Imports torch.
+    """
+    import torch
+
+    if device == AUTO:
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    if dtype == AUTO:
+        dtype = 'float32' if torch.device(device).type == 'cpu' else 'bfloat16'
+    return device, dtype
 
 
 @dataclass(frozen=True)
@@ -103,9 +125,8 @@ class EngineOptions:
     )
     attention_backend: str = parameter(
         'auto',
-        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, fa3 '
-        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package), or fp8 (FP8 attention '
-        'over the FP8 K/V cache: needs kv_cache fp8, Triton and a GPU with FP8 tensor cores).',
+        'Attention kernel: auto (torch chooses), cudnn, flash, efficient, math, or fa3 '
+        '(FlashAttention-3 on Hopper; needs the flash_attn_3 package).',
         choices=ATTENTION_BACKENDS,
     )
     compile_cache: str = parameter(
@@ -162,48 +183,62 @@ class EngineOptions:
         range=(1.0, 3600.0),
     )
 
+    def __post_init__(self) -> None:
+        """Every value checked as its parameter is (type, choices, range): ConfigError."""
+        for spec in parameter_specs(type(self)):
+            try:
+                spec.check(getattr(self, spec.name))
+            except ValueError as error:
+                raise ConfigError(str(error)) from error
+
     @classmethod
-    def from_arguments(cls, args: argparse.Namespace) -> EngineOptions:
+    def from_arguments(
+        cls, args: argparse.Namespace, names: Collection[str] | None = None
+    ) -> EngineOptions:
         """The options of a command line made by :func:`.loader.add_engine_arguments`.
 
+        ``names``: the options it added (field names), the others keep their defaults; None:
+        every one.
+
         Raises:
-            ValueError: an option's value is invalid, naming it.
+            ConfigError: an option's value is invalid, naming it.
             DeviceUnavailableError: ``--device`` names a device this machine does not have.
 
         """
-        options = build(cls, argument_values(args, engine_option_specs()))
+        specs = [spec for spec in engine_option_specs() if names is None or spec.name in names]
+        options = build(cls, argument_values(args, specs))
         check_device(options.device, '--device')
         return options
 
-    def load_arguments(self) -> dict[str, Any]:
-        """:func:`.loader.load_engine` keywords (all but the parallel options)."""
-        from dreamzero_ros.engine.memory.options import MemoryConfig
-        from dreamzero_ros.engine.speed.acceleration import AccelerationConfig
+    def resolved(self) -> EngineOptions:
+        """The same options, ``device`` and ``dtype`` resolved (:func:`resolve_device_dtype`)."""
+        device, dtype = resolve_device_dtype(self.device, self.dtype)
+        if (device, dtype) == (self.device, self.dtype):
+            return self
+        return replace(self, device=device, dtype=dtype)
 
-        budget = self.memory_budget_gib
-        return {
-            'device': None if self.device == AUTO else self.device,
-            'dtype': None if self.dtype == AUTO else self.dtype,
-            'num_threads': self.num_threads,
-            'step_cache': self.step_cache,
-            'base_checkpoint': self.base_checkpoint or None,
-            'encoder_dir': self.encoder_dir or None,
-            'embodiment_tag': self.embodiment_tag or None,
-            'embodiment_file': self.embodiment_file or None,
-            'prompt_template': self.prompt_template or None,
-            'acceleration': AccelerationConfig(
-                compile=self.compile,
-                fp8_linear=self.fp8_linear,
-                attention_backend=self.attention_backend,
-                compile_cache=self.compile_cache,
-            ),
-            'memory': MemoryConfig(
-                text_encoder=self.text_encoder,
-                image_encoder=self.image_encoder,
-                kv_cache=self.kv_cache,
-            ),
-            'memory_budget': int(budget * 2**30) if budget > 0 else None,
-        }
+    @property
+    def memory_budget(self) -> int | None:
+        """``memory_budget_gib`` in bytes; None for 0 (the GPU's free memory)."""
+        return int(self.memory_budget_gib * _GIB) if self.memory_budget_gib > 0 else None
+
+    def arguments(self) -> list[str]:
+        """The command line of these options that :meth:`from_arguments` reads back.
+
+        Every engine option (not the fields a subclass adds), each with its value.
+        """
+        command = []
+        for spec in engine_option_specs():
+            value = getattr(self, spec.name)
+            if spec.kind is Kind.BOOL:
+                command.append(flag(spec) if value else '--no-' + flag(spec)[2:])
+            else:  # one word: a value that starts with '-' is not taken for an option
+                command.append(f'{flag(spec)}={value}')
+        return command
+
+    def engine_fields(self) -> dict[str, object]:
+        """``name -> value`` of the engine options alone (not the fields a subclass adds)."""
+        return {item.name: getattr(self, item.name) for item in fields(EngineOptions)}
 
 
 def engine_option_specs() -> tuple[ParameterSpec, ...]:

@@ -15,7 +15,7 @@ from dreamzero_ros.cli_options import add_image_transport, add_node_name, add_ou
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR, Embodiment
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment
 from dreamzero_ros.export.droid_columns import DroidColumns
 from dreamzero_ros.export.episodes import EPISODE_SOURCES, EpisodeSources
 from dreamzero_ros.export.exporter import (

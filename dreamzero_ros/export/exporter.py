@@ -27,7 +27,7 @@ import numpy as np
 
 from dreamzero_ros.core.messages import NS_PER_S
 from dreamzero_ros.core.observation_cache import CacheConfig
-from dreamzero_ros.engine.model.embodiment import Embodiment
+from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.errors import BagError, DatasetError
 from dreamzero_ros.export.bag_group import BagGroup
 from dreamzero_ros.export.dataset_folder import DatasetFolder

@@ -28,12 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.engine.model.embodiment import (
-    EMBODIMENTS_DIR,
-    NORMALIZATIONS,
-    Embodiment,
-    read_yaml,
-)
+from dreamzero_ros.engine.checkpoint.data_files import read_yaml
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, NORMALIZATIONS, Embodiment
 from dreamzero_ros.errors import DatasetError, EmbodimentError
 
 __all__ = [

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dreamzero_ros.engine.model.embodiment import Embodiment
+from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.export.droid_columns import DroidColumns
 from dreamzero_ros.export.layout import ACTION, STATE, DatasetLayout
 from dreamzero_ros.export.sampling import SampledEpisode

@@ -27,11 +27,12 @@ from dreamzero_ros.cli_options import (
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.engine_workers import load_from_arguments
 from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.workers.launch import load_from_arguments
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import Policy
 from dreamzero_ros.replay.bag_io import STORAGES
@@ -161,8 +162,6 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, Callable[[], None] | 
 
 def policy_description(args: argparse.Namespace) -> dict[str, object]:
     """What produced the chunks, for the report: source, random weights, options, version."""
-    from dreamzero_ros.engine.loader import engine_arguments
-
     try:
         version = importlib.metadata.version('dreamzero_ros')
     except importlib.metadata.PackageNotFoundError:
@@ -173,12 +172,7 @@ def policy_description(args: argparse.Namespace) -> dict[str, object]:
         'dreamzero_ros_version': version,
     }
     if not args.server:
-        options = engine_arguments(args)
-        description['options'] = {
-            key: value.__dict__ if dataclasses.is_dataclass(value) else value
-            for key, value in options.items()
-            if value is not None
-        }
+        description['options'] = dataclasses.asdict(EngineOptions.from_arguments(args))
     return json.loads(json.dumps(description, default=str))
 
 

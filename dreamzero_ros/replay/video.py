@@ -45,8 +45,8 @@ def _stitch(messages: dict[str, object]) -> np.ndarray:
     import torch
 
     from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
-    from dreamzero_ros.engine.model.model_inputs import ViewGeometry, prepare_view
-    from dreamzero_ros.engine.model.stitching import stitch
+    from dreamzero_ros.engine.pipeline.model_inputs import ViewGeometry, prepare_view
+    from dreamzero_ros.engine.pipeline.stitching import stitch
 
     droid = droid_embodiment()
     views = [
@@ -190,7 +190,7 @@ def predicted_chunk(stamp: float, horizon_s: float, chunk: ActionChunk) -> Predi
     """
     from dreamzero_ros.core.imagination import predicted_frame_times
     from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
-    from dreamzero_ros.engine.model.predicted_video import unstitch
+    from dreamzero_ros.engine.pipeline.predicted_video import unstitch
 
     if chunk.views is not None and chunk.views.has_predicted_video:
         frames = chunk.views.decode_predicted()

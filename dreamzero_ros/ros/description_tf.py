@@ -8,7 +8,7 @@ sends them); every moving joint given a position (its own, or its mimic master's
 ``/tf`` with each :meth:`DescriptionTf.publish`, stamped with the joint states' stamp, the
 parent link as the frame and the child link as the child frame. RViz's RobotModel display and
 Foxglove's URDF layer place the links by these transforms. Needs tf2_msgs (part of every ROS 2
-install); without it :func:`description_tf` returns None and says why.
+install); without it :func:`description_tf` returns None (:data:`NO_TF` says why).
 """
 
 from __future__ import annotations
@@ -59,16 +59,19 @@ class DescriptionTf:
 
 
 def description_tf(node: Node, urdf: str) -> DescriptionTf | None:
-    """A :class:`DescriptionTf` for ``node``, or None (logged) where tf2_msgs is missing."""
+    """A :class:`DescriptionTf` for ``node``, or None where tf2_msgs is missing (:data:`NO_TF`)."""
     try:
         from tf2_msgs.msg import TFMessage
     except ImportError:
-        node.get_logger().warning(
-            'tf2_msgs is not installed: the link frames are not published on /tf '
-            '(install ros-<distro>-tf2-msgs, or run robot_state_publisher)'
-        )
         return None
     return DescriptionTf(node, urdf, TFMessage)
+
+
+#: Why the frames are not on tf where :func:`description_tf` returns None.
+NO_TF = (
+    'no /tf: tf2_msgs is not installed (install ros-<distro>-tf2-msgs, or run '
+    'robot_state_publisher)'
+)
 
 
 def _transform(frame: JointFrame, matrix: np.ndarray, stamp: Time) -> TransformStamped:

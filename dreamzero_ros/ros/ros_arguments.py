@@ -8,7 +8,7 @@ and refuses a bad one with a multi-line message that names C source files and, f
 file, often the wrong line. :func:`tool_arguments` gives a console script the rest of its
 command line, or a :class:`ValueError` of one line naming the problem: a parameter file's own
 YAML error where it has one (read as every configuration file of the package is:
-:func:`~dreamzero_ros.engine.model.embodiment.read_yaml`), else rcl's message without its
+:func:`~dreamzero_ros.engine.checkpoint.data_files.read_yaml`), else rcl's message without its
 source locations.
 """
 
@@ -20,7 +20,7 @@ import re
 
 import rclpy
 
-from dreamzero_ros.engine.model.embodiment import read_yaml
+from dreamzero_ros.engine.checkpoint.data_files import read_yaml
 
 __all__ = ['tool_arguments']
 

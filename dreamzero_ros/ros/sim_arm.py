@@ -91,9 +91,9 @@ from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
 from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
-from dreamzero_ros.engine.model.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
-from dreamzero_ros.ros.description_tf import description_tf
+from dreamzero_ros.ros.description_tf import NO_TF, description_tf
 from dreamzero_ros.ros.parameters import refuse_unknown_overrides
 from dreamzero_ros.ros.ros_arguments import tool_arguments
 
@@ -294,8 +294,11 @@ class SimArm(Node):
             self._description = self.create_publisher(String, 'robot_description', latched)
             self._description.publish(String(data=self.description))
         self._tf = None
-        if self.description and value('publish_tf') and self.TIMER_DRIVEN:
+        tf_wanted = bool(self.description and value('publish_tf') and self.TIMER_DRIVEN)
+        if tf_wanted:
             self._tf = description_tf(self, self.description)
+        #: Said in the ready line: why the link frames are not on tf though they should be.
+        self._tf_note = NO_TF if tf_wanted and self._tf is None else ''
         self._status_name = f'{self.get_name()}: {controller}'
         self._create_groups(specs, bool(value('action_groups')))
         if self.description:
@@ -390,7 +393,8 @@ class SimArm(Node):
         ]
         parts += [f'a base on {b.spec.target}' for b in self.bases]
         rate = self._value('rate_hz')
-        return f'ready: {", ".join(parts) or "nothing"}; joint states at {rate:g} Hz'
+        tf_note = f'; {self._tf_note}' if self._tf_note else ''
+        return f'ready: {", ".join(parts) or "nothing"}; joint states at {rate:g} Hz{tf_note}'
 
     def _add_gripper(self, spec: GroupSpec, from_groups: bool) -> None:
         value = self._value

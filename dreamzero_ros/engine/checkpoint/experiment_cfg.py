@@ -37,9 +37,9 @@ from typing import Any
 
 import yaml
 
-from dreamzero_ros.engine.model.embodiment import INSTRUCTION, Embodiment, read_yaml
-from dreamzero_ros.engine.model.normalization import load_metadata
-from dreamzero_ros.errors import EmbodimentError
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object, read_yaml
+from dreamzero_ros.engine.embodiment import INSTRUCTION, Embodiment
+from dreamzero_ros.errors import EmbodimentError, MetadataError
 
 __all__ = [
     'CONF_FILE',
@@ -48,6 +48,8 @@ __all__ = [
     'METADATA_JSON',
     'embodiment_from_checkpoint',
     'embodiment_from_training_config',
+    'load_embodiment_file',
+    'load_metadata',
     'write_experiment_cfg',
 ]
 
@@ -96,6 +98,20 @@ _INFERENCE_NO_OPS = frozenset(
         ' StateActionToTensor'
     ).split()
 ) | {_DREAM}
+
+
+def load_metadata(path: str | Path) -> dict[str, Any]:
+    """Read ``metadata.json``; a missing or unparsable file is a :class:`MetadataError`."""
+    missing = f'missing statistics file {path}'
+    return read_json_object(path, MetadataError, missing, 'a JSON object keyed by embodiment tag')
+
+
+def load_embodiment_file(
+    path: str | Path, statistics: Mapping[str, Any] | None = None
+) -> Embodiment:
+    """Read an embodiment file (YAML); see :meth:`Embodiment.from_mapping`."""
+    path = Path(path)
+    return Embodiment.from_mapping(read_yaml(path, EmbodimentError), str(path), statistics)
 
 
 def embodiment_from_checkpoint(

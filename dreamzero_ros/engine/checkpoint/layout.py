@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The published checkpoint layout: files, tensor names, shards; building modules to load into.
+"""The published checkpoint layout: files, tensor names, shards.
 
 A checkpoint folder (``GEAR-Dreams/DreamZero-DROID`` layout)::
 
@@ -31,20 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 import contextlib
-import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from safetensors import SafetensorError, safe_open
 import torch
 from torch import nn
 
-from dreamzero_ros.engine.checkpoint.json_files import read_json
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
+from dreamzero_ros.engine.checkpoint.data_files import read_json
 from dreamzero_ros.errors import CheckpointError
-
-if TYPE_CHECKING:
-    from dreamzero_ros.engine.parallel.tensor_parallel import ShardPart
 
 __all__ = [
     'COMPONENT_PREFIXES',
@@ -55,9 +49,7 @@ __all__ = [
     'SINGLE_FILE',
     'checkpoint_state',
     'open_shard',
-    'randomize_',
     'read_weight_map',
-    'skip_init',
     'verify_shards',
 ]
 
@@ -145,87 +137,3 @@ def verify_shards(folder: str | Path, weight_map: Mapping[str, str]) -> None:
             raise CheckpointError(
                 f'shard {shard} holds tensor {extra[0]!r} that the index does not list'
             )
-
-
-_INIT_FUNCTIONS = (
-    'uniform_',
-    'normal_',
-    'trunc_normal_',
-    'constant_',
-    'ones_',
-    'zeros_',
-    'eye_',
-    'dirac_',
-    'xavier_uniform_',
-    'xavier_normal_',
-    'kaiming_uniform_',
-    'kaiming_normal_',
-    'orthogonal_',
-)
-
-
-@contextlib.contextmanager
-def skip_init(device: torch.device | str, dtype: torch.dtype) -> Iterator[None]:
-    """Build modules directly on ``device`` in ``dtype`` without running weight initialisers.
-
-    Parameters are left uninitialised (to be loaded or randomised afterwards); buffers that
-    modules compute from explicit dtypes are built as usual.  Construction therefore costs one
-    allocation of the model in its final dtype and no init work.
-    """
-    saved = {name: getattr(nn.init, name) for name in _INIT_FUNCTIONS}
-    previous_dtype = torch.get_default_dtype()
-
-    def keep(tensor: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        return tensor
-
-    try:
-        for name in _INIT_FUNCTIONS:
-            setattr(nn.init, name, keep)
-        torch.set_default_dtype(dtype)
-        with torch.device(device):
-            yield
-    finally:
-        torch.set_default_dtype(previous_dtype)
-        for name, function in saved.items():
-            setattr(nn.init, name, function)
-
-
-@torch.no_grad()
-def randomize_(
-    module: nn.Module, seed: int, parts: Mapping[str, ShardPart] | None = None
-) -> nn.Module:
-    """Fill every parameter with seeded values of a sane scale, on its own device, in place.
-
-    Matrices and convolutions ``N(0, 1/fan_in)``; norm gains ``1 + N(0, 0.1)``; other vectors
-    ``N(0, 0.02)``.  The same seed, device type and dtype give the same weights; an
-    :class:`~.fp8.Fp8Linear` gets the quantized model-dtype values of the same draw.  A
-    parameter named in ``parts`` (a tensor-parallel shard's,
-    :class:`~.tensor_parallel.ShardPart`) gets its part of the whole tensor's draw.
-    """
-    parts = parts or {}
-    generator: dict[torch.device, torch.Generator] = {}
-    seen: set[int] = set()
-    for prefix, owner in module.named_modules():
-        for leaf, param in owner.named_parameters(recurse=False):
-            if id(param) in seen:
-                continue
-            seen.add(id(param))
-            device = param.device
-            if device not in generator:
-                generator[device] = torch.Generator(device).manual_seed(seed)
-            part = parts.get(f'{prefix}.{leaf}' if prefix else leaf)
-            shape = part.full_shape if part is not None else tuple(param.shape)
-            if leaf == 'gamma' or (leaf == 'weight' and len(shape) == 1):
-                mean, std = 1.0, 0.1
-            elif len(shape) >= 2:
-                mean, std = 0.0, math.prod(shape[1:]) ** -0.5
-            else:
-                mean, std = 0.0, 0.02
-            values = torch.randn(shape, generator=generator[device], device=device) * std + mean
-            if part is not None:
-                values = part.take(values)
-            if isinstance(owner, Fp8Linear) and leaf == 'weight':
-                owner.load_(values)
-            else:
-                param.copy_(values)
-    return module

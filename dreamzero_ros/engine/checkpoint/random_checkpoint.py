@@ -29,9 +29,10 @@ from dreamzero_ros.engine.checkpoint.layout import (
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment_for
 from dreamzero_ros.engine.checkpoint.tokenizer import train_tiny_tokenizer
 from dreamzero_ros.engine.checkpoint.upstream_config import config_to_json
-from dreamzero_ros.engine.model.config import DTYPES, EngineConfig
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.modules import build_modules
+from dreamzero_ros.engine.config import DTYPES, EngineConfig
+from dreamzero_ros.engine.embodiment import Embodiment
+from dreamzero_ros.engine.memory.placement import build_modules
+from dreamzero_ros.engine.options import EngineOptions
 
 __all__ = ['write_random_checkpoint']
 
@@ -59,7 +60,7 @@ def write_random_checkpoint(
 
     """
     config = preset if isinstance(preset, EngineConfig) else EngineConfig.preset(preset)
-    config = config.replace(device='cpu', dtype=dtype)
+    config = config.replace(options=EngineOptions(device='cpu', dtype=dtype))
     if embodiment is None:
         embodiment = droid_embodiment_for(config.dit.frame_seqlen)
     config.check_embodiment(embodiment)

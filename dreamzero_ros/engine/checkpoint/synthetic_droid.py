@@ -17,12 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.engine.model.embodiment import (
-    EMBODIMENTS_DIR,
-    Camera,
-    Embodiment,
-    load_embodiment_file,
-)
+from dreamzero_ros.engine.checkpoint.experiment_cfg import load_embodiment_file
+from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Camera, Embodiment
 from dreamzero_ros.errors import EmbodimentError
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation
 

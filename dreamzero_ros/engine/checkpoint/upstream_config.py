@@ -20,12 +20,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.engine.checkpoint.json_files import read_json
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.image_encoder import CLIPConfig
-from dreamzero_ros.engine.model.text_encoder import T5Config
-from dreamzero_ros.engine.model.vae_network import VAEConfig
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
+from dreamzero_ros.engine.networks.text_encoder import T5Config
+from dreamzero_ros.engine.networks.vae_network import VAEConfig
+from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.errors import ConfigError
 
 __all__ = ['IGNORED_HEAD_KEYS', 'config_to_json', 'parse_config', 'read_config']
@@ -134,6 +135,8 @@ _ENCODER_CFG_KEYS = {
 }
 
 _EXTENSION_KEYS = frozenset({'text_encoder', 'image_encoder', 'vae', 'clip_dim'})
+#: The extension's network shapes -> the :class:`EngineConfig` field of each.
+_EXTENSION_SHAPES = {'text_encoder': 'umt5', 'image_encoder': 'clip', 'vae': 'vae'}
 
 
 def config_to_json(engine: EngineConfig) -> dict[str, Any]:
@@ -200,20 +203,22 @@ def _extension(engine: EngineConfig) -> dict[str, Any]:
     """Shapes upstream hard-codes, where they differ from the published model."""
     published = EngineConfig()
     extension: dict[str, Any] = {}
-    for name in ('text_encoder', 'image_encoder', 'vae'):
+    for key, name in _EXTENSION_SHAPES.items():
         value = getattr(engine, name)
         if value != getattr(published, name):
-            extension[name] = _jsonable(dataclasses.asdict(value))
+            extension[key] = _jsonable(dataclasses.asdict(value))
     if engine.dit.clip_dim != published.dit.clip_dim:
         extension['clip_dim'] = engine.dit.clip_dim
     return extension
 
 
-def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
-    """Parse upstream ``config.json`` content strictly; ``settings`` override the rest.
+def parse_config(
+    config: Mapping[str, Any], options: EngineOptions | None = None, **changes: Any
+) -> EngineConfig:
+    """Parse upstream ``config.json`` content strictly, into a configuration with ``options``.
 
-    ``settings`` are :class:`EngineConfig` fields that ``config.json`` does not describe
-    (sampling, device, dtype, session limits ...).
+    ``changes`` are other :class:`EngineConfig` fields that ``config.json`` does not describe
+    (sampling, session limits ...).
     """
     _check_keys(config, _VLA_KEYS | _PRETRAINED_CONFIG_KEYS, 'config.json')
     head_cfg = _mapping(config, 'action_head_cfg', 'config.json')
@@ -256,8 +261,8 @@ def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
         dit_fields['clip_dim'] = extension['clip_dim']
     fields: dict[str, Any] = {
         'dit': _build(DiTConfig, dit_fields, 'diffusion_model_cfg'),
-        'text_encoder': _build(T5Config, extension.get('text_encoder'), 'text_encoder'),
-        'image_encoder': _build(CLIPConfig, extension.get('image_encoder'), 'image_encoder'),
+        'umt5': _build(T5Config, extension.get('text_encoder'), 'text_encoder'),
+        'clip': _build(CLIPConfig, extension.get('image_encoder'), 'image_encoder'),
         'vae': _build(VAEConfig, extension.get('vae'), 'vae'),
     }
     if (
@@ -273,22 +278,21 @@ def parse_config(config: Mapping[str, Any], **settings: Any) -> EngineConfig:
             raise ConfigError(f'config.json {key} {config[key]} != action_head_cfg {head[key]}')
     if 'action_dim' in head and head['action_dim'] != fields.get('max_action_dim', 32):
         raise ConfigError('action_head_cfg.config.action_dim differs from max_action_dim')
-    fields.update(settings)
+    fields.update(changes)
+    if options is not None:
+        fields['options'] = options
     try:
         return EngineConfig(**fields)
     except TypeError as error:
         raise ConfigError(f'invalid engine setting: {error}') from error
 
 
-def read_config(folder: str | Path, **settings: Any) -> EngineConfig:
+def read_config(
+    folder: str | Path, options: EngineOptions | None = None, **changes: Any
+) -> EngineConfig:
     """Read ``<folder>/config.json`` (see :func:`parse_config`)."""
     path = Path(folder) / 'config.json'
-    if not path.is_file():
-        raise ConfigError(f'missing {path}')
-    config = read_json(path, ConfigError)
-    if not isinstance(config, dict):
-        raise ConfigError(f'{path}: expected a JSON object')
-    return parse_config(config, **settings)
+    return parse_config(read_json_object(path, ConfigError, f'missing {path}'), options, **changes)
 
 
 def _jsonable(value: Any) -> Any:

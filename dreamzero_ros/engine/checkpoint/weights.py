@@ -41,12 +41,12 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from dreamzero_ros.engine.checkpoint.data_files import read_json_object
 from dreamzero_ros.engine.checkpoint.encoder_files import (
     ENCODERS,
     EncoderFile,
     resolve_encoder_file,
 )
-from dreamzero_ros.engine.checkpoint.json_files import read_json
 from dreamzero_ros.engine.checkpoint.layout import (
     COMPONENT_PREFIXES,
     CONFIG_FILE,
@@ -54,9 +54,9 @@ from dreamzero_ros.engine.checkpoint.layout import (
     checkpoint_state,
 )
 from dreamzero_ros.engine.checkpoint.lora import CheckpointTensors, LoraSettings, MergedWeights
-from dreamzero_ros.engine.model.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
 from dreamzero_ros.engine.parallel.tensor_parallel import ShardPart
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
 from dreamzero_ros.errors import CheckpointError
 
 __all__ = ['WeightSource', 'load_checkpoint', 'load_weights', 'open_checkpoint']
@@ -115,13 +115,8 @@ class _Sources:
 
 
 def _config_json(folder: Path) -> Mapping:
-    path = folder / CONFIG_FILE
-    if not path.is_file():
-        raise CheckpointError(f'{folder} has no {CONFIG_FILE}')
-    config = read_json(path, CheckpointError)
-    if not isinstance(config, Mapping):
-        raise CheckpointError(f'{path}: expected a JSON object')
-    return config
+    missing = f'{folder} has no {CONFIG_FILE}'
+    return read_json_object(folder / CONFIG_FILE, CheckpointError, missing)
 
 
 @contextlib.contextmanager

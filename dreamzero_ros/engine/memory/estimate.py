@@ -12,10 +12,8 @@ the engine (rank 0 of a multi-process one, which also runs the encoders):
   DiT is the rank's shard (``1 / tp_size`` of the block weights, which is all a rank ever
   holds: it loads its part of each tensor), under CFG parallel a whole copy;
 * per session, the DiT's self-attention K/V cache (model dtype, or FP8 with its scales and the
-  working buffer of one layer, plus a token-contiguous copy of the values where
-  ``attention_backend: fp8`` runs the kernel that reads them, ``KernelConfig(transposed_v=True)``,
-  which benchmarks select; the rank's heads) and the projected cross-attention keys and values,
-  for the CFG rows this process computes;
+  working buffer of one layer; the rank's heads) and the projected cross-attention keys and
+  values, for the CFG rows this process computes;
 * an allowance for activations: the larger of one DiT call's (fused q/k/v in float32, the FFN
   hidden layer) and the VAE encoder's at full resolution, plus a fixed margin for the
   allocator and library workspaces, calibrated on the H200 measurements of
@@ -31,7 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dreamzero_ros.engine.model.config import EngineConfig
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.errors import DeviceMemoryError
 
 __all__ = [
@@ -96,26 +94,26 @@ def estimate_memory(
     """Device bytes of ``config`` (see the module docstring).
 
     Args:
-        config: the engine configuration (its ``memory`` and ``acceleration`` options).
+        config: the engine configuration (its memory and ``fp8_linear`` options).
         cfg_rows: CFG rows computed in this process: 2 with both branches batched (the default
             when ``cfg_scale`` is not 1), 1 under CFG parallel or without CFG.
         tp_size: tensor-parallel ranks the DiT is split over (the estimate is one rank's).
         sessions: sessions held at once.
 
     """
-    from dreamzero_ros.engine.model.modules import build_modules
+    from dreamzero_ros.engine.memory.placement import build_modules
 
     if cfg_rows is None:
-        cfg_rows = 2 if config.cfg_scale != 1.0 else 1
-    modules = build_modules(config.replace(device='meta'), tp_size=tp_size)
+        cfg_rows = config.sampling.cfg_rows
+    modules = build_modules(config.on('meta'), tp_size=tp_size)
     text = modules.text_encoder
     weights = {'dit': _bytes(modules.dit)}
-    placement = config.memory.text_encoder
+    placement = config.options.text_encoder
     if placement == 'device':
         weights['text_encoder'] = _bytes(text)
     elif placement == 'offload':
         weights['text_encoder'] = max(_bytes(block) for block in text.blocks)
-    if config.memory.image_encoder == 'offload':
+    if config.options.image_encoder == 'offload':
         visual = modules.image_encoder.model.visual
         blocks = sum(_bytes(block) for block in visual.transformer)
         largest = max(_bytes(block) for block in visual.transformer)
@@ -142,17 +140,12 @@ def session_memory(config: EngineConfig, cfg_rows: int, tp_size: int = 1) -> tup
     heads = c.num_heads // tp_size
     capacity = c.max_attention_tokens + c.register_tokens + 1  # as KVCache allocates
     values = cfg_rows * c.num_layers * capacity * heads * c.head_dim
-    if config.memory.kv_cache == 'fp8':
+    if config.options.kv_cache == 'fp8':
         work = cfg_rows * capacity * heads * c.head_dim * itemsize
         kv_cache = 2 * (values + values // c.head_dim * itemsize + work)
-        if config.acceleration.attention_backend == 'fp8':
-            from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config  # Triton
-
-            if kernel_config().transposed_v:  # + V token-contiguous (FP8 P V)
-                kv_cache += values // capacity * (-(-capacity // 16) * 16)
     else:
         kv_cache = 2 * values * itemsize
-    context_tokens = c.text_len + config.image_encoder.num_tokens
+    context_tokens = c.text_len + config.clip.num_tokens
     context = 2 * cfg_rows * c.num_layers * context_tokens * heads * c.head_dim * itemsize
     return kv_cache, context
 

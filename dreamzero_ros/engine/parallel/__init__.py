@@ -1,4 +1,4 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Several processes for one engine: CFG branches on their own ranks, tensor-parallel shards."""
+"""Several ranks for one engine: the cfg x tp mesh, tensor-parallel shards of the DiT."""

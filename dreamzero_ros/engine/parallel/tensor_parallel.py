@@ -26,7 +26,7 @@ Embeddings, time projections, modulations, the video head and the action/state M
 replicated (a few percent of the FLOPs).  Per block that is three all-reduces of ``(B, L, dim)``
 and four tiny ones; outputs equal the unsharded model's up to float summation order.  Every
 one is :func:`.collectives.all_reduce_sum` over the group: the DiT block calls it after its
-row-parallel linears (:attr:`~.dit.DiTBlock.tp_group`), the sharded QK norms on their
+row-parallel linears (:attr:`~.dit_block.DiTBlock.tp_group`), the sharded QK norms on their
 statistics; eager and compiled blocks alike (a functional collective, which ``torch.compile``
 traces).
 """
@@ -40,9 +40,11 @@ import torch
 from torch import nn
 import torch.distributed as dist
 
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTConfig, RMSNorm
-from dreamzero_ros.engine.parallel.collectives import all_reduce_sum
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear
+from dreamzero_ros.engine.networks.collectives import all_reduce_sum
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_block import RMSNorm
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear
 
 __all__ = [
     'ShardPart',

@@ -1,22 +1,21 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Speed applied from outside the reference model: the options a user sets, and installing them.
+"""Speed applied from outside the reference model: installing the speed options.
 
-:class:`AccelerationConfig` holds the options (the defaults are the reference path):
+The options are fields of :class:`~.options.EngineOptions` (the defaults are the reference
+path):
 
-* ``compile``: ``True`` (inductor) or a ``torch.compile`` backend name: every DiT block is
-  compiled as written (diffusers' repeated-blocks compilation: each block instance, one graph
-  shared by all 40, attention an opaque op inside it); on CUDA the VAE encoder's
-  norm/SiLU/time padding are compiled into one kernel per layer, its activations kept
+* ``compile``: every DiT block is compiled as written (diffusers' repeated-blocks compilation:
+  each block instance, one graph shared by all 40, attention an opaque op inside it) with the
+  configuration's backend (``EngineConfig.compile_backend``, inductor); on CUDA the VAE
+  encoder's norm/SiLU/time padding are compiled into one kernel per layer, its activations kept
   ``channels_last_3d``, and cuDNN picks its fastest convolutions;
 * ``fp8_linear``: ``rowwise`` or ``tensorwise``: the block linears are held and run in FP8 e4m3
   instead of the model dtype (:mod:`.fp8`; 16.8 GB instead of 33 GB for the 14B DiT);
-* ``attention_backend``: the attention kernel the attention ops of :mod:`.attention` prefer
-  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, ``fa3``:
-  FlashAttention-3, or ``fp8``:
-  the engine's FP8 attention over the FP8 K/V cache, :mod:`.fp8_attention_kernel`, which needs
-  ``kv_cache: fp8`` and a GPU with FP8 tensor cores: :func:`check_attention_device`);
+* ``attention_backend``: the attention kernel the attention op of :mod:`.attention` prefers
+  (``auto``: torch's choice; ``cudnn``, ``flash``, ``efficient``, ``math``, or ``fa3``:
+  FlashAttention-3);
 * ``compile_cache``: where ``compile`` keeps its caches across processes (:mod:`.compile_cache`).
 
 They are applied to a DiT from outside, as diffusers does for Wan.  With ``compile`` or
@@ -36,92 +35,25 @@ from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.model.attention import ATTENTION_KERNELS, flash_attention_3
-from dreamzero_ros.engine.model.dit import CausalWanDiT, DiTBlock
-from dreamzero_ros.engine.model.kv_cache import LayerKV
-from dreamzero_ros.engine.option_names import FP8_MODES
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, quantize_linears_
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.dit_block import DiTBlock
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, quantize_linears_
+from dreamzero_ros.engine.networks.kv_cache import LayerKV
+from dreamzero_ros.engine.networks.vae import WanVAE
+from dreamzero_ros.engine.networks.vae_network import norm_silu_conv
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 from dreamzero_ros.errors import ConfigError
 
 __all__ = [
-    'AccelerationConfig',
     'BlockRuns',
     'VAEEncoding',
-    'check_attention_device',
     'compile_block',
     'held_fp8_mode',
     'prepare_blocks',
     'quantize_dit_',
     'transform_blocks_',
 ]
-
-_OFF = (False, None, 'off', 'none', '')
-
-
-@dataclass(frozen=True)
-class AccelerationConfig:
-    """The speed options a user sets (see the module docstring); defaults: the reference path.
-
-    ``compile`` is ``False``, ``True`` (inductor) or a ``torch.compile`` backend name;
-    ``fp8_linear`` is ``off``, ``rowwise`` or ``tensorwise`` (``True`` means ``rowwise``);
-    ``compile_cache`` is the folder of the compile cache (:mod:`.compile_cache`): ``''`` for
-    ``$XDG_CACHE_HOME/dreamzero_ros/torch_compile``, ``off`` for torch's own locations.
-    """
-
-    compile: bool | str = False
-    fp8_linear: str | bool = 'off'
-    attention_backend: str = 'auto'
-    compile_cache: str = ''
-
-    def __post_init__(self) -> None:
-        fp8 = self.fp8_linear
-        if isinstance(fp8, bool):
-            object.__setattr__(self, 'fp8_linear', 'rowwise' if fp8 else 'off')
-        elif fp8 not in FP8_MODES:
-            raise ConfigError(f'fp8_linear must be one of {FP8_MODES} or a bool, got {fp8!r}')
-        if not isinstance(self.compile, bool | str) and self.compile is not None:
-            raise ConfigError('compile must be a bool or a torch.compile backend name')
-        if self.attention_backend not in ATTENTION_KERNELS:
-            raise ConfigError(
-                f'attention_backend must be one of {sorted(ATTENTION_KERNELS)}, '
-                f'got {self.attention_backend!r}'
-            )
-        if self.attention_backend == 'fa3':
-            try:  # refused here, not at the first chunk, where it is missing
-                flash_attention_3()
-            except RuntimeError as error:
-                raise ConfigError(str(error)) from error
-
-    @property
-    def compile_backend(self) -> str | None:
-        """The ``torch.compile`` backend, or None when compilation is off."""
-        if self.compile in _OFF:
-            return None
-        return 'inductor' if self.compile is True else str(self.compile)
-
-    @property
-    def transforms_blocks(self) -> bool:
-        """Whether the DiT blocks' modules are transformed (:mod:`.block_transforms`)."""
-        return self.compile_backend is not None or self.fp8_linear != 'off'
-
-
-def check_attention_device(config: AccelerationConfig, device: str, kv_cache: str) -> None:
-    """Refuse ``attention_backend: fp8`` where it cannot run (ConfigError naming why).
-
-    It needs an FP8 K/V cache, Triton, and a device with FP8 tensor cores.
-    """
-    if config.attention_backend != 'fp8':
-        return
-    if kv_cache != 'fp8':
-        raise ConfigError(
-            f"attention_backend 'fp8' attends over an FP8 K/V cache: it needs kv_cache 'fp8', "
-            f'not {kv_cache!r}'
-        )
-    from dreamzero_ros.engine.speed import fp8_attention_kernel  # Triton: only for this backend
-
-    reason = fp8_attention_kernel.unsupported(device)
-    if reason is not None:
-        raise ConfigError(f"attention_backend 'fp8' {reason}")
 
 
 def held_fp8_mode(dit: CausalWanDiT) -> str:
@@ -168,9 +100,8 @@ def compile_block(block: DiTBlock, backend: str) -> BlockCall:
     def call(*args: object) -> torch.Tensor:
         kv = args[-1]
         if isinstance(kv, LayerKV):
-            for window in (kv.k, kv.v, kv.k_fp8, kv.v_fp8, kv.k_scale, kv.v_scale):
-                if window is not None:
-                    torch._dynamo.maybe_mark_dynamic(window, 1)
+            for window in (kv.k, kv.v):
+                torch._dynamo.maybe_mark_dynamic(window, 1)
         return compiled(*args)
 
     return call
@@ -206,37 +137,37 @@ def transform_blocks_(dit: CausalWanDiT, fp8_linear: str = 'off') -> None:
         fuse_gelu_epilogue_(block.ffn)
 
 
-def prepare_blocks(dit: CausalWanDiT, config: AccelerationConfig) -> BlockRuns:
-    """Apply ``config``'s transforms to ``dit``'s blocks in place; return how they run.
+def prepare_blocks(dit: CausalWanDiT, options: EngineOptions, backend: str) -> BlockRuns:
+    """Apply ``options``' transforms to ``dit``'s blocks in place; return how they run.
 
     With ``compile`` or ``fp8_linear`` the blocks' modules are transformed
     (:mod:`.block_transforms`; same values and checkpoint keys).  With ``fp8_linear`` a DiT that
     still holds model-dtype block linears is quantized in place (:func:`quantize_dit_`): of a
     tensor-parallel DiT, the rank's shard (the DiT is sharded before).  Engines sharing the DiT
     then compute in FP8 too, so a DiT held in FP8 refuses ``fp8_linear: off``.  With
-    ``compile`` each block is compiled (:func:`compile_block`).  Install the result with
-    :meth:`BlockRuns.install`; the denoiser does before every chunk.
+    ``compile`` each block is compiled with ``backend`` (:func:`compile_block`).  Install the
+    result with :meth:`BlockRuns.install`; the denoiser does before every chunk.
     """
+    fp8 = options.fp8_linear
     held = held_fp8_mode(dit)
-    if held != config.fp8_linear and held != 'off':
+    if held not in (fp8, 'off'):
         raise ConfigError(
             f'the DiT holds its block linears in {held} FP8 (built or quantized for '
-            f'fp8_linear: {held}); fp8_linear {config.fp8_linear!r} needs another model'
+            f'fp8_linear: {held}); fp8_linear {fp8!r} needs another model'
         )
-    if not config.transforms_blocks:
+    if not options.compile and fp8 == 'off':
         return BlockRuns((None,) * len(dit.blocks))
-    if config.fp8_linear != 'off' and dit.dtype != torch.bfloat16:
+    if fp8 != 'off' and dit.dtype != torch.bfloat16:
         raise ConfigError(f'fp8_linear needs a bfloat16 model, not {dit.dtype}')
-    transform_blocks_(dit, config.fp8_linear)
-    backend = config.compile_backend
-    if backend is None:
+    transform_blocks_(dit, fp8)
+    if not options.compile:
         return BlockRuns((None,) * len(dit.blocks))
     return BlockRuns(tuple(compile_block(block, backend) for block in dit.blocks))
 
 
 @dataclass(frozen=True)
 class VAEEncoding:
-    """How the engine runs the VAE encoder: activation layout and compiled norms.
+    """How the engine runs the VAE encoder: activation layout and compiled norms (:meth:`encode`).
 
     With ``compile`` on CUDA the encoder's activations are ``channels_last_3d`` (the layout tensor
     cores prefer) and each norm, SiLU and time padding before a convolution is one compiled
@@ -247,9 +178,15 @@ class VAEEncoding:
     compile_backend: str | None = None
 
     @classmethod
-    def for_engine(cls, config: AccelerationConfig, device: torch.device) -> VAEEncoding:
-        """The encoding of an engine with ``config`` on ``device``."""
-        backend = config.compile_backend
-        if backend is None or device.type != 'cuda':
+    def for_engine(cls, options: EngineOptions, device: torch.device, backend: str) -> VAEEncoding:
+        """The encoding of an engine with ``options`` on ``device``, compiling with ``backend``."""
+        if not options.compile or device.type != 'cuda':
             return cls()
         return cls(channels_last=True, compile_backend=backend)
+
+    def encode(self, vae: WanVAE, video: torch.Tensor) -> torch.Tensor:
+        """:meth:`.vae.WanVAE.encode` of ``video`` run this way."""
+        norm_conv = norm_silu_conv
+        if self.compile_backend is not None:
+            norm_conv = FusedNormConv(self.compile_backend)
+        return vae.encode(video, channels_last=self.channels_last, norm_conv=norm_conv)

@@ -3,7 +3,7 @@
 
 """Module transforms of the DiT block: the same function in fewer, fused kernels.
 
-Each transform changes a module of a :class:`~.dit.DiTBlock` in place -- same parameters, same
+Each transform changes a module of a :class:`~.dit_block.DiTBlock` in place -- same parameters, same
 ``state_dict`` keys -- and the block's code stays the reference's (:mod:`.acceleration` applies
 them when ``compile`` or ``fp8_linear`` is set):
 
@@ -12,7 +12,7 @@ them when ``compile`` or ``fp8_linear`` is set):
   call, then QK RMSNorm, rotary embedding and the K/V cache write -- on CUDA with Triton (or
   under Triton's interpreter) in one kernel, the op ``dreamzero::qk_norm_rope_into_cache``
   (:mod:`.qk_rope_kernel`), which writes the keys and values straight into the cache's slots;
-  elsewhere the reference's :meth:`~.dit.SelfAttention.normalize_and_rotate` and cache write;
+  elsewhere the reference's :meth:`~.dit_block.SelfAttention.normalize_and_rotate` and cache write;
 * :func:`fuse_gelu_epilogue_`: the FFN becomes a :class:`TanhGeluFFN`, whose bf16/fp16 input
   projection applies its tanh GELU in the cuBLASLt epilogue on CUDA.
 
@@ -26,11 +26,11 @@ import torch
 from torch import nn
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.attention import LayerAttention
-from dreamzero_ros.engine.model.dit import RMSNorm, SelfAttention
-from dreamzero_ros.engine.model.rope import Rotary
+from dreamzero_ros.engine.networks.attention import LayerAttention
+from dreamzero_ros.engine.networks.dit_block import RMSNorm, SelfAttention
+from dreamzero_ros.engine.networks.fp8 import Fp8Linear, fp8_linear
+from dreamzero_ros.engine.networks.rope import Rotary
 from dreamzero_ros.engine.speed import qk_rope_kernel
-from dreamzero_ros.engine.speed.fp8 import Fp8Linear, fp8_linear
 
 __all__ = [
     'FusedQKVSelfAttention',
@@ -42,7 +42,7 @@ __all__ = [
 
 
 class FusedQKVSelfAttention(SelfAttention):
-    """A :class:`~.dit.SelfAttention` whose ``q, k, v`` are views of one fused layer.
+    """A :class:`~.dit_block.SelfAttention` whose ``q, k, v`` are views of one fused layer.
 
     The fused layer is held in non-persistent buffers (``qkv_weight``, ``qkv_bias`` and, for
     FP8 layers, ``qkv_scale``; not in the ``state_dict``).  ``qk_kernel``: whether the Triton

@@ -9,7 +9,7 @@ program per token and part: q and k get the Wan RMSNorm over all heads (float32 
 normalised values rounded to the model dtype, times the weight, rounded again) and the rotary
 embedding of adjacent pairs (float32, rounded); q goes to a new tensor, k into the K/V cache's
 slot; v is copied into its slot.  Those are the operations and roundings of the torch path,
-:meth:`.dit.SelfAttention.normalize_and_rotate` and the cache write; only the float32 sums run
+:meth:`.dit_block.SelfAttention.normalize_and_rotate` and the cache write; only the float32 sums run
 in another order.  Compiled, the torch path takes two kernels and reads q and k twice.
 
 It is the op ``torch.ops.dreamzero.qk_norm_rope_into_cache`` (a custom op that writes its
@@ -21,27 +21,18 @@ device under ``TRITON_INTERPRET=1``, Triton's CPU interpreter used by the tests)
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-try:
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU-only installs: the torch path runs instead
-    triton = None
+from dreamzero_ros.engine.networks.triton_support import kernel_runs_on, tl, triton
 
 __all__ = ['available', 'qk_norm_rope_into_cache']
 
 #: Triton decides when a kernel is defined (at this import) whether it runs interpreted.
-_INTERPRETED = os.environ.get('TRITON_INTERPRET') == '1'
 
 
 def available(device: torch.device) -> bool:
     """Whether :func:`qk_norm_rope_into_cache` can run on ``device``."""
-    if triton is None:
-        return False
-    return device.type == 'cuda' or _INTERPRETED
+    return kernel_runs_on(device)
 
 
 if triton is not None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.vae_network import (
+from dreamzero_ros.engine.networks.vae_network import (
     HISTORY_FRAMES,
     CausalConv3d,
     RMSNorm,

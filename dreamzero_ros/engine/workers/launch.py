@@ -1,15 +1,16 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The worker ranks of a multi-process engine, started at configure and ended at cleanup.
+"""Starting the worker ranks of a multi-process engine, and ending them.
 
 An engine of ``cfg_parallel x tensor_parallel`` ranks (:class:`EngineRanks`: CFG branches on
 their own ranks, the DiT split over ``tensor_parallel`` ranks per branch) runs rank 0 in the
 process that serves it (the node, ``dreamzero-openpi-server``, ``dreamzero-replay``), which
-starts ranks 1 .. N-1 itself as ``dreamzero-engine-worker`` child processes: every configure
-(or start) runs fresh workers on a fresh rendezvous port (``master_port`` 0 chooses a free one,
-so two nodes on one host do not collide), and every cleanup ends them. A worker dies with its
-parent (parent-death signal), so a killed node leaves no worker behind.
+starts ranks 1 .. N-1 itself as ``dreamzero-engine-worker`` child processes (:mod:`.worker`),
+each with rank 0's engine options on its command line: every configure (or start) runs fresh
+workers on a fresh rendezvous port (``master_port`` 0 chooses a free one, so two nodes on one
+host do not collide), and every cleanup ends them.  A worker dies with its parent (parent-death
+signal, :func:`die_with_parent`), so a killed node leaves no worker behind.
 
 Devices: one per rank, rank 0 on ``device``; the workers on the GPUs named in ``worker_gpus``
 (each sees only its own) or on the CUDA devices after rank 0's, checked against the devices
@@ -17,98 +18,87 @@ visible before anything starts; with a CPU ``device``, on the CPU (gloo).
 
 Start-up: rank 0 opens the rendezvous store, starts the workers, and waits (polling, so that a
 stop request is seen at once) until each has loaded its weights; a worker that exits meanwhile
-fails the start at once with its exit status. Then all ranks join the process group.
+fails the start at once with its exit status.  Then all ranks join the process group.  Free of
+torch until a start: the tools that offer these options import it when an engine loads.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass, field
+import ctypes
+import ctypes.util
+from dataclasses import dataclass, field, replace
 import datetime
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Any, TypeVar
 
-from dreamzero_ros.core.node_config import EngineSettings
-from dreamzero_ros.core.process_lifetime import die_with_parent
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.errors import WorkerStartError
 from dreamzero_ros.log_forwarding import forwarded_logs
+
+__all__ = [
+    'WORKER_EXIT_TIMEOUT',
+    'WORKER_IDLE_TIMEOUT',
+    'EngineRanks',
+    'EngineWorkers',
+    'WorkerLaunch',
+    'die_with_parent',
+    'load_from_arguments',
+    'load_on_ranks',
+    'plan_workers',
+    'worker_command',
+]
 
 T = TypeVar('T')
 
-#: The module behind the ``dreamzero-engine-worker`` console script.
-WORKER_MODULE = 'dreamzero_ros.engine.parallel.cfg_parallel'
 #: Seconds a worker gets to leave after the shutdown command before it is killed.
 WORKER_EXIT_TIMEOUT = 10.0
 #: A worker's collective timeout, seconds: it waits for rank 0's next command for as long as the
 #: node stays configured (inactive for hours, say); it ends with the node anyway (parent-death
-#: signal, or rank 0's closed connection). Rank 0 keeps ``engine.worker_timeout``.
+#: signal, or rank 0's closed connection). Rank 0 keeps ``worker_timeout``.
 WORKER_IDLE_TIMEOUT = 30 * 24 * 3600.0
 _POLL_PERIOD = 0.1
 _PORT_TRIES = 5
-
-
-class WorkerStartError(RuntimeError):
-    """The worker ranks could not be started, or a stop was requested meanwhile."""
+_PR_SET_PDEATHSIG = 1
+_LIBC = (
+    ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True) if sys.platform == 'linux' else None
+)
 
 
 @dataclass(frozen=True)
 class EngineRanks:
-    """The ranks of a multi-process engine, where they run and the weights they load."""
+    """The ranks of a multi-process engine: the weights they load, rank 0's options, rendezvous.
+
+    ``options``: rank 0's engine options, whole (``device`` and ``dtype`` resolved); the
+    workers get them on their command line, each with its own device.
+    """
 
     checkpoint: str
-    device: str = 'cpu'  # rank 0's torch device
-    dtype: str = 'float32'
-    cfg_parallel: int = 1
-    tensor_parallel: int = 1
-    worker_gpus: str = ''  # CUDA_VISIBLE_DEVICES of ranks 1.., comma-separated
-    base_checkpoint: str = ''
-    encoder_dir: str = ''
-    fp8_linear: str = 'off'  # rank 0's fp8_linear: the workers hold FP8 block weights too
+    options: EngineOptions = EngineOptions()
     master_addr: str = '127.0.0.1'
     master_port: int = 0  # 0: a free port at every start
-    worker_timeout: float = 600.0
 
     def __post_init__(self) -> None:
-        if self.cfg_parallel not in (1, 2) or self.tensor_parallel < 1:
-            raise ValueError(
-                f'cfg_parallel must be 1 or 2 and tensor_parallel at least 1, got '
-                f'{self.cfg_parallel} and {self.tensor_parallel}'
-            )
         if self.world_size > 1 and not self.checkpoint:
             raise ValueError(f'{self.describe()} need a checkpoint folder (the workers load it)')
 
     @property
     def world_size(self) -> int:
         """Ranks in all: ``cfg_parallel x tensor_parallel``."""
-        return self.cfg_parallel * self.tensor_parallel
+        return self.options.cfg_parallel * self.options.tensor_parallel
 
     def describe(self) -> str:
         """``cfg_parallel 2 x tensor_parallel 2 = 4 ranks``."""
+        options = self.options
         return (
-            f'cfg_parallel {self.cfg_parallel} x tensor_parallel {self.tensor_parallel} = '
+            f'cfg_parallel {options.cfg_parallel} x tensor_parallel {options.tensor_parallel} = '
             f'{self.world_size} rank{"s" if self.world_size > 1 else ""}'
-        )
-
-    @classmethod
-    def of(cls, engine: EngineSettings) -> EngineRanks:
-        """The ranks the node's ``engine.*`` parameters ask for."""
-        return cls(
-            checkpoint=engine.checkpoint,
-            device=engine.device,
-            dtype=engine.dtype,
-            cfg_parallel=engine.cfg_parallel,
-            tensor_parallel=engine.tensor_parallel,
-            worker_gpus=engine.worker_gpus,
-            base_checkpoint=engine.base_checkpoint,
-            encoder_dir=engine.encoder_dir,
-            fp8_linear=engine.fp8_linear,
-            master_addr=engine.master_addr,
-            master_port=engine.master_port,
-            worker_timeout=engine.worker_timeout,
         )
 
 
@@ -134,19 +124,20 @@ def plan_workers(ranks: EngineRanks, cuda_devices: int) -> list[WorkerLaunch]:
 
     """
     count = ranks.world_size - 1
-    gpus = [gpu.strip() for gpu in ranks.worker_gpus.split(',') if gpu.strip()]
-    on_cuda = ranks.device.startswith('cuda')
+    options = ranks.options
+    gpus = [gpu.strip() for gpu in options.worker_gpus.split(',') if gpu.strip()]
+    on_cuda = options.device.startswith('cuda')
     if gpus and len(gpus) != count:
         raise ValueError(
             f'worker_gpus names {len(gpus)} GPU(s) for {count} worker rank(s) '
-            f'({ranks.describe()}): {ranks.worker_gpus!r}'
+            f'({ranks.describe()}): {options.worker_gpus!r}'
         )
     if gpus and not on_cuda:
         raise ValueError(
-            f'worker_gpus names GPUs but rank 0 runs on {ranks.device!r}: all ranks need CUDA '
+            f'worker_gpus names GPUs but rank 0 runs on {options.device!r}: all ranks need CUDA '
             'devices, or all the CPU'
         )
-    index = int(ranks.device.partition(':')[2] or 0) if on_cuda else 0
+    index = int(options.device.partition(':')[2] or 0) if on_cuda else 0
     if on_cuda and not gpus and index + count >= cuda_devices:
         raise ValueError(
             f'{ranks.describe()} need one GPU each, cuda:{index} .. cuda:{index + count}, but '
@@ -160,34 +151,28 @@ def plan_workers(ranks: EngineRanks, cuda_devices: int) -> list[WorkerLaunch]:
         elif on_cuda:
             workers.append(WorkerLaunch(rank, f'cuda:{index + rank}'))
         else:
-            workers.append(WorkerLaunch(rank, ranks.device))
+            workers.append(WorkerLaunch(rank, options.device))
     return workers
 
 
 def worker_command(ranks: EngineRanks, worker: WorkerLaunch) -> list[str]:
-    """The command line of a worker rank (the ``dreamzero-engine-worker`` console script)."""
-    command = [
+    """The command line of a worker rank (the ``dreamzero-engine-worker`` console script).
+
+    Rank 0's options, every one, with the worker's device.
+    """
+    from dreamzero_ros.engine.workers import worker as worker_module
+
+    options = replace(ranks.options, device=worker.device)
+    return [
         sys.executable,
         '-m',
-        WORKER_MODULE,
+        worker_module.__name__,
         '--checkpoint',
         ranks.checkpoint,
-        '--device',
-        worker.device,
-        '--dtype',
-        ranks.dtype,
         '--timeout',
         str(WORKER_IDLE_TIMEOUT),
+        *options.arguments(),
     ]
-    if ranks.base_checkpoint:
-        command += ['--base-checkpoint', ranks.base_checkpoint]
-    if ranks.encoder_dir:
-        command += ['--encoder-dir', ranks.encoder_dir]
-    if ranks.fp8_linear != 'off':
-        command += ['--fp8-linear', ranks.fp8_linear]
-    if ranks.tensor_parallel > 1:
-        command += ['--tensor-parallel', str(ranks.tensor_parallel)]
-    return command
 
 
 class EngineWorkers:
@@ -215,8 +200,7 @@ class EngineWorkers:
         """Start the workers, wait for them to load, join as rank 0; the engine's layout.
 
         Returns:
-            the :class:`~dreamzero_ros.engine.parallel.cfg_parallel.ParallelDriver` to build the
-            engine with.
+            the :class:`~.driver.ParallelDriver` to build the engine with.
 
         Raises:
             ValueError: the devices of the ranks are not there (nothing is started).
@@ -226,14 +210,15 @@ class EngineWorkers:
         """
         import torch
 
-        from dreamzero_ros.engine.parallel import cfg_parallel
+        from dreamzero_ros.engine.workers.driver import connect_driver
+        from dreamzero_ros.engine.workers.protocol import loaded_key
 
         ranks = self.ranks
         workers = plan_workers(ranks, torch.cuda.device_count())
         try:
             self._open_store()
             for worker in workers:  # a reused port's earlier run
-                self._store.delete_key(cfg_parallel.loaded_key(worker.rank))
+                self._store.delete_key(loaded_key(worker.rank))
             for worker in workers:
                 rendezvous = {
                     'RANK': str(worker.rank),
@@ -249,19 +234,19 @@ class EngineWorkers:
                     )
                 )
             self.log(
-                f'parallel engine ({ranks.describe()}): rank 0 on {ranks.device}, started '
+                f'parallel engine ({ranks.describe()}): rank 0 on {ranks.options.device}, started '
                 f'worker rank(s) {[p.pid for p in self.processes]} on '
                 f'{[w.env.get("CUDA_VISIBLE_DEVICES", w.device) for w in workers]}, rendezvous '
                 f'{ranks.master_addr}:{self.port}'
             )
-            self._wait_loaded(cfg_parallel.loaded_key)
-            self._driver = cfg_parallel.connect_driver(
+            self._wait_loaded(loaded_key)
+            self._driver = connect_driver(
                 ranks.master_addr,
                 self.port,
-                device=ranks.device,
+                device=ranks.options.device,
                 world_size=ranks.world_size,
-                tp_size=ranks.tensor_parallel,
-                timeout_s=ranks.worker_timeout,
+                tp_size=ranks.options.tensor_parallel,
+                timeout_s=ranks.options.worker_timeout,
             )
         except BaseException:
             self.close()
@@ -272,9 +257,9 @@ class EngineWorkers:
         """Rank 0's rendezvous store; the group's join reuses it (same host and port)."""
         import torch.distributed as dist
 
-        from dreamzero_ros.engine.parallel.cfg_parallel import free_port
+        from dreamzero_ros.engine.workers.protocol import free_port
 
-        timeout = datetime.timedelta(seconds=self.ranks.worker_timeout)
+        timeout = datetime.timedelta(seconds=self.ranks.options.worker_timeout)
         address, fixed = self.ranks.master_addr, self.ranks.master_port
         for attempt in range(1 if fixed else _PORT_TRIES):
             self.port = fixed or free_port(address)
@@ -296,7 +281,7 @@ class EngineWorkers:
 
     def _wait_loaded(self, loaded_key: Callable[[int], str]) -> None:
         keys = [loaded_key(rank) for rank in range(1, self.ranks.world_size)]
-        deadline = time.monotonic() + self.ranks.worker_timeout
+        deadline = time.monotonic() + self.ranks.options.worker_timeout
         while not self._store.check(keys):
             for rank, process in enumerate(self.processes, start=1):
                 if process.poll() is not None:
@@ -309,7 +294,7 @@ class EngineWorkers:
             if time.monotonic() > deadline:
                 raise WorkerStartError(
                     f'the engine workers did not load within the worker timeout '
-                    f'({self.ranks.worker_timeout} s)'
+                    f'({self.ranks.options.worker_timeout} s)'
                 )
             time.sleep(_POLL_PERIOD)
 
@@ -364,59 +349,51 @@ def load_on_ranks(
 
 
 def load_from_arguments(
-    args: argparse.Namespace, log: Callable[[str], None] = print, **settings: Any
+    args: argparse.Namespace, log: Callable[[str], None] = print, **changes: Any
 ) -> tuple[Any, Callable[[], None] | None]:
     """The engine a command line names, on the ranks it asks for; and what ends the workers.
 
     ``args`` holds ``checkpoint`` or ``preset`` and the options of
-    :func:`~dreamzero_ros.engine.loader.add_engine_arguments`; ``settings`` are further
-    :func:`~dreamzero_ros.engine.loader.load_engine` keywords.  With more than one rank this
-    process is rank 0 and starts the others; a ``preset``'s random weights are then written to a
-    temporary checkpoint folder that every rank loads (and that is removed once they have).
+    :func:`~dreamzero_ros.engine.loader.add_engine_arguments`; ``changes`` are further
+    :class:`~dreamzero_ros.engine.config.EngineConfig` fields (``max_sessions``).  With more
+    than one rank this process is rank 0 and starts the others; a ``preset``'s random weights
+    are then written to a temporary checkpoint folder that every rank loads (and that is removed
+    once they have).
     """
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-    from dreamzero_ros.engine.loader import (
-        RANDOM_PRESETS,
-        engine_arguments,
-        load_engine,
-        resolve_device_dtype,
-    )
+    from dreamzero_ros.engine.loader import RANDOM_PRESETS, load_engine
 
-    options = {**engine_arguments(args), **settings}
-    if args.cfg_parallel * args.tensor_parallel == 1:
+    options = EngineOptions.from_arguments(args).resolved()
+
+    def load(layout: Any, checkpoint: str | None, preset: str | None) -> Any:
         with forwarded_logs(log):  # a line per checkpoint file read
-            return load_engine(args.checkpoint, preset=args.preset, **options), None
-    device, dtype = resolve_device_dtype(options.pop('device'), options.pop('dtype'))
+            return load_engine(checkpoint, options, preset=preset, layout=layout, **changes)
+
+    if options.cfg_parallel * options.tensor_parallel == 1:
+        return load(None, args.checkpoint, args.preset), None
     with tempfile.TemporaryDirectory(prefix='dreamzero-ranks-') as folder:
         checkpoint = args.checkpoint
         if checkpoint is None:
             if args.preset not in RANDOM_PRESETS:
                 raise ValueError(f'random weights come in presets {RANDOM_PRESETS}')
-            checkpoint = write_random_checkpoint(folder, preset=args.preset)
-        ranks = EngineRanks(
-            checkpoint=str(checkpoint),
-            device=device,
-            dtype=dtype,
-            cfg_parallel=args.cfg_parallel,
-            tensor_parallel=args.tensor_parallel,
-            worker_gpus=args.worker_gpus,
-            base_checkpoint=str(options['base_checkpoint'] or ''),
-            encoder_dir=str(options['encoder_dir'] or ''),
-            fp8_linear=options['acceleration'].fp8_linear,
-            worker_timeout=args.worker_timeout,
-        )
-        return load_on_ranks(
-            ranks,
-            lambda layout: _load_logged(
-                log, checkpoint, device=device, dtype=dtype, layout=layout, **options
-            ),
-            log,
-        )
+            checkpoint = str(write_random_checkpoint(folder, preset=args.preset))
+        ranks = EngineRanks(checkpoint=str(checkpoint), options=options)
+        return load_on_ranks(ranks, lambda layout: load(layout, checkpoint, None), log)
 
 
-def _load_logged(log: Callable[[str], None], *args: Any, **options: Any) -> Any:
-    """``load_engine(*args, **options)``, its progress lines passed to ``log``."""
-    from dreamzero_ros.engine.loader import load_engine
+def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None]:
+    """A ``subprocess.Popen`` ``preexec_fn`` that has the child get ``signum`` when the parent dies.
 
-    with forwarded_logs(log):
-        return load_engine(*args, **options)
+    Also ends the child at once when the parent is already gone. Does nothing off Linux.
+    """
+    parent = os.getpid()
+    prctl = _LIBC.prctl if _LIBC is not None else None
+
+    def preexec() -> None:
+        if prctl is None:
+            return
+        prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), signum)
+
+    return preexec

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dreamzero_ros.engine.model.denoise import DenoiseSession
-from dreamzero_ros.engine.model.model_inputs import FRAMES_AFTER_FIRST_CALL, FrameHistory
+from dreamzero_ros.engine.pipeline.denoise import DenoiseSession
+from dreamzero_ros.engine.pipeline.model_inputs import FRAMES_AFTER_FIRST_CALL, FrameHistory
 
 __all__ = ['Session', 'SessionStore']
 

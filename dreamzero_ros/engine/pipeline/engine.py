@@ -55,6 +55,8 @@ from dreamzero_ros.engine.checkpoint.tokenizer import (
 )
 from dreamzero_ros.engine.checkpoint.upstream_config import read_config
 from dreamzero_ros.engine.checkpoint.weights import load_checkpoint
+from dreamzero_ros.engine.config import EngineConfig
+from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.engine.memory.estimate import (
     check_memory,
     device_budget,
@@ -62,23 +64,17 @@ from dreamzero_ros.engine.memory.estimate import (
     session_memory,
 )
 from dreamzero_ros.engine.memory.offload import streamed_device
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.denoise import (
-    BranchLayout,
-    ChunkDenoiser,
-    ChunkInputs,
-    DenoiseConfig,
-)
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.model_inputs import (
+from dreamzero_ros.engine.memory.placement import EngineModules, build_modules
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.denoise import BranchLayout, ChunkDenoiser, ChunkInputs
+from dreamzero_ros.engine.pipeline.model_inputs import (
     prepare_views,
     to_model_video,
     validate_observation,
 )
-from dreamzero_ros.engine.model.modules import EngineModules, build_modules
-from dreamzero_ros.engine.model.normalization import StateActionNormalizer
-from dreamzero_ros.engine.model.predicted_video import ChunkViews
-from dreamzero_ros.engine.model.session import Session, SessionStore
+from dreamzero_ros.engine.pipeline.normalization import StateActionNormalizer
+from dreamzero_ros.engine.pipeline.predicted_video import ChunkViews
+from dreamzero_ros.engine.pipeline.session import Session, SessionStore
 from dreamzero_ros.engine.speed.acceleration import VAEEncoding
 from dreamzero_ros.engine.speed.compile_cache import use_compile_cache
 from dreamzero_ros.errors import CheckpointError, PolicyError
@@ -128,27 +124,18 @@ class DreamZeroEngine:
             embodiment, config.max_state_dim, config.max_action_dim
         )
         self.device = torch.device(config.device)
+        options = config.options
         #: The folder of the persistent compile cache (None unless ``compile`` uses inductor,
         #: or with ``compile_cache: off``), set before anything compiles.
         self.compile_cache = None
-        if config.acceleration.compile_backend == 'inductor':
-            self.compile_cache = use_compile_cache(config.acceleration.compile_cache)
+        if options.compile and config.compile_backend == 'inductor':
+            self.compile_cache = use_compile_cache(options.compile_cache)
         self.denoiser = ChunkDenoiser(
-            modules.dit,
-            DenoiseConfig(
-                num_inference_steps=config.num_inference_steps,
-                cfg_scale=config.cfg_scale,
-                sigma_shift=config.shift,
-                seed=config.seed,
-                step_cache=config.step_cache,
-                acceleration=config.acceleration,
-                kv_cache=config.memory.kv_cache,
-            ),
-            layout,
+            modules.dit, config.sampling, options, layout, config.compile_backend
         )
         #: How the VAE encoder runs (compiled norms and ``channels_last_3d`` with ``compile`` on
         #: CUDA, where cuDNN also picks its fastest VAE and patch convolutions once).
-        self.vae_encoding = VAEEncoding.for_engine(config.acceleration, self.device)
+        self.vae_encoding = VAEEncoding.for_engine(options, self.device, config.compile_backend)
         if self.vae_encoding.compile_backend is not None:
             torch.backends.cudnn.benchmark = True
         self.sessions = SessionStore(
@@ -171,68 +158,57 @@ class DreamZeroEngine:
     def from_pretrained(
         cls,
         folder: str | Path,
-        device: str | torch.device = 'cpu',
-        dtype: str | None = None,
+        options: EngineOptions | None = None,
         layout: BranchLayout | None = None,
         tokenizer_file: str | Path | None = None,
-        *,
-        base_checkpoint: str | Path | None = None,
-        encoder_dir: str | Path | None = None,
-        embodiment_tag: str | None = None,
-        embodiment_file: str | Path | None = None,
-        prompt_template: str | None = None,
-        memory_budget: int | None = None,
-        **settings: Any,
+        **changes: Any,
     ) -> DreamZeroEngine:
-        """Load a checkpoint folder (see :mod:`.checkpoint` for the layout).
+        """Load a checkpoint folder (see :mod:`.checkpoint` for the layout) with ``options``.
 
         Before anything is allocated, the configuration's memory need
         (:func:`.estimate.estimate_memory`) is checked against the device's free memory
-        (CUDA) or ``memory_budget``: a configuration that cannot fit is refused with
+        (CUDA) or ``options.memory_budget_gib``: a configuration that cannot fit is refused with
         :class:`~dreamzero_ros.errors.DeviceMemoryError`.
 
         Args:
             folder: checkpoint folder (a full checkpoint, or a LoRA-only one with
-                ``base_checkpoint``).
-            device: torch device to run on.
-            dtype: ``bfloat16`` (default), ``float16`` or ``float32``.
-            layout: CFG branch layout (:mod:`.cfg_parallel` gives the multi-process one; with
+                ``options.base_checkpoint``).
+            options: the engine options, whole (default: :class:`EngineOptions`'); of them the
+                checkpoint's base, the encoder folder and the embodiment (tag, file, prompt
+                template) choose what is read.
+            layout: CFG branch layout (the worker ranks' driver, :mod:`.workers.driver`; with
                 tensor parallel the DiT is built and loaded as rank 0's shard only).
             tokenizer_file: the umT5 sentencepiece model, if not ``tokenizer/spiece.model`` of
                 the checkpoint (or of its base); the published checkpoint does not ship it: take
                 ``spiece.model`` of ``google/umt5-xxl``.
-            base_checkpoint: the checkpoint a LoRA-only checkpoint was trained on.
-            encoder_dir: a folder holding the Wan2.1 encoder files, for a checkpoint that
-                carries no encoder weights.
-            embodiment_tag: the embodiment, where ``metadata.json`` holds several.
-            embodiment_file: an embodiment file (YAML) instead of the checkpoint's
-                ``experiment_cfg/conf.yaml``.
-            prompt_template: the prompt template, for an embodiment upstream has none for.
-            memory_budget: device bytes the engine may use; None: the free memory of a CUDA
-                device (no check on other devices).
-            settings: other :class:`EngineConfig` fields (sampling, sessions, ...).
+            changes: other :class:`EngineConfig` fields (sampling, sessions, ...).
 
         """
         folder = Path(folder)
+        options = (options or EngineOptions()).resolved()
+        base = options.base_checkpoint or None
         _require_checkpoint_folder(folder)
-        tokenizer_path = _tokenizer_path(folder, base_checkpoint, tokenizer_file)
+        tokenizer_path = _tokenizer_path(folder, base, tokenizer_file)
         embodiment = embodiment_from_checkpoint(
-            folder, embodiment_tag, embodiment_file, prompt_template
+            folder,
+            options.embodiment_tag or None,
+            options.embodiment_file or None,
+            options.prompt_template or None,
         )
-        settings = {'device': str(device), **settings}
-        if dtype is not None:
-            settings['dtype'] = dtype
-        config = read_config(folder, **settings)
+        config = read_config(folder, options, **changes)
         config.check_embodiment(embodiment)
         rows, tp_size = _layout_shape(layout, config)
+        budget = options.memory_budget
         check_memory(
             estimate_memory(config, rows, tp_size),
-            device_budget(config.device) if memory_budget is None else memory_budget,
+            device_budget(config.device) if budget is None else budget,
             config.device,
         )
-        tokenizer = UMT5Tokenizer(tokenizer_path, config.text_encoder.text_len)
+        tokenizer = UMT5Tokenizer(tokenizer_path, config.umt5.text_len)
         modules = build_modules(config, tp_size=tp_size)
-        load_checkpoint(folder, modules.as_dict(), base=base_checkpoint, encoder_dir=encoder_dir)
+        load_checkpoint(
+            folder, modules.as_dict(), base=base, encoder_dir=options.encoder_dir or None
+        )
         return cls(config, modules, tokenizer, embodiment, layout)
 
     @classmethod
@@ -253,7 +229,7 @@ class DreamZeroEngine:
             embodiment = droid_embodiment_for(config.dit.frame_seqlen)
         with tempfile.TemporaryDirectory() as folder:
             train_tiny_tokenizer(folder)
-            tokenizer = UMT5Tokenizer.from_folder(folder, config.text_encoder.text_len)
+            tokenizer = UMT5Tokenizer.from_folder(folder, config.umt5.text_len)
         tp_size = 1 if layout is None else layout.tp_size
         modules = build_modules(config, seed, tp_size=tp_size)
         return cls(config, modules, tokenizer, embodiment, layout)
@@ -267,7 +243,7 @@ class DreamZeroEngine:
     def session_memory_bytes(self) -> int:
         """Device memory one session holds once it has run, bytes.
 
-        Its self-attention K/V cache (in the precision of ``memory.kv_cache``) and projected
+        Its self-attention K/V cache (in the precision of ``options.kv_cache``) and projected
         cross-attention keys/values, for the CFG branches on this device.
         """
         dit = self.modules.dit
@@ -381,7 +357,7 @@ class DreamZeroEngine:
     def _encode_text(self, text: str) -> torch.Tensor:
         """umT5 embeddings on the engine's device, computed where the encoder runs.
 
-        On the device; on the host when ``memory.text_encoder`` is ``cpu``; on the device with
+        On the device; on the host when ``options.text_encoder`` is ``cpu``; on the device with
         the weights streamed from the host when it is ``offload``.
         """
         ids, mask = self.tokenizer(text)
@@ -404,7 +380,7 @@ class DreamZeroEngine:
     def negative_prompt_embeds(self) -> torch.Tensor:
         """umT5 embeddings of the negative prompt (computed once)."""
         if self._negative is None:
-            self._negative = self._encode_text(self.config.negative_prompt)
+            self._negative = self._encode_text(self.config.sampling.negative_prompt)
         return self._negative
 
     def _video(self, session: Session) -> tuple[torch.Tensor, torch.Tensor]:
@@ -425,7 +401,7 @@ class DreamZeroEngine:
         image = video[:, :, -1:] if frames in (4, 9) else video[:, :, :1]
         clip_tokens = self.modules.image_encoder(image[:, :, 0])
         blank = image.new_zeros((*image.shape[:2], self.config.num_frames - 1, *image.shape[3:]))
-        latents = self._vae_encode(torch.cat([image, blank], dim=2))
+        latents = self.vae_encoding.encode(self.modules.vae, torch.cat([image, blank], dim=2))
         mask = torch.zeros(
             (latents.shape[0], _MASK_CHANNELS, *latents.shape[2:]),
             dtype=latents.dtype,
@@ -440,13 +416,8 @@ class DreamZeroEngine:
         groups = video.shape[2] // 4
         if groups != per_block:
             video = torch.repeat_interleave(video, per_block // groups, dim=2)
-        return self._vae_encode(torch.cat([video[:, :, :1], video], dim=2))
-
-    def _vae_encode(self, video: torch.Tensor) -> torch.Tensor:
-        """VAE latents of ``video`` with the configured encoder options."""
-        encoding = self.vae_encoding
-        return self.modules.vae.encode(
-            video, channels_last=encoding.channels_last, compile_backend=encoding.compile_backend
+        return self.vae_encoding.encode(
+            self.modules.vae, torch.cat([video[:, :, :1], video], dim=2)
         )
 
     @torch.no_grad()
@@ -469,7 +440,7 @@ class DreamZeroEngine:
         new_window = session.needs_new_window(text, video.shape[2])
         with self._timed(timings, 'encode'):
             prompt = self.encode_prompt(text)
-            negative = self.negative_prompt_embeds() if self.config.cfg_scale != 1.0 else None
+            negative = self.negative_prompt_embeds() if self.config.sampling.use_cfg else None
             if new_window:
                 clip_tokens, y, context = self._window_conditioning(video)
             else:
@@ -542,7 +513,7 @@ class DreamZeroEngine:
 def _layout_shape(layout: BranchLayout | None, config: EngineConfig) -> tuple[int, int]:
     """``(cfg_rows, tp_size)`` of this process under ``layout`` (before it is attached)."""
     tp_size = 1 if layout is None else layout.tp_size
-    rows = 2 if config.cfg_scale != 1.0 else 1
+    rows = config.sampling.cfg_rows
     if layout is not None and type(layout) is not BranchLayout:
         import torch.distributed as dist
 

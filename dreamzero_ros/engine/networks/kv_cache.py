@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
-from dreamzero_ros.engine.model.attention import fp8_kv_attention_active, kv_cache_attention
-from dreamzero_ros.engine.speed.fp8 import FP8_DTYPE, FP8_MAX
+from dreamzero_ros.engine.networks.attention import attention
+from dreamzero_ros.engine.networks.fp8 import FP8_DTYPE, FP8_MAX
 
 __all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache', 'LayerKV']
 
@@ -39,21 +39,12 @@ __all__ = ['KV_CACHES', 'Fp8KVCache', 'KVCache', 'LayerKV']
 class LayerKV:
     """One layer's K/V cache window in a DiT call: the cached tokens, then the call's ``new``.
 
-    ``k, v (B, cached + new, H, D)`` are views of the cache's buffers in the model dtype.  Where
-    the cache holds its tokens in FP8 and the FP8 kernel attends, ``k_fp8, v_fp8 (B, cached, H,
-    D)`` and ``k_scale, v_scale (B, cached, H, 1)`` hold the cached tokens instead (then the
-    cached part of ``k, v`` is not read), and ``v_fp8_t (B, H, D, cached)`` the same values
-    token-contiguous where the selected kernel reads them that way (else None).
+    ``k, v (B, cached + new, H, D)`` are views of the cache's buffers in the model dtype.
     """
 
     k: torch.Tensor
     v: torch.Tensor
     new: int
-    k_fp8: torch.Tensor | None = None
-    v_fp8: torch.Tensor | None = None
-    k_scale: torch.Tensor | None = None
-    v_scale: torch.Tensor | None = None
-    v_fp8_t: torch.Tensor | None = None
 
     def slots(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Views of the window's places of the call's new keys and values."""
@@ -70,9 +61,7 @@ class LayerKV:
 
     def attend_written(self, q: torch.Tensor) -> torch.Tensor:
         """Attend ``q`` over the cached tokens and the new ones already written to the slots."""
-        return kv_cache_attention(
-            q, self.k, self.v, self.k_fp8, self.v_fp8, self.k_scale, self.v_scale, self.v_fp8_t
-        )
+        return attention(q, self.k, self.v)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Write the call's ``k, v`` into the window and attend ``q`` over it."""
@@ -214,13 +203,6 @@ def _quantize_rows(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, t
     return values, scale
 
 
-def _transposed_kernel() -> bool:
-    """Whether the selected FP8 attention kernel reads V token-contiguous (``transposed_v``)."""
-    from dreamzero_ros.engine.speed.fp8_attention_kernel import kernel_config  # imports Triton
-
-    return kernel_config().transposed_v
-
-
 class Fp8KVCache(KVCache):
     """A :class:`KVCache` that keeps its tokens in FP8 e4m3: about half the memory of bf16.
 
@@ -234,17 +216,8 @@ class Fp8KVCache(KVCache):
     are quantized into the store when the next layer starts writing and on :meth:`commit`; a
     denoising call's are never stored.
 
-    Under ``attention_backend: fp8`` (:func:`.attention.fp8_kv_attention_active`) attention reads
-    the store and the new tokens directly (:func:`.fp8_attention_kernel.fp8_kv_attention`, through
-    :func:`.attention.kv_cache_attention`): no cached token is dequantized.  Where the selected
-    kernel reads V token-contiguous (:class:`.fp8_attention_kernel.KernelConfig` ``transposed_v``,
-    which benchmarks select), the cache also keeps ``vt8 (layers, batch, heads, head_dim,
-    capacity rounded up to 16)``, the same e4m3 values written with the store (FP8 ``P V`` on
-    Hopper reads V that way round); made when the cache is built inside ``attention_kernel('fp8')``
-    with that kernel selected, else on first use, and dropped once another kernel is selected.
-
-    Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2 (one more byte per cached
-    value with ``vt8``), plus the working buffer of one layer.
+    Memory: ``1 + 2 / head_dim`` bytes per cached value instead of 2, plus the working buffer
+    of one layer.
     """
 
     def _allocate(
@@ -257,36 +230,8 @@ class Fp8KVCache(KVCache):
         self.v_scale = torch.zeros(scales, dtype=dtype, device=device)
         self.work_k = torch.zeros(shape[1:], dtype=dtype, device=device)
         self.work_v = torch.zeros(shape[1:], dtype=dtype, device=device)
-        self.vt8: torch.Tensor | None = None
-        if fp8_kv_attention_active() and _transposed_kernel():
-            self.vt8 = self._new_transposed()
         self._pending: int | None = None
         self._prefill = False
-
-    def _new_transposed(self) -> torch.Tensor:
-        """An empty ``vt8`` buffer (see the class docstring)."""
-        layers, batch, capacity, heads, head_dim = self.v8.shape
-        padded = -(-capacity // 16) * 16  # TMA reads rows of multiples of 16 bytes
-        shape = (layers, batch, heads, head_dim, padded)
-        return torch.zeros(shape, dtype=FP8_DTYPE, device=self.v8.device)
-
-    def _transposed_values(self) -> torch.Tensor | None:
-        """``vt8`` if the selected kernel reads it (made from the store on first use), else None."""
-        if not _transposed_kernel():
-            return None
-        if self.vt8 is None:
-            if self._is_view:
-                raise RuntimeError('a row view of the cache cannot add transposed values')
-            vt8 = self._new_transposed()
-            vt8[..., : self.length] = self.v8[:, :, : self.length].permute(0, 1, 3, 4, 2)
-            self.vt8 = vt8
-        return self.vt8
-
-    def _drop_oldest(self, count: int) -> None:
-        if self.vt8 is not None:
-            keep = self.length - count
-            self.vt8[..., :keep] = self.vt8[..., count : self.length].clone()
-        super()._drop_oldest(count)
 
     def _stores(self) -> tuple[torch.Tensor, ...]:
         return self.k8, self.v8, self.k_scale, self.v_scale
@@ -307,19 +252,14 @@ class Fp8KVCache(KVCache):
         if not 0 < count <= self.batch:
             raise ValueError(f'rows must be in [1, {self.batch}], got {count}')
         self._flush()
-        if fp8_kv_attention_active():
-            self._transposed_values()
         view = copy.copy(self)
         view.k8, view.v8, view.k_scale, view.v_scale = (t[:, :count] for t in self._stores())
-        view.vt8 = None if self.vt8 is None else self.vt8[:, :count]
         view.work_k, view.work_v = self.work_k[:count], self.work_v[:count]
         view._is_view = True
         return view
 
     def _flush(self) -> None:
         """Quantize the pending layer's new tokens from the working buffer into the store."""
-        if self.vt8 is not None and not _transposed_kernel():
-            self.vt8 = None  # no kernel reads it: made again from the store if one does
         layer, self._pending = self._pending, None
         if layer is None or not self._new_total or not self._prefill:
             return
@@ -331,27 +271,18 @@ class Fp8KVCache(KVCache):
             values, scales = _quantize_rows(work[:, new], work.dtype)
             store[layer, :, new] = values
             scale[layer, :, new] = scales
-        if self.vt8 is not None:  # the values just stored, token-contiguous
-            self.vt8[layer, ..., new] = self.v8[layer, :, new].permute(0, 2, 3, 1)
 
     def layer(self, index: int) -> LayerKV:
-        """Layer ``index``'s window: the working buffer, or the FP8 store and the new tokens.
+        """Layer ``index``'s window in the working buffer.
 
         The last layer's pending new tokens are quantized first; then the layer's cached tokens
-        are dequantized into the working buffer next to the new ones, or, where the FP8
-        attention op is active, handed to it in FP8 (no cached token is dequantized).
+        are dequantized into the working buffer next to the new ones.
         """
         self._flush()
         self._pending = index
         cached, end = self.length, self.length + self._new_total
-        window = (self.work_k[:, :end], self.work_v[:, :end], self._new_total)
-        if fp8_kv_attention_active():
-            stores = (t[index, :, :cached] for t in self._stores())
-            vt8 = self._transposed_values()
-            v_fp8_t = None if vt8 is None else vt8[index, ..., :cached]
-            return LayerKV(*window, *stores, v_fp8_t=v_fp8_t)
         if cached:  # the kernel imports Triton: here, not with the model
-            from dreamzero_ros.engine.speed.kv_fp8_kernel import dequantize_into
+            from dreamzero_ros.engine.networks.kv_fp8_kernel import dequantize_into
 
             for work, store, scale in (
                 (self.work_k, self.k8, self.k_scale),
@@ -360,7 +291,7 @@ class Fp8KVCache(KVCache):
                 dequantize_into(
                     store[index, :, :cached], scale[index, :, :cached], work[:, :cached]
                 )
-        return LayerKV(*window)
+        return LayerKV(self.work_k[:, :end], self.work_v[:, :end], self._new_total)
 
     def commit(self) -> None:
         """Quantize the last layer's new tokens, then keep the call's video tokens."""

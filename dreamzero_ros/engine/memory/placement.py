@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The four networks of the engine, built on their device in their dtype."""
+"""The four networks of the engine, built where they run, allocating only what is kept."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from dreamzero_ros.engine.checkpoint.layout import randomize_, skip_init
+from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.memory.offload import host_lookup_, stream_parts_
-from dreamzero_ros.engine.model.config import EngineConfig
-from dreamzero_ros.engine.model.dit import CausalWanDiT
-from dreamzero_ros.engine.model.image_encoder import CLIPImageEncoder
-from dreamzero_ros.engine.model.text_encoder import UMT5Encoder
-from dreamzero_ros.engine.model.vae import WanVAE
+from dreamzero_ros.engine.networks.dit import CausalWanDiT
+from dreamzero_ros.engine.networks.image_encoder import CLIPImageEncoder
+from dreamzero_ros.engine.networks.init import randomize_, skip_init
+from dreamzero_ros.engine.networks.text_encoder import UMT5Encoder
+from dreamzero_ros.engine.networks.vae import WanVAE
 from dreamzero_ros.engine.parallel.tensor_parallel import shard_dit_
 from dreamzero_ros.engine.speed.acceleration import quantize_dit_
 
@@ -52,26 +52,26 @@ def build_modules(
     checkpoint.  These change what is allocated:
 
     * ``tp_size`` > 1: the DiT is only its tensor-parallel shard ``tp_rank`` (:func:`build_dit`);
-    * ``acceleration.fp8_linear``: the DiT's block linears are :class:`~.fp8.Fp8Linear`; the
+    * ``options.fp8_linear``: the DiT's block linears are :class:`~.fp8.Fp8Linear`; the
       model-dtype block weights never exist (a checkpoint is quantized tensor by tensor as it
       loads, :mod:`.weights`);
-    * ``memory.text_encoder`` / ``memory.image_encoder`` other than ``device``: the encoder is
+    * ``options.text_encoder`` / ``options.image_encoder`` other than ``device``: the encoder is
       kept on the host (with ``offload`` streamed to the device block by block,
       :mod:`.offload`).  With ``seed`` it is randomised on ``config.device`` first -- the same
       weights as a build that keeps it there -- before the DiT is allocated, then moved.
     """
     device = torch.device(config.device)
     dtype = config.torch_dtype
-    memory = config.memory
-    text_encoder = _build_encoder(UMT5Encoder, config.text_encoder, config, seed, 1)
-    if memory.text_encoder == 'offload' and device.type != 'meta':
+    options = config.options
+    text_encoder = _build_encoder(UMT5Encoder, config.umt5, config, seed, 1)
+    if options.text_encoder == 'offload' and device.type != 'meta':
         parts = [*text_encoder.blocks, text_encoder.norm]
         if text_encoder.pos_embedding is not None:
             parts.append(text_encoder.pos_embedding)
         stream_parts_(text_encoder, parts, device)
         host_lookup_(text_encoder.token_embedding, device)
-    image_encoder = _build_encoder(CLIPImageEncoder, config.image_encoder, config, seed, 2)
-    if memory.image_encoder == 'offload' and device.type != 'meta':
+    image_encoder = _build_encoder(CLIPImageEncoder, config.clip, config, seed, 2)
+    if options.image_encoder == 'offload' and device.type != 'meta':
         visual = image_encoder.model.visual
         stream_parts_(image_encoder, [visual, *visual.transformer], device)
     dit = build_dit(config, seed, tp_rank, tp_size)
@@ -93,7 +93,7 @@ def build_dit(
     filled with seeded random values (a shard with its part of the whole model's draw),
     otherwise it awaits a checkpoint.
     """
-    fp8 = config.acceleration.fp8_linear
+    fp8 = config.options.fp8_linear
     lazy = fp8 != 'off' or tp_size > 1
     with skip_init('meta' if lazy else config.device, config.torch_dtype):
         dit = CausalWanDiT(config.dit)
@@ -113,13 +113,13 @@ def build_dit(
 def _build_encoder(
     kind: type[nn.Module], shape: object, config: EngineConfig, seed: int | None, offset: int
 ) -> nn.Module:
-    """An encoder on ``config.device``, or on the host where ``config.memory`` puts it.
+    """An encoder on ``config.device``, or on the host where ``config.options`` put it.
 
     A seeded host encoder is randomised on ``config.device`` first (the same weights as one
     kept there), before the other networks are allocated, then moved.
     """
     device = torch.device(config.device)
-    placement = getattr(config.memory, 'text_encoder' if kind is UMT5Encoder else 'image_encoder')
+    placement = getattr(config.options, 'text_encoder' if kind is UMT5Encoder else 'image_encoder')
     host = device if device.type == 'meta' or placement == 'device' else torch.device('cpu')
     with skip_init(device if seed is not None else host, config.torch_dtype):
         encoder = kind(shape)

@@ -4,35 +4,60 @@
 """State and action normalisation of an embodiment, with its checkpoint's statistics.
 
 The model sees the state concatenated in the embodiment's key order, each key normalised with
-its mode (``q99``: ``[q01, q99] -> [-1, 1]``, clipped; see :class:`~.embodiment.KeyStatistics`),
-zero-padded to ``max_state_dim``; it predicts actions the same way, padded to
-``max_action_dim``.  A relative action key (DROID's joints) is predicted as ``action - current
-state``: after de-normalising, the current state of the same key is added back.
+its mode and its :class:`~.embodiment.KeyStatistics` (:func:`normalize`; ``q99``: ``[q01, q99]
+-> [-1, 1]``, clipped), zero-padded to ``max_state_dim``; it predicts actions the same way,
+padded to ``max_action_dim``.  A relative action key (DROID's joints) is predicted as
+``action - current state``: after de-normalising, the current state of the same key is added
+back.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
-from dreamzero_ros.engine.checkpoint.json_files import read_json
-from dreamzero_ros.engine.model.embodiment import Embodiment, ModalityKey
-from dreamzero_ros.errors import EmbodimentError, MetadataError, ObservationError
+from dreamzero_ros.engine.embodiment import Embodiment, KeyStatistics, ModalityKey
+from dreamzero_ros.errors import EmbodimentError, ObservationError
 
-__all__ = ['StateActionNormalizer', 'load_metadata']
+__all__ = ['StateActionNormalizer', 'denormalize', 'normalize']
 
 
-def load_metadata(path: str | Path) -> dict[str, Any]:
-    """Read ``metadata.json``; a missing or unparsable file is a :class:`MetadataError`."""
-    path = Path(path)
-    if not path.is_file():
-        raise MetadataError(f'missing statistics file {path}')
-    metadata = read_json(path, MetadataError)
-    if not isinstance(metadata, dict):
-        raise MetadataError(f'{path}: expected a JSON object keyed by embodiment tag')
-    return metadata
+def normalize(statistics: KeyStatistics, x: np.ndarray, mode: str) -> np.ndarray:
+    """Raw values -> model values (upstream's ``Normalizer.forward``)."""
+    v = statistics.values
+    if mode == 'q99':
+        return _scale_to_unit(x, v['q01'], v['q99'], keep_constant=True)
+    if mode == 'min_max':
+        return _scale_to_unit(x, v['min'], v['max'], keep_constant=False)
+    if mode == 'mean_std':
+        std = v['std']
+        return np.where(std != 0, (x - v['mean']) / np.where(std != 0, std, 1), x)
+    if mode == 'binary':
+        return (x > 0.5).astype(np.float64)
+    return x
+
+
+def denormalize(statistics: KeyStatistics, x: np.ndarray, mode: str) -> np.ndarray:
+    """Model values -> raw values (upstream's ``Normalizer.inverse``; no clipping)."""
+    v = statistics.values
+    if mode == 'q99':
+        return (x + 1.0) / 2.0 * (v['q99'] - v['q01']) + v['q01']
+    if mode == 'min_max':
+        return (x + 1.0) / 2.0 * (v['max'] - v['min']) + v['min']
+    if mode == 'mean_std':
+        return x * v['std'] + v['mean']
+    if mode == 'binary':
+        return (x > 0.5).astype(np.float64)
+    return x
+
+
+def _scale_to_unit(
+    x: np.ndarray, low: np.ndarray, high: np.ndarray, keep_constant: bool
+) -> np.ndarray:
+    """``[low, high] -> [-1, 1]``, clipped; dims with ``low == high`` keep x (or become 0)."""
+    span = high - low
+    scaled = 2.0 * (x - low) / np.where(span != 0, span, 1) - 1
+    scaled = np.where(span != 0, scaled, x if keep_constant else 0.0)
+    return np.clip(scaled, -1.0, 1.0)
 
 
 def _bounds(keys: tuple[ModalityKey, ...]) -> dict[str, slice]:
@@ -81,7 +106,7 @@ class StateActionNormalizer:
         padded = np.zeros(self.max_state_dim, dtype=np.float32)
         for key in self.embodiment.state:
             part = self._state_bounds[key.key]
-            padded[part] = key.statistics.normalize(state[part], key.normalization)
+            padded[part] = normalize(key.statistics, state[part], key.normalization)
         return padded
 
     def denormalize_actions(self, normalized: np.ndarray, state: np.ndarray) -> np.ndarray:
@@ -96,7 +121,7 @@ class StateActionNormalizer:
         actions = np.empty((normalized.shape[0], self.action_dim))
         for key in self.embodiment.action:
             part = self._action_bounds[key.key]
-            block = key.statistics.denormalize(normalized[:, part], key.normalization)
+            block = denormalize(key.statistics, normalized[:, part], key.normalization)
             if key.relative:
                 block = block + state[self._state_bounds[key.key]][None, :]
             actions[:, part] = block

@@ -16,27 +16,18 @@ device under ``TRITON_INTERPRET=1``); elsewhere :func:`dequantize_into` runs the
 
 from __future__ import annotations
 
-import os
-
 import torch
 
-try:
-    import triton
-    import triton.language as tl
-except ImportError:  # CPU-only installs: the torch path runs instead
-    triton = None
+from dreamzero_ros.engine.networks.triton_support import kernel_runs_on, tl, triton
 
 __all__ = ['available', 'dequantize_into']
 
-_INTERPRETED = os.environ.get('TRITON_INTERPRET') == '1'
 _BLOCK = 4096
 
 
 def available(device: torch.device) -> bool:
     """Whether the Triton kernel can run on ``device``."""
-    if triton is None:
-        return False
-    return device.type == 'cuda' or _INTERPRETED
+    return kernel_runs_on(device)
 
 
 if triton is not None:

@@ -25,8 +25,8 @@ import threading
 import numpy as np
 import torch
 
-from dreamzero_ros.engine.model.embodiment import LAYOUTS
-from dreamzero_ros.engine.model.vae import WanVAE
+from dreamzero_ros.engine.embodiment import LAYOUTS
+from dreamzero_ros.engine.networks.vae import WanVAE
 
 __all__ = ['ChunkViews', 'decode_to_uint8', 'unstitch']
 

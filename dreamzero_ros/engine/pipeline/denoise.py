@@ -34,12 +34,12 @@ One call (:meth:`ChunkDenoiser.denoise_chunk`), with ``nf = num_frame_per_block`
     3. ``start_frame += nf``.
 
 With ``cfg_scale == 1`` only the conditional branch runs.  By default both branches run as one
-batch (rows ``[cond..., uncond...]``); :mod:`.cfg_parallel` runs one branch
-per process instead, with the same results.
+batch (rows ``[cond..., uncond...]``); the worker ranks (:mod:`.workers`) run one branch per
+process instead, with the same results.
 
 Usage::
 
-    denoiser = ChunkDenoiser(dit, DenoiseConfig())
+    denoiser = ChunkDenoiser(dit, Sampling(), EngineOptions())
     session = denoiser.open_session()
     out = denoiser.denoise_chunk(session, ChunkInputs(
         prompt_embeds=text,                   # (B, 512, 4096), zero past the prompt
@@ -66,51 +66,22 @@ import time
 
 import torch
 
-from dreamzero_ros.engine.model.attention import attention_kernel
-from dreamzero_ros.engine.model.dit import CausalWanDiT, CrossAttentionContext, DiTOutput
-from dreamzero_ros.engine.model.kv_cache import KVCache
-from dreamzero_ros.engine.model.scheduler import FlowUniPCScheduler, sample_noise
-from dreamzero_ros.engine.option_names import KV_CACHE_KINDS
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, prepare_blocks
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig, StepSchedule
+from dreamzero_ros.engine.config import Sampling
+from dreamzero_ros.engine.networks.attention import attention_kernel
+from dreamzero_ros.engine.networks.dit import CausalWanDiT, CrossAttentionContext, DiTOutput
+from dreamzero_ros.engine.networks.kv_cache import KVCache
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.pipeline.scheduler import FlowUniPCScheduler, sample_noise
+from dreamzero_ros.engine.speed.acceleration import prepare_blocks
+from dreamzero_ros.engine.step_cache import StepSchedule
 
 __all__ = [
     'BranchLayout',
     'ChunkDenoiser',
     'ChunkInputs',
     'ChunkOutput',
-    'DenoiseConfig',
     'DenoiseSession',
 ]
-
-
-@dataclass(frozen=True)
-class DenoiseConfig:
-    """Sampling settings of a chunk (upstream defaults), speed options and K/V cache precision.
-
-    ``kv_cache``: ``model`` (the model dtype) or ``fp8`` (:class:`.kv_cache.Fp8KVCache`).
-    """
-
-    num_inference_steps: int = 16
-    cfg_scale: float = 5.0
-    sigma_shift: float = 5.0
-    seed: int = 1140
-    num_train_timesteps: int = 1000
-    step_cache: StepCacheConfig = field(default_factory=StepCacheConfig)
-    acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
-    kv_cache: str = 'model'
-
-    def __post_init__(self) -> None:
-        if self.num_inference_steps < 1:
-            raise ValueError('num_inference_steps must be >= 1')
-        if self.kv_cache not in KV_CACHE_KINDS:
-            raise ValueError(f'kv_cache must be one of {KV_CACHE_KINDS}, got {self.kv_cache!r}')
-        StepSchedule(self.step_cache, self.num_inference_steps)  # validates the pairing
-
-    @property
-    def use_cfg(self) -> bool:
-        """Whether the unconditional branch runs (upstream skips it at scale 1)."""
-        return self.cfg_scale != 1.0
 
 
 @dataclass
@@ -218,7 +189,7 @@ class BranchLayout:
 
     The default computes every branch in one batch.  Rows of a DiT call are
     ``[branch 0 x B, branch 1 x B, ...]`` over :attr:`local_branches`.  Subclasses (see
-    :mod:`.cfg_parallel`) split the branches over processes; the hooks let
+    :mod:`.workers.driver`) split the branches over processes; the hooks let
     them keep other processes in step with the denoiser that uses the layout.
     """
 
@@ -278,29 +249,39 @@ def _window_frames(y: torch.Tensor, start: int, count: int) -> torch.Tensor:
 
 
 class ChunkDenoiser:
-    """Runs DiT chunks with CFG and the step cache, for any number of sessions."""
+    """Runs DiT chunks with CFG and the step cache, for any number of sessions.
+
+    ``sampling`` says how a chunk is sampled (default: upstream's); of ``options`` (default: the
+    reference path), the speed options, ``kv_cache`` and ``step_cache`` apply (the blocks
+    compile with ``compile_backend``).
+    """
 
     def __init__(
         self,
         dit: CausalWanDiT,
-        config: DenoiseConfig | None = None,
+        sampling: Sampling | None = None,
+        options: EngineOptions | None = None,
         layout: BranchLayout | None = None,
+        compile_backend: str = 'inductor',
     ) -> None:
+        sampling = sampling or Sampling()
+        options = options or EngineOptions()
+        sampling.step_cache_tuning.check(options.step_cache, sampling.num_inference_steps)
         self.dit = dit
-        self.config = config or DenoiseConfig()
-        self.layout = layout or BranchLayout(self.config.use_cfg)
+        self.sampling = sampling
+        self.options = options
+        self.compile_backend = compile_backend
+        self.layout = layout or BranchLayout(sampling.use_cfg)
         self.layout.attach(self)
-        if len(self.layout.branches) != (2 if self.config.use_cfg else 1):
+        if len(self.layout.branches) != sampling.cfg_rows:
             raise ValueError(
-                f'layout branches {self.layout.branches} do not fit '
-                f'cfg_scale {self.config.cfg_scale}'
+                f'layout branches {self.layout.branches} do not fit cfg_scale {sampling.cfg_scale}'
             )
         self._schedulers = [
-            FlowUniPCScheduler(self.config.num_train_timesteps, self.config.sigma_shift)
-            for _ in range(2)
+            FlowUniPCScheduler(sampling.num_train_timesteps, sampling.shift) for _ in range(2)
         ]
         #: How the DiT's blocks run for this denoiser (installed before every chunk).
-        self.block_runs = prepare_blocks(dit, self.config.acceleration)
+        self.block_runs = prepare_blocks(dit, options, compile_backend)
 
     def open_session(self, session_id: int | None = None) -> DenoiseSession:
         """A new session (no window yet)."""
@@ -324,7 +305,7 @@ class ChunkDenoiser:
                 f'latents of {h}x{w} do not give frame_seqlen={c.frame_seqlen} tokens per frame'
             )
         _check_shape('prompt_embeds', inputs.prompt_embeds, (batch, c.text_len, c.text_dim))
-        if self.config.use_cfg:
+        if self.sampling.use_cfg:
             _check_shape(
                 'negative_prompt_embeds',
                 inputs.negative_prompt_embeds,
@@ -377,7 +358,7 @@ class ChunkDenoiser:
         self.layout.before_chunk(session, inputs)
         try:
             self.block_runs.install(self.dit)
-            with attention_kernel(self.config.acceleration.attention_backend):
+            with attention_kernel(self.options.attention_backend):
                 return self._run(session, inputs)
         except BaseException:
             session.start_frame = 0  # the cache may be half-updated: the next call needs a window
@@ -398,7 +379,7 @@ class ChunkDenoiser:
             session.clip_tokens = inputs.clip_tokens.to(device=device, dtype=dtype)
             rows = inputs.context_latents.shape[0] * len(self.layout.local_branches)
             if session.cache is None or session.cache.batch != rows:
-                session.cache = self.dit.new_cache(rows, self.config.kv_cache)
+                session.cache = self.dit.new_cache(rows, self.options.kv_cache)
             session.cache.reset()
         self._context(session, inputs)
 
@@ -429,7 +410,7 @@ class ChunkDenoiser:
 
         It runs every local CFG branch (``y`` and ``state`` hold their rows), or with
         ``conditional_only`` the conditional rows alone (they come first).  Each row has one
-        timestep per token kind: a uniform call (:class:`~.dit.Modulation`).
+        timestep per token kind: a uniform call (:class:`~.dit_block.Modulation`).
         """
         batch = video.shape[0]
         if conditional_only:
@@ -452,7 +433,7 @@ class ChunkDenoiser:
         )
 
     def _run(self, session: DenoiseSession, inputs: ChunkInputs) -> ChunkOutput:
-        dit, c, cfg = self.dit, self.dit.config, self.config
+        dit, c, cfg = self.dit, self.dit.config, self.sampling
         device, dtype = dit.device, dit.dtype
         nf = c.num_frame_per_block
         batch = inputs.context_latents.shape[0]
@@ -484,7 +465,9 @@ class ChunkDenoiser:
             if scheduler.timesteps.device != device or not len(scheduler.timesteps):
                 scheduler.set_timesteps(cfg.num_inference_steps, device)
             scheduler.reset()
-        schedule = StepSchedule(cfg.step_cache, cfg.num_inference_steps)
+        schedule = StepSchedule(
+            self.options.step_cache, cfg.step_cache_tuning, cfg.num_inference_steps
+        )
         skip_uncond = cfg.use_cfg and not inputs.need_video
         dit_calls = conditional_calls = 0
         flow = action_flow = None

@@ -1,34 +1,27 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Attention of the DiT: torch custom ops in front of a registry of attention functions.
+"""Attention of the DiT: a torch custom op in front of a registry of attention functions.
 
 Tensors are kept in the ``(batch, tokens, heads, head_dim)`` layout that the linear projections
 produce and that flash attention consumes natively; :func:`sdpa` hands torch transposed views
 (no copies), so the flash / cuDNN / memory-efficient kernels are used on the GPU and the math
 kernel on the CPU.
 
-The DiT block attends through two ops, which ``torch.compile`` keeps as one opaque call each
-(their fake implementations give the output's shape), so a compiled block has no graph break
-and the kernel is chosen when the op runs, not when the block is traced:
+The DiT block attends through one op, ``torch.ops.dreamzero.attention`` (:func:`attention`:
+``q`` over ``k, v``, unmasked; the cross-attention, and the self-attention over a layer's K/V
+cache window), which ``torch.compile`` keeps as one opaque call (its fake implementation gives
+the output's shape), so a compiled block has no graph break and the kernel is chosen when the
+op runs, not when the block is traced.
 
-* ``torch.ops.dreamzero.attention`` (:func:`attention`): ``q`` over ``k, v``, unmasked
-  (cross-attention);
-* ``torch.ops.dreamzero.kv_cache_attention`` (:func:`kv_cache_attention`): ``q`` over a layer's
-  K/V cache window (self-attention), whose cached tokens may be held in FP8.
-
-Both run the function of :data:`ATTENTION_FUNCTIONS` that the active :func:`attention_kernel`
+It runs the function of :data:`ATTENTION_FUNCTIONS` that the active :func:`attention_kernel`
 names (a registry, as diffusers' ``attention_dispatch``): ``sdpa`` -- torch's
 scaled-dot-product attention, ``auto`` leaving the kernel to torch (the reference), a named
 kernel tried first and torch falling back to the others where it cannot run a call (on the CPU
 only ``math`` and torch's CPU flash kernel exist) -- or ``fa3``: FlashAttention-3 (Hopper), not
 part of torch but the ``flash_attn_3`` package built from Dao-AILab/flash-attention's
 ``hopper/`` folder, which takes the unmasked bf16/fp16 CUDA calls (same ``(B, L, H, D)``
-layout) and leaves the others to torch, cuDNN first.  ``fp8`` is the engine's own FP8
-attention over an FP8 K/V cache (:mod:`.fp8_attention_kernel`, Triton, GPUs with FP8 tensor
-cores): the FP8 cache hands the op its FP8 tokens (:func:`fp8_kv_attention_active`) and the op
-calls ``torch.ops.dreamzero.fp8_kv_attention``; the other calls run in torch's kernels, cuDNN
-first.
+layout) and leaves the others to torch, cuDNN first.
 
 Self-attention of a DiT call goes through a :class:`SelfAttentionBackend`: the K/V cache
 (:class:`.kv_cache.KVCache`) is the one used at inference; tests plug in a masked
@@ -58,8 +51,6 @@ __all__ = [
     'attention',
     'attention_kernel',
     'flash_attention_3',
-    'fp8_kv_attention_active',
-    'kv_cache_attention',
     'sdpa',
 ]
 
@@ -71,15 +62,12 @@ _PREFERRED = {
     'efficient': SDPBackend.EFFICIENT_ATTENTION,
     'math': SDPBackend.MATH,
     'fa3': SDPBackend.CUDNN_ATTENTION,
-    'fp8': SDPBackend.CUDNN_ATTENTION,
 }
 ATTENTION_KERNELS: dict[str, SDPBackend | None] = {
     name: _PREFERRED.get(name) for name in ATTENTION_BACKENDS
 }
 #: The attention function of the active :func:`attention_kernel` (a key of ATTENTION_FUNCTIONS).
 _FUNCTION: ContextVar[str] = ContextVar('attention_function', default='sdpa')
-#: Whether ``attention_kernel('fp8')`` is active (the FP8 K/V cache attends in FP8).
-_FP8_KV: ContextVar[bool] = ContextVar('fp8_kv_attention', default=False)
 _FALLBACK_ORDER = (
     SDPBackend.CUDNN_ATTENTION,
     SDPBackend.FLASH_ATTENTION,
@@ -110,13 +98,12 @@ def flash_attention_3() -> Callable:
 def _kernel_context(name: str) -> Iterator[None]:
     """The context of :func:`attention_kernel`.
 
-    Every name sets both the attention function and the FP8 flag, so a context nested in
-    another one replaces its choice.
+    Every name sets the attention function, so a context nested in another one replaces its
+    choice.
     """
     if name == 'fa3':
         flash_attention_3()  # refused on entry where it is missing
     function_token = _FUNCTION.set('fa3' if name == 'fa3' else 'sdpa')
-    fp8_token = _FP8_KV.set(name == 'fp8')
     try:
         preferred = ATTENTION_KERNELS[name]
         if preferred is None:
@@ -126,19 +113,13 @@ def _kernel_context(name: str) -> Iterator[None]:
             with sdpa_kernel(order, set_priority=True):
                 yield
     finally:
-        _FP8_KV.reset(fp8_token)
         _FUNCTION.reset(function_token)
-
-
-def fp8_kv_attention_active() -> bool:
-    """Whether an FP8 K/V cache attends through the FP8 kernel (``attention_kernel('fp8')``)."""
-    return _FP8_KV.get()
 
 
 def attention_kernel(name: str) -> contextlib.AbstractContextManager:
     """Context in which the attention ops and :func:`sdpa` prefer the kernel ``name``.
 
-    (See :data:`ATTENTION_KERNELS`; ``fa3`` and ``fp8`` pick the ops' function or FP8 path.)
+    (See :data:`ATTENTION_KERNELS`; ``fa3`` picks the ops' function.)
 
     ``fa3`` raises RuntimeError on entry when FlashAttention-3 is not installed.
     """
@@ -204,49 +185,6 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
 
 @attention.register_fake
 def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return q.new_empty(q.shape)
-
-
-@torch.library.custom_op('dreamzero::kv_cache_attention', mutates_args=())
-def kv_cache_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    k_fp8: torch.Tensor | None = None,
-    v_fp8: torch.Tensor | None = None,
-    k_scale: torch.Tensor | None = None,
-    v_scale: torch.Tensor | None = None,
-    v_fp8_t: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Attention of ``q (B, Lq, H, D)`` over a layer's K/V cache window ``k, v (B, Lk, H, D)``.
-
-    With ``k_fp8, v_fp8 (B, Lc, H, D)`` (e4m3) and ``k_scale, v_scale (B, Lc, H, 1)`` the
-    window's first ``Lc`` tokens are those FP8 values times their scales (their places in
-    ``k, v`` are not read; ``v_fp8_t (B, H, D, Lc)``, optional: the same values token-contiguous)
-    and the FP8 kernel attends
-    (:func:`.fp8_attention_kernel.fp8_kv_attention`); otherwise the active function of
-    :data:`ATTENTION_FUNCTIONS` attends over ``k, v``.
-    """
-    if k_fp8 is None or v_fp8 is None or k_scale is None or v_scale is None:
-        return _dispatch(q, k, v)
-    from dreamzero_ros.engine.speed.fp8_attention_kernel import fp8_kv_attention  # Triton
-
-    cached = k_fp8.shape[1]
-    new_k, new_v = k[:, cached:], v[:, cached:]
-    return fp8_kv_attention(q, k_fp8, v_fp8, k_scale, v_scale, new_k, new_v, v_fp8_t)
-
-
-@kv_cache_attention.register_fake
-def _(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    k_fp8: torch.Tensor | None = None,
-    v_fp8: torch.Tensor | None = None,
-    k_scale: torch.Tensor | None = None,
-    v_scale: torch.Tensor | None = None,
-    v_fp8_t: torch.Tensor | None = None,
-) -> torch.Tensor:
     return q.new_empty(q.shape)
 
 

@@ -14,9 +14,9 @@ An :class:`Embodiment` says
 * how an instruction becomes the model's prompt (a template per embodiment);
 * the control rate its actions are meant for (one action row per step).
 
-Embodiments come from a checkpoint's ``experiment_cfg/`` (:mod:`.experiment_cfg`) or from an
-embodiment file (YAML) that a user writes for a checkpoint that has none: :meth:`from_mapping`
-reads that file's schema and :meth:`to_mapping` writes it.
+Embodiments come from a checkpoint's ``experiment_cfg/`` or from an embodiment file (YAML) that
+a user writes for a checkpoint that has none (both read by :mod:`.experiment_cfg`):
+:meth:`from_mapping` reads that file's schema and :meth:`to_mapping` writes it.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from dreamzero_ros.engine.checkpoint.json_files import DEFAULT_LIMITS, FileLimits, check_shape
 from dreamzero_ros.errors import EmbodimentError
 
 __all__ = [
@@ -42,13 +40,11 @@ __all__ = [
     'Embodiment',
     'KeyStatistics',
     'ModalityKey',
-    'load_embodiment_file',
-    'read_yaml',
     'stitched_size',
 ]
 
 #: Embodiment files shipped with the package (``oxe_droid.yaml``: DROID).
-EMBODIMENTS_DIR = Path(__file__).resolve().parents[2] / 'embodiments'
+EMBODIMENTS_DIR = Path(__file__).resolve().parents[1] / 'embodiments'
 
 #: Placeholder of the instruction in a prompt template.
 INSTRUCTION = '{instruction}'
@@ -130,43 +126,6 @@ class KeyStatistics:
     def to_mapping(self) -> dict[str, list[float]]:
         """``{name: [numbers]}``."""
         return {name: array.tolist() for name, array in self.values.items()}
-
-    def normalize(self, x: np.ndarray, mode: str) -> np.ndarray:
-        """Raw values -> model values (upstream's ``Normalizer.forward``)."""
-        v = self.values
-        if mode == 'q99':
-            return _scale_to_unit(x, v['q01'], v['q99'], keep_constant=True)
-        if mode == 'min_max':
-            return _scale_to_unit(x, v['min'], v['max'], keep_constant=False)
-        if mode == 'mean_std':
-            std = v['std']
-            return np.where(std != 0, (x - v['mean']) / np.where(std != 0, std, 1), x)
-        if mode == 'binary':
-            return (x > 0.5).astype(np.float64)
-        return x
-
-    def denormalize(self, x: np.ndarray, mode: str) -> np.ndarray:
-        """Model values -> raw values (upstream's ``Normalizer.inverse``; no clipping)."""
-        v = self.values
-        if mode == 'q99':
-            return (x + 1.0) / 2.0 * (v['q99'] - v['q01']) + v['q01']
-        if mode == 'min_max':
-            return (x + 1.0) / 2.0 * (v['max'] - v['min']) + v['min']
-        if mode == 'mean_std':
-            return x * v['std'] + v['mean']
-        if mode == 'binary':
-            return (x > 0.5).astype(np.float64)
-        return x
-
-
-def _scale_to_unit(
-    x: np.ndarray, low: np.ndarray, high: np.ndarray, keep_constant: bool
-) -> np.ndarray:
-    """``[low, high] -> [-1, 1]``, clipped; dims with ``low == high`` keep x (or become 0)."""
-    span = high - low
-    scaled = 2.0 * (x - low) / np.where(span != 0, span, 1) - 1
-    scaled = np.where(span != 0, scaled, x if keep_constant else 0.0)
-    return np.clip(scaled, -1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -443,78 +402,6 @@ def stitched_size(view_size: tuple[int, int], layout: str) -> tuple[int, int]:
     """``(height, width)`` of the frame ``layout`` stitches views of ``view_size`` into."""
     height, width = view_size
     return (height, width) if layout == 'single' else (2 * height, 2 * width)
-
-
-def load_embodiment_file(
-    path: str | Path, statistics: Mapping[str, Any] | None = None
-) -> Embodiment:
-    """Read an embodiment file (YAML); see :meth:`Embodiment.from_mapping`."""
-    path = Path(path)
-    return Embodiment.from_mapping(read_yaml(path, EmbodimentError), str(path), statistics)
-
-
-def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
-    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
-
-    Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
-    the number of nodes (aliases included) on its parser's events, before anything is built,
-    and the values once built with every alias expanded (an alias bomb: 1 KB of nested
-    aliases standing for billions of values), as they would be walked. A syntax error is one
-    line naming where it is.
-    """
-    path = Path(path)
-    limits.check_size(path, error)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except FileNotFoundError:
-        raise error(f'missing file {path}') from None
-    except (OSError, UnicodeDecodeError) as cause:
-        raise error(f'{path} is unreadable: {cause}') from cause
-    try:
-        _check_events(text, limits)
-        value = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
-    except _BeyondLimitsError as cause:
-        raise error(f'{path} {cause}') from None
-    except yaml.MarkedYAMLError as cause:
-        mark = cause.problem_mark
-        where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark else ''
-        what = ' '.join(str(part) for part in (cause.context, cause.problem) if part)
-        raise error(f'{path} is not valid YAML: {where}{what}') from cause
-    except yaml.YAMLError as cause:
-        raise error(f'{path} is not valid YAML: {" ".join(str(cause).split())}') from cause
-    except RecursionError:
-        raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
-    return check_shape(value, path, error, limits)
-
-
-#: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.
-_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
-_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
-
-
-class _BeyondLimitsError(Exception):
-    pass
-
-
-def _check_events(text: str, limits: FileLimits) -> None:
-    """Count the nodes (aliases included) and depth of ``text``'s YAML events, before building.
-
-    Raises:
-        _BeyondLimitsError: past ``limits`` (found at the first event beyond them).
-
-    """
-    nodes = depth = 0
-    for event in yaml.parse(text, Loader=_LOADER):
-        if isinstance(event, _NODE_EVENTS):
-            nodes += 1
-            if nodes > limits.max_nodes:
-                raise _BeyondLimitsError(f'holds more than {limits.max_nodes} nodes')
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > limits.max_depth:
-                raise _BeyondLimitsError(f'nests deeper than {limits.max_depth} levels')
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
 
 
 # ---------------------------------------------------------------------- helpers

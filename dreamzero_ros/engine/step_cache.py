@@ -7,7 +7,7 @@ Upstream DreamZero takes 16 UniPC steps per chunk but by default runs the DiT on
 (``NUM_DIT_STEPS=8``): steps 0, 1, 2, 6, 10, 13, 14 and 15.  A skipped step feeds the scheduler
 the last CFG-combined video velocity and the last conditional action velocity again.
 
-Modes (:class:`StepCacheConfig`):
+Modes (the ``step_cache`` option); :class:`StepCacheConfig` tunes them:
 
 * ``'full'``: the DiT on every step (the reference);
 * ``'static'``: upstream's fixed masks for 5, 6, 7 or 8 DiT steps out of 16 (8 by default);
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from dreamzero_ros.engine.option_names import STEP_CACHE_MODES
+from dreamzero_ros.errors import ConfigError
 
 __all__ = ['STATIC_DIT_STEP_MASKS', 'StepCacheConfig', 'StepSchedule']
 
@@ -43,25 +44,33 @@ STATIC_DIT_STEP_MASKS: dict[int, tuple[bool, ...]] = {
 
 @dataclass(frozen=True)
 class StepCacheConfig:
-    """Step-skipping policy; upstream's default is ``static`` with 8 DiT steps."""
+    """How the modes skip: ``dit_steps`` of the static mask; the dynamic mode's tests.
 
-    mode: str = 'static'
+    Upstream's values by default; the mode is the ``step_cache`` option.
+    """
+
     dit_steps: int = 8
     thresholds: tuple[float, ...] = (0.95, 0.93)
     countdowns: tuple[int, ...] = (4, 2)
 
     def __post_init__(self) -> None:
-        if self.mode not in STEP_CACHE_MODES:
-            raise ValueError(
-                f'step cache mode must be one of {STEP_CACHE_MODES}, got {self.mode!r}'
-            )
-        if self.mode == 'static' and self.dit_steps not in STATIC_DIT_STEP_MASKS:
-            raise ValueError(
+        if len(self.thresholds) != len(self.countdowns) or any(c < 1 for c in self.countdowns):
+            raise ConfigError('step cache thresholds and countdowns must pair up, countdowns >= 1')
+
+    def check(self, mode: str, num_steps: int) -> None:
+        """Raise ConfigError unless ``mode`` can schedule ``num_steps`` steps this way."""
+        if mode not in STEP_CACHE_MODES:
+            raise ConfigError(f'step cache mode must be one of {STEP_CACHE_MODES}, got {mode!r}')
+        if mode != 'static':
+            return
+        mask = STATIC_DIT_STEP_MASKS.get(self.dit_steps)
+        if mask is None:
+            raise ConfigError(
                 f'static step cache supports {sorted(STATIC_DIT_STEP_MASKS)} DiT steps, '
                 f'got {self.dit_steps}'
             )
-        if len(self.thresholds) != len(self.countdowns) or any(c < 1 for c in self.countdowns):
-            raise ValueError('thresholds and countdowns must pair up, countdowns >= 1')
+        if len(mask) != num_steps:
+            raise ConfigError(f'the static step cache is defined for 16 steps, not {num_steps}')
 
 
 class StepSchedule:
@@ -70,11 +79,9 @@ class StepSchedule:
     After a step that runs the DiT, pass its CFG-combined video velocity to :meth:`record`.
     """
 
-    def __init__(self, config: StepCacheConfig, num_steps: int) -> None:
-        if config.mode == 'static':
-            mask = STATIC_DIT_STEP_MASKS[config.dit_steps]
-            if len(mask) != num_steps:
-                raise ValueError(f'the static step cache is defined for 16 steps, not {num_steps}')
+    def __init__(self, mode: str, config: StepCacheConfig, num_steps: int) -> None:
+        config.check(mode, num_steps)
+        self.mode = mode
         self.config = config
         self.num_steps = num_steps
         self._history: list[torch.Tensor] = []
@@ -84,10 +91,9 @@ class StepSchedule:
 
     def should_run(self, index: int) -> bool:
         """Whether step ``index`` runs the DiT."""
-        mode = self.config.mode
-        if mode == 'full':
+        if self.mode == 'full':
             return True
-        if mode == 'static':
+        if self.mode == 'static':
             return STATIC_DIT_STEP_MASKS[self.config.dit_steps][index]
         if len(self._history) < 2:
             return True
@@ -116,12 +122,12 @@ class StepSchedule:
         final step: any earlier DiT step may be followed by a similarity test, which needs this
         step's CFG-combined velocity.
         """
-        if self.config.mode == 'static':
+        if self.mode == 'static':
             mask = STATIC_DIT_STEP_MASKS[self.config.dit_steps]
             return not any(mask[index + 1 :])
         return index == self.num_steps - 1
 
     def record(self, video_velocity: torch.Tensor) -> None:
         """Remember a computed video velocity (the dynamic mode compares the last two)."""
-        if self.config.mode == 'dynamic':
+        if self.mode == 'dynamic':
             self._history = [*self._history[-1:], video_velocity]

@@ -1,13 +1,14 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Engine settings: model shapes, sampling, speed and resource limits.
+"""Engine configuration: the networks' shapes, how a chunk is sampled, and the user's options.
 
 :class:`EngineConfig` composes the shapes of the four networks (:class:`DiTConfig`,
-:class:`T5Config`, :class:`CLIPConfig`, :class:`VAEConfig`) and the sampling settings upstream
-hard-codes (16 UniPC steps, shift 5, CFG 5, seed 1140, DiT on 8 steps).  The robot's cameras,
-state and actions are the checkpoint's :class:`~.embodiment.Embodiment`, which
-:meth:`EngineConfig.check_embodiment` fits to the model.
+:class:`T5Config` of umT5, :class:`CLIPConfig`, :class:`VAEConfig`), the sampling upstream
+hard-codes (:class:`Sampling`: 16 UniPC steps, shift 5, CFG 5, seed 1140, the step cache's
+tuning) and the :class:`~.options.EngineOptions` the user chose, held whole (``options``).  The
+robot's cameras, state and actions are the checkpoint's :class:`~.embodiment.Embodiment`,
+which :meth:`EngineConfig.check_embodiment` fits to the model.
 
 Presets:
 
@@ -27,22 +28,77 @@ from typing import Any
 
 import torch
 
-from dreamzero_ros.engine.memory.options import MemoryConfig
-from dreamzero_ros.engine.model.dit import DiTConfig
-from dreamzero_ros.engine.model.embodiment import Embodiment
-from dreamzero_ros.engine.model.image_encoder import CLIPConfig
-from dreamzero_ros.engine.model.model_inputs import NEGATIVE_PROMPT
-from dreamzero_ros.engine.model.text_encoder import T5Config
-from dreamzero_ros.engine.model.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
+from dreamzero_ros.engine.embodiment import Embodiment
+from dreamzero_ros.engine.networks.attention import flash_attention_3
+from dreamzero_ros.engine.networks.dit_config import DiTConfig
+from dreamzero_ros.engine.networks.image_encoder import CLIPConfig
+from dreamzero_ros.engine.networks.text_encoder import T5Config
+from dreamzero_ros.engine.networks.vae_network import SPATIAL_FACTOR, TEMPORAL_FACTOR, VAEConfig
 from dreamzero_ros.engine.option_names import DTYPE_NAMES
-from dreamzero_ros.engine.speed.acceleration import AccelerationConfig, check_attention_device
-from dreamzero_ros.engine.speed.step_cache import StepCacheConfig
+from dreamzero_ros.engine.options import AUTO, EngineOptions
+from dreamzero_ros.engine.step_cache import StepCacheConfig
 from dreamzero_ros.errors import ConfigError, EmbodimentError
 
-__all__ = ['DTYPES', 'EngineConfig', 'PRESETS']
+__all__ = ['DTYPES', 'NEGATIVE_PROMPT', 'PRESETS', 'EngineConfig', 'Sampling']
 
 #: Accepted ``dtype`` names.
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
+
+#: Wan's negative prompt, the text of the unconditional CFG branch.
+NEGATIVE_PROMPT = (
+    'Vibrant colors, overexposed, static, blurry details, text, subtitles, style, artwork, '
+    'painting, image, still, grayscale, dull, worst quality, low quality, JPEG artifacts, ugly, '
+    'mutilated, extra fingers, bad hands, bad face, deformed, disfigured, mutated limbs, fused '
+    'fingers, stagnant image, cluttered background, three legs, many people in the background, '
+    'walking backwards.'
+)
+
+#: The presets' options: the reference path in upstream's dtype, on the CPU.  The loaders give
+#: the user's instead.
+PRESET_OPTIONS = EngineOptions(device='cpu', dtype='bfloat16')
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How each chunk is sampled (upstream's values).
+
+    Attributes:
+        num_inference_steps: UniPC steps per chunk.
+        shift: sigma shift of the schedule.
+        cfg_scale: classifier-free guidance scale of the video velocity (1 disables CFG).
+        seed: seed of the initial noise (the same noise every chunk, as upstream).
+        num_train_timesteps: timesteps of the training schedule.
+        step_cache_tuning: how the ``step_cache`` option's mode skips steps.
+        negative_prompt: text of the unconditional branch.
+
+    """
+
+    num_inference_steps: int = 16
+    shift: float = 5.0
+    cfg_scale: float = 5.0
+    seed: int = 1140
+    num_train_timesteps: int = 1000
+    step_cache_tuning: StepCacheConfig = field(default_factory=StepCacheConfig)
+    negative_prompt: str = NEGATIVE_PROMPT
+
+    def __post_init__(self) -> None:
+        for ok, message in (
+            (self.num_inference_steps >= 1, 'num_inference_steps must be >= 1'),
+            (self.shift > 0, 'shift must be > 0'),
+            (self.cfg_scale > 0, 'cfg_scale must be > 0'),
+        ):
+            if not ok:
+                raise ConfigError(message)
+
+    @property
+    def use_cfg(self) -> bool:
+        """Whether the unconditional branch runs (upstream skips it at scale 1)."""
+        return self.cfg_scale != 1.0
+
+    @property
+    def cfg_rows(self) -> int:
+        """CFG rows of a DiT call with both branches batched: 2, or 1 without CFG."""
+        return 2 if self.use_cfg else 1
 
 
 @dataclass(frozen=True)
@@ -51,69 +107,52 @@ class EngineConfig:
 
     Attributes:
         dit: causal DiT shape.
-        text_encoder: umT5 encoder shape.
-        image_encoder: CLIP vision tower shape.
+        umt5: umT5 text encoder shape.
+        clip: CLIP vision tower shape.
         vae: Wan VAE shape.
         action_horizon: action rows per chunk (``dit.num_action_per_block``).
         num_frames: video frames of a context window's I2V conditioning (33 -> 9 latents).
         max_state_dim: padded state width (``dit.max_state_dim``).
         max_action_dim: padded action width (``dit.action_dim``).
-        num_inference_steps: UniPC steps per chunk.
-        shift: sigma shift of the schedule.
-        cfg_scale: classifier-free guidance scale of the video velocity (1 disables CFG).
-        seed: seed of the initial noise (the same noise every chunk, as upstream).
-        step_cache: which steps run the DiT: a :class:`StepCacheConfig`, or just its mode name
-            (``full``, ``static`` = 8 of 16 steps, ``dynamic``).
-        negative_prompt: text of the unconditional branch.
-        dtype: weight and activation dtype name (``bfloat16``, ``float16``, ``float32``).
-        device: torch device the engine runs on.
+        sampling: how each chunk is sampled.
+        options: the user's engine options, whole; ``device`` and ``dtype`` resolved
+            (``auto`` is resolved here).  FP8 linears need ``bfloat16``.
+        compile_backend: the ``torch.compile`` backend of the ``compile`` option.
         max_sessions: sessions kept at once (least recently used ones are dropped).
         max_cached_prompts: prompt encodings kept at once.
-        acceleration: the speed options (``compile``, ``fp8_linear``, ``attention_backend``,
-            ``compile_cache``; see :class:`~.acceleration.AccelerationConfig`); the default is
-            the reference path.  FP8 linears need ``bfloat16``.
-        memory: where the text encoder lives and the K/V cache's precision
-            (:class:`~.options.MemoryConfig`); the default keeps everything on the device.
 
     """
 
     dit: DiTConfig = field(default_factory=DiTConfig.full_14b)
-    text_encoder: T5Config = field(default_factory=T5Config.umt5_xxl)
-    image_encoder: CLIPConfig = field(default_factory=CLIPConfig.vit_h_14)
+    umt5: T5Config = field(default_factory=T5Config.umt5_xxl)
+    clip: CLIPConfig = field(default_factory=CLIPConfig.vit_h_14)
     vae: VAEConfig = field(default_factory=VAEConfig.wan21)
     action_horizon: int = 24
     num_frames: int = 33
     max_state_dim: int = 64
     max_action_dim: int = 32
-    num_inference_steps: int = 16
-    shift: float = 5.0
-    cfg_scale: float = 5.0
-    seed: int = 1140
-    step_cache: StepCacheConfig | str = field(default_factory=StepCacheConfig)
-    negative_prompt: str = NEGATIVE_PROMPT
-    dtype: str = 'bfloat16'
-    device: str = 'cpu'
+    sampling: Sampling = field(default_factory=Sampling)
+    options: EngineOptions = PRESET_OPTIONS
+    compile_backend: str = 'inductor'
     max_sessions: int = 4
     max_cached_prompts: int = 16
-    acceleration: AccelerationConfig = field(default_factory=AccelerationConfig)
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
     def __post_init__(self) -> None:
-        if isinstance(self.step_cache, str):
-            try:
-                object.__setattr__(self, 'step_cache', StepCacheConfig(mode=self.step_cache))
-            except ValueError as error:
+        if not isinstance(self.options, EngineOptions):
+            raise ConfigError('options must be EngineOptions')
+        if AUTO in (self.options.device, self.options.dtype):
+            object.__setattr__(self, 'options', self.options.resolved())
+        options = self.options
+        if options.fp8_linear != 'off' and options.dtype != 'bfloat16':
+            raise ConfigError(f'fp8_linear needs dtype bfloat16, got {options.dtype!r}')
+        if options.attention_backend == 'fa3':
+            try:  # refused here, not at the first chunk, where it is missing
+                flash_attention_3()
+            except RuntimeError as error:
                 raise ConfigError(str(error)) from error
-        if not isinstance(self.acceleration, AccelerationConfig):
-            raise ConfigError('acceleration must be an AccelerationConfig')
-        if not isinstance(self.memory, MemoryConfig):
-            raise ConfigError('memory must be a MemoryConfig')
-        if self.acceleration.fp8_linear != 'off' and self.dtype != 'bfloat16':
-            raise ConfigError(f'fp8_linear needs dtype bfloat16, got {self.dtype!r}')
-        check_attention_device(self.acceleration, self.device, self.memory.kv_cache)
+        self.sampling.step_cache_tuning.check(options.step_cache, self.sampling.num_inference_steps)
         dit = self.dit
         checks = [
-            (self.dtype in DTYPES, f'dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}'),
             (
                 self.action_horizon == dit.num_action_per_block,
                 f'action_horizon {self.action_horizon} != dit.num_action_per_block '
@@ -128,16 +167,16 @@ class EngineConfig:
                 f'max_action_dim {self.max_action_dim} != dit.action_dim {dit.action_dim}',
             ),
             (
-                dit.text_dim == self.text_encoder.dim,
-                f'dit.text_dim {dit.text_dim} != text_encoder.dim {self.text_encoder.dim}',
+                dit.text_dim == self.umt5.dim,
+                f'dit.text_dim {dit.text_dim} != umt5.dim {self.umt5.dim}',
             ),
             (
-                dit.text_len == self.text_encoder.text_len,
-                f'dit.text_len {dit.text_len} != text_encoder.text_len',
+                dit.text_len == self.umt5.text_len,
+                f'dit.text_len {dit.text_len} != umt5.text_len',
             ),
             (
-                dit.clip_dim == self.image_encoder.dim,
-                f'dit.clip_dim {dit.clip_dim} != image_encoder.dim {self.image_encoder.dim}',
+                dit.clip_dim == self.clip.dim,
+                f'dit.clip_dim {dit.clip_dim} != clip.dim {self.clip.dim}',
             ),
             (
                 dit.out_dim == self.vae.z_dim and dit.in_dim == 2 * self.vae.z_dim + 4,
@@ -149,17 +188,22 @@ class EngineConfig:
                 and self.window_latent_frames >= dit.num_frame_per_block + 1,
                 f'num_frames {self.num_frames} must be 1 + 4k and cover the first chunk',
             ),
-            (self.num_inference_steps >= 1, 'num_inference_steps must be >= 1'),
-            (self.shift > 0, 'shift must be > 0'),
-            (self.cfg_scale > 0, 'cfg_scale must be > 0'),
             (self.max_sessions >= 1, 'max_sessions must be >= 1'),
             (self.max_cached_prompts >= 1, 'max_cached_prompts must be >= 1'),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
-        if self.step_cache.mode == 'static' and self.num_inference_steps != 16:
-            raise ConfigError('the static step cache is defined for 16 inference steps')
+
+    @property
+    def device(self) -> str:
+        """The torch device (``options.device``)."""
+        return self.options.device
+
+    @property
+    def dtype(self) -> str:
+        """The weight and activation dtype's name (``options.dtype``)."""
+        return self.options.dtype
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -203,6 +247,10 @@ class EngineConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
+    def on(self, device: str) -> EngineConfig:
+        """The same configuration on another device (``meta``: shapes only)."""
+        return self.replace(options=dataclasses.replace(self.options, device=device))
+
     # ---------------------------------------------------------------- presets
     @classmethod
     def droid_14b(cls, **changes: Any) -> EngineConfig:
@@ -227,12 +275,10 @@ class EngineConfig:
                 hidden_size=128,
                 frame_seqlen=32,
             ),
-            text_encoder=T5Config(
+            umt5=T5Config(
                 vocab_size=512, dim=64, dim_attn=64, dim_ffn=128, num_heads=4, num_layers=2
             ),
-            image_encoder=CLIPConfig(
-                image_size=56, dim=64, num_heads=4, num_layers=3, embed_dim=32
-            ),
+            clip=CLIPConfig(image_size=56, dim=64, num_heads=4, num_layers=3, embed_dim=32),
             vae=VAEConfig(dim=8),
         )
         fields.update(changes)
@@ -258,10 +304,8 @@ class EngineConfig:
                 frame_seqlen=8,
                 max_chunk_size=2,
             ),
-            text_encoder=T5Config.tiny(),
-            image_encoder=CLIPConfig(
-                image_size=28, dim=32, num_heads=4, num_layers=2, embed_dim=16
-            ),
+            umt5=T5Config.tiny(),
+            clip=CLIPConfig(image_size=28, dim=32, num_heads=4, num_layers=2, embed_dim=16),
             vae=VAEConfig(dim=4),
             num_frames=17,
         )

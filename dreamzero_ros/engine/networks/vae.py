@@ -19,15 +19,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dreamzero_ros.engine.model.vae_network import (
+from dreamzero_ros.engine.networks.vae_network import (
     SPATIAL_FACTOR,
     TEMPORAL_FACTOR,
+    NormConv,
     StreamState,
     VAEConfig,
     VideoVAE,
     norm_silu_conv,
 )
-from dreamzero_ros.engine.speed.vae_fused import FusedNormConv
 
 __all__ = ['VAEDecodeStream', 'VAEEncodeStream', 'WanVAE']
 
@@ -69,10 +69,10 @@ class WanVAE(nn.Module):
         self,
         frames_per_pass: int = TEMPORAL_FACTOR,
         channels_last: bool = False,
-        compile_backend: str | None = None,
+        norm_conv: NormConv = norm_silu_conv,
     ) -> VAEEncodeStream:
         """Start encoding a video piece by piece (see :class:`VAEEncodeStream`)."""
-        return VAEEncodeStream(self, frames_per_pass, channels_last, compile_backend)
+        return VAEEncodeStream(self, frames_per_pass, channels_last, norm_conv)
 
     def decode_stream(self, latents_per_pass: int = 1) -> VAEDecodeStream:
         """Start decoding latents piece by piece (see :class:`VAEDecodeStream`)."""
@@ -83,15 +83,16 @@ class WanVAE(nn.Module):
         video: torch.Tensor,
         frames_per_pass: int = TEMPORAL_FACTOR,
         channels_last: bool = False,
-        compile_backend: str | None = None,
+        norm_conv: NormConv = norm_silu_conv,
     ) -> torch.Tensor:
         """Encode ``video (B, 3, 1 + 4k, H, W)`` in ``[-1, 1]``; H and W multiples of 8.
 
         ``frames_per_pass`` (a multiple of 4, or 0 for all frames after the first in one pass)
         trades memory for speed; upstream uses 4.  ``channels_last`` runs the convolutions on
-        ``channels_last_3d`` activations (the layout tensor cores prefer).  ``compile_backend``
-        compiles each norm, SiLU and time padding before a convolution into one kernel
-        (:class:`FusedNormConv`).  These change only the rounding, not the result.
+        ``channels_last_3d`` activations (the layout tensor cores prefer).  ``norm_conv`` runs
+        each norm, SiLU and convolution of a residual block (:class:`.vae_network.NormConv`;
+        :class:`.vae_fused.FusedNormConv` compiles the first two into one kernel).  These change
+        only the rounding, not the result.
 
         Returns:
             Normalised latents ``(B, z_dim, 1 + k, H/8, W/8)`` in the dtype of the weights.
@@ -102,7 +103,7 @@ class WanVAE(nn.Module):
             raise ValueError(f'video must have 1 + 4k frames, got {video.shape[2]}')
         if frames_per_pass == 0:
             frames_per_pass = max(TEMPORAL_FACTOR, video.shape[2] - 1)
-        return self.encode_stream(frames_per_pass, channels_last, compile_backend).push(video)
+        return self.encode_stream(frames_per_pass, channels_last, norm_conv).push(video)
 
     def decode(self, latents: torch.Tensor, latents_per_pass: int = 1) -> torch.Tensor:
         """Decode normalised ``latents (B, z_dim, n, h, w)``.
@@ -120,7 +121,7 @@ class VAEEncodeStream:
     The first frame becomes the first latent frame; after it, every 4 frames give one more.
     Frames of an incomplete group wait for the next :meth:`push`. The concatenated outputs equal
     :meth:`WanVAE.encode` of the whole video.  ``frames_per_pass``, ``channels_last`` and
-    ``compile_backend`` (one video at a time) are the speed options of :meth:`WanVAE.encode`.
+    ``norm_conv`` are the speed options of :meth:`WanVAE.encode`.
     """
 
     def __init__(
@@ -128,16 +129,14 @@ class VAEEncodeStream:
         vae: WanVAE,
         frames_per_pass: int = TEMPORAL_FACTOR,
         channels_last: bool = False,
-        compile_backend: str | None = None,
+        norm_conv: NormConv = norm_silu_conv,
     ) -> None:
         if frames_per_pass < TEMPORAL_FACTOR or frames_per_pass % TEMPORAL_FACTOR:
             raise ValueError(f'frames_per_pass must be a positive multiple of {TEMPORAL_FACTOR}')
         self._vae = vae
         self._frames_per_pass = frames_per_pass
         self._memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
-        self._norm_conv = (
-            norm_silu_conv if compile_backend is None else FusedNormConv(compile_backend)
-        )
+        self._norm_conv = norm_conv
         self._state: StreamState = {}
         self._pending: torch.Tensor | None = None
         self._started = False

@@ -1,13 +1,12 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Reading the JSON files of a checkpoint folder, every failure as the caller's error type.
+"""Reading the JSON and YAML files of a checkpoint folder, every failure as the caller's error type.
 
 Files read from a checkpoint or an embodiment file are bounded (:class:`FileLimits`): their
 size is checked before they are read, their nesting depth and number of values while they are
 parsed, so that a hostile or broken file fails at once with an error naming it instead of
-taking the process's memory and minutes (:func:`read_json` here; YAML files through
-:func:`~.embodiment.read_yaml`).
+taking the process's memory and minutes (:func:`read_json`, :func:`read_yaml`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ['DEFAULT_LIMITS', 'FileLimits', 'check_shape', 'read_json']
+import yaml
+
+__all__ = [
+    'DEFAULT_LIMITS',
+    'FileLimits',
+    'check_shape',
+    'read_json',
+    'read_json_object',
+    'read_yaml',
+]
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,23 @@ def read_json(path: str | Path, error: type[Exception], limits: FileLimits = DEF
     return check_shape(value, path, error, limits)
 
 
+def read_json_object(
+    path: str | Path, error: type[Exception], missing: str, what: str = 'a JSON object'
+) -> dict[str, Any]:
+    """The JSON object of the file at ``path`` (:func:`read_json`).
+
+    ``error`` with the message ``missing`` where there is no such file; naming the file and
+    ``what`` was expected where it holds something else.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error(missing)
+    content = read_json(path, error)
+    if not isinstance(content, dict):
+        raise error(f'{path}: expected {what}')
+    return content
+
+
 def check_shape(value: Any, path: Path, error: type[Exception], limits: FileLimits) -> Any:
     """``value`` (parsed from ``path``) if within ``limits``' depth and values; else ``error``."""
     count = 0
@@ -110,3 +135,67 @@ def check_shape(value: Any, path: Path, error: type[Exception], limits: FileLimi
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
     return value
+
+
+def read_yaml(path: Path, error: type[Exception], limits: FileLimits = DEFAULT_LIMITS) -> Any:
+    """Parse the YAML file at ``path`` (safe loader); any failure is ``error`` naming it.
+
+    Bounded by ``limits``: the file's size is checked before it is read, the nesting depth and
+    the number of nodes (aliases included) on its parser's events, before anything is built,
+    and the values once built with every alias expanded (an alias bomb: 1 KB of nested
+    aliases standing for billions of values), as they would be walked. A syntax error is one
+    line naming where it is.
+    """
+    path = Path(path)
+    limits.check_size(path, error)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except FileNotFoundError:
+        raise error(f'missing file {path}') from None
+    except (OSError, UnicodeDecodeError) as cause:
+        raise error(f'{path} is unreadable: {cause}') from cause
+    try:
+        _check_events(text, limits)
+        value = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except _BeyondLimitsError as cause:
+        raise error(f'{path} {cause}') from None
+    except yaml.MarkedYAMLError as cause:
+        mark = cause.problem_mark
+        where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark else ''
+        what = ' '.join(str(part) for part in (cause.context, cause.problem) if part)
+        raise error(f'{path} is not valid YAML: {where}{what}') from cause
+    except yaml.YAMLError as cause:
+        raise error(f'{path} is not valid YAML: {" ".join(str(cause).split())}') from cause
+    except RecursionError:
+        raise error(f'{path} is not valid YAML: nested too deeply to parse') from None
+    return check_shape(value, path, error, limits)
+
+
+#: libyaml's safe loader where PyYAML has it (much faster), else PyYAML's own.
+_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)
+
+
+class _BeyondLimitsError(Exception):
+    pass
+
+
+def _check_events(text: str, limits: FileLimits) -> None:
+    """Count the nodes (aliases included) and depth of ``text``'s YAML events, before building.
+
+    Raises:
+        _BeyondLimitsError: past ``limits`` (found at the first event beyond them).
+
+    """
+    nodes = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, _NODE_EVENTS):
+            nodes += 1
+            if nodes > limits.max_nodes:
+                raise _BeyondLimitsError(f'holds more than {limits.max_nodes} nodes')
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limits.max_depth:
+                raise _BeyondLimitsError(f'nests deeper than {limits.max_depth} levels')
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1

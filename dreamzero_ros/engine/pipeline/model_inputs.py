@@ -30,14 +30,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from dreamzero_ros.engine.model.embodiment import Camera, Embodiment
-from dreamzero_ros.engine.model.stitching import stitch
+from dreamzero_ros.engine.embodiment import Camera, Embodiment
+from dreamzero_ros.engine.pipeline.stitching import stitch
 from dreamzero_ros.errors import ObservationError
 from dreamzero_ros.policy_types import Observation
 
 __all__ = [
     'FRAMES_AFTER_FIRST_CALL',
-    'NEGATIVE_PROMPT',
     'FrameHistory',
     'ViewGeometry',
     'prepare_view',
@@ -50,15 +49,6 @@ __all__ = [
 
 #: Frames per view given to the model on every call after the first of a session.
 FRAMES_AFTER_FIRST_CALL = 4
-
-#: Wan's negative prompt, the text of the unconditional CFG branch.
-NEGATIVE_PROMPT = (
-    'Vibrant colors, overexposed, static, blurry details, text, subtitles, style, artwork, '
-    'painting, image, still, grayscale, dull, worst quality, low quality, JPEG artifacts, ugly, '
-    'mutilated, extra fingers, bad hands, bad face, deformed, disfigured, mutated limbs, fused '
-    'fingers, stagnant image, cluttered background, three legs, many people in the background, '
-    'walking backwards.'
-)
 
 
 @dataclass(frozen=True)

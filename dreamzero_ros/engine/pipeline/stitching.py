@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from dreamzero_ros.engine.model.embodiment import LAYOUTS, stitched_size
+from dreamzero_ros.engine.embodiment import LAYOUTS, stitched_size
 
 __all__ = ['stitch']
 

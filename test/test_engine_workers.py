@@ -1,26 +1,29 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The node's engine worker ranks: devices, rendezvous ports, failing fast, stopping."""
+"""The engine's worker ranks: devices, rendezvous ports, failing fast, stopping, options."""
 
 import threading
 import time
 
 import pytest
 
-from dreamzero_ros.core.engine_workers import (
+from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.workers.launch import (
     EngineRanks,
     EngineWorkers,
-    WorkerStartError,
     load_on_ranks,
     plan_workers,
     worker_command,
 )
-from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.engine.workers.worker import build_parser
+from dreamzero_ros.errors import DreamZeroError, WorkerStartError
 
 
-def _ranks(**values) -> EngineRanks:
-    return EngineRanks(**{'cfg_parallel': 2, 'checkpoint': '/ckpt', **values})
+def _ranks(checkpoint='/ckpt', **values) -> EngineRanks:
+    options = EngineOptions(**{'cfg_parallel': 2, 'device': 'cpu', 'dtype': 'float32', **values})
+    return EngineRanks(checkpoint, options)
 
 
 @pytest.mark.parametrize(
@@ -78,18 +81,18 @@ def test_ranks_without_their_devices_are_refused(values, cuda_devices, message):
 
 
 def test_ranks_of_the_node_parameters():
-    settings = build_settings(
+    engine = build_settings(
         {'engine.checkpoint': '/c', 'engine.tensor_parallel': 2, 'engine.device': 'cuda:1'}
-    )
-    ranks = EngineRanks.of(settings.engine)
-    assert (ranks.checkpoint, ranks.device, ranks.world_size) == ('/c', 'cuda:1', 2)
+    ).engine
+    ranks = EngineRanks(engine.checkpoint, engine)  # the node's settings are the options
+    assert (ranks.checkpoint, ranks.options.device, ranks.world_size) == ('/c', 'cuda:1', 2)
     assert ranks.describe() == 'cfg_parallel 1 x tensor_parallel 2 = 2 ranks'
     with pytest.raises(ValueError, match='= 2 ranks need a checkpoint'):
-        EngineRanks(checkpoint='', tensor_parallel=2)
+        EngineRanks('', EngineOptions(tensor_parallel=2))
 
 
 def test_one_rank_loads_in_this_process_only():
-    assert load_on_ranks(EngineRanks(checkpoint=''), lambda layout: ('engine', layout)) == (
+    assert load_on_ranks(EngineRanks(''), lambda layout: ('engine', layout)) == (
         ('engine', None),
         None,
     )
@@ -105,7 +108,7 @@ def test_missing_gpus_are_refused_before_anything_starts():
 
 def test_a_worker_that_cannot_load_fails_the_start_at_once(tmp_path):
     workers = EngineWorkers(
-        _ranks(cfg_parallel=1, tensor_parallel=2, checkpoint=str(tmp_path / 'missing')),
+        _ranks(str(tmp_path / 'missing'), cfg_parallel=1, tensor_parallel=2),
         log=lambda text: None,
     )
     start = time.monotonic()
@@ -120,7 +123,7 @@ def test_a_stop_request_ends_the_wait_and_the_workers(tmp_path):
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     stop = threading.Event()
-    workers = EngineWorkers(_ranks(checkpoint=str(checkpoint)), lambda text: None, stop.is_set)
+    workers = EngineWorkers(_ranks(str(checkpoint)), lambda text: None, stop.is_set)
     threading.Timer(0.5, stop.set).start()
     with pytest.raises(WorkerStartError, match='stop requested'):
         workers.start()
@@ -138,11 +141,32 @@ def test_two_groups_on_one_host_get_their_own_ports():
         second.close()
 
 
-def test_workers_build_their_dit_as_rank_0_does_fp8_and_shard():
-    (worker,) = plan_workers(_ranks(device='cpu'), 0)
-    plain = worker_command(_ranks(device='cpu'), worker)
-    assert '--fp8-linear' not in plain and '--tensor-parallel' not in plain
-    ranks = _ranks(cfg_parallel=1, tensor_parallel=2, fp8_linear='rowwise')
+def test_workers_get_every_option_of_rank_0_with_their_own_device():
+    """The worker's command line reads back as rank 0's options, the worker's device aside."""
+    engine = build_settings(
+        {
+            'engine.checkpoint': '/c',
+            'engine.cfg_parallel': 2,
+            'engine.device': 'cuda:1',
+            'engine.dtype': 'bfloat16',
+            'engine.fp8_linear': 'rowwise',
+            'engine.compile': True,
+            'engine.kv_cache': 'fp8',
+            'engine.encoder_dir': '/enc',
+            'engine.worker_timeout': 42.5,
+        }
+    ).engine
+    ranks = EngineRanks(engine.checkpoint, engine)
+    (worker,) = plan_workers(ranks, cuda_devices=4)
     command = worker_command(ranks, worker)
-    assert command[command.index('--fp8-linear') + 1] == 'rowwise'
-    assert command[command.index('--tensor-parallel') + 1] == '2'
+    assert command[1:3] == ['-m', 'dreamzero_ros.engine.workers.worker']
+    args = build_parser().parse_args(command[3:])
+    assert str(args.checkpoint) == '/c'
+    received = EngineOptions.from_arguments(args)
+    assert received.device == 'cuda:2'
+    assert received.engine_fields() == {**engine.engine_fields(), 'device': 'cuda:2'}
+
+
+def test_worker_start_error_is_one_of_the_package_errors():
+    assert issubclass(WorkerStartError, DreamZeroError)
+    assert issubclass(WorkerStartError, RuntimeError)
