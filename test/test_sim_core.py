@@ -23,7 +23,7 @@ import pytest  # noqa: E402
 
 from dreamzero_ros.core.jtc import Point, Trajectory, TrajectoryFollower  # noqa: E402
 from dreamzero_ros.core.kinematics import LinkPoints  # noqa: E402
-from dreamzero_ros.core.trajectory import spline_velocities  # noqa: E402
+from dreamzero_ros.core.trajectory import spline_knots  # noqa: E402
 from dreamzero_ros.policy_types import Observation  # noqa: E402
 from dreamzero_ros.sim.frames import SceneFrames  # noqa: E402
 from dreamzero_ros.sim.physics import SimWorld  # noqa: E402
@@ -85,9 +85,10 @@ def test_jtc_splines_drive_the_servos_and_the_arm_holds_at_the_end(world):
     target = home + np.array([0.4, 0.3, -0.3, 0.4, 0.2, -0.3, 0.5])
     times = np.array([0.5, 1.5, 2.5])
     rows = np.stack([home + 0.3 * (target - home), home + 0.8 * (target - home), target])
-    velocities = spline_velocities(times, rows, np.zeros(7))
+    velocities, accelerations = spline_knots(times, rows, np.zeros(7), np.zeros(7))
     points = tuple(
-        Point(float(t), tuple(p), tuple(v)) for t, p, v in zip(times, rows, velocities, strict=True)
+        Point(float(t), tuple(p), tuple(v), tuple(a))
+        for t, p, v, a in zip(times, rows, velocities, accelerations, strict=True)
     )
     follower.accept(Trajectory(0.0, joints, points), now)
     error = _follow(world, follower, joints, 0.04, 3.5)
@@ -149,10 +150,12 @@ def test_the_scripted_policy_completes_the_task_on_the_physics(world, kind):
         chunk = policy.infer(observation)
         times = chunk.step_duration * np.arange(1, chunk.horizon + 1)
         rows = chunk.actions[:, :7].astype(float)
-        velocities = spline_velocities(times, rows, follower.velocity)
+        velocities, accelerations = spline_knots(
+            times, rows, follower.velocity, follower.acceleration
+        )
         points = tuple(
-            Point(float(t), tuple(p), tuple(v))
-            for t, p, v in zip(times, rows, velocities, strict=True)
+            Point(float(t), tuple(p), tuple(v), tuple(a))
+            for t, p, v, a in zip(times, rows, velocities, accelerations, strict=True)
         )
         follower.update(now)
         follower.accept(Trajectory(0.0, scene.arm_joints, points), now)
