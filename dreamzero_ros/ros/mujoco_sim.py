@@ -93,6 +93,7 @@ class MujocoSim(SimArm):
     """The simulated robot: SimArm's controllers in front of MuJoCo physics and cameras."""
 
     TIMER_DRIVEN = False
+    DECLARED = {**ARM_PARAMETERS, **PARAMETERS}
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         self.world: SimWorld | None = None
@@ -441,7 +442,7 @@ def _tf_message(frames: list[Frame], now: float) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-sim``: ROS arguments only."""
-    return parameters_parser('dreamzero-sim', __doc__, {**ARM_PARAMETERS, **PARAMETERS})
+    return parameters_parser('dreamzero-sim', __doc__, MujocoSim.DECLARED)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -61,7 +61,7 @@ from importlib import resources
 from pathlib import Path
 import sys
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
@@ -219,10 +219,12 @@ class SimArm(Node):
 
     #: Whether a timer at ``rate_hz`` moves the joints (:meth:`_tick`).
     TIMER_DRIVEN = True
+    #: Every parameter the node declares (a subclass adds its own): others are refused.
+    DECLARED: ClassVar[dict[str, tuple[Any, str]]] = PARAMETERS
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        refuse_unknown_overrides(self, PARAMETERS)
+        refuse_unknown_overrides(self, self.DECLARED)
         #: The node's clock at its start: its internal times are seconds since (exact to
         #: nanoseconds, as the 1 kHz checks need).
         self._epoch_ns = self.get_clock().now().nanoseconds
