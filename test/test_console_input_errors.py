@@ -237,7 +237,7 @@ def test_a_partial_checkpoint_of_a_dead_writer_is_removed_by_the_next(tmp_path):
 
 def test_engine_worker_offers_the_presets_of_every_tool():
     from dreamzero_ros.engine.loader import RANDOM_PRESETS
-    from dreamzero_ros.engine.parallel.cfg_parallel import build_parser
+    from dreamzero_ros.engine.workers.worker import build_parser
 
     help_text = build_parser().format_help()
     assert f'--preset {{{",".join(RANDOM_PRESETS)}}}' in help_text, help_text

@@ -73,6 +73,11 @@ def test_every_rank_of_cfg_times_tensor_parallel_gets_its_own_device():
         ),
         ({'tensor_parallel': 2, 'device': 'cuda:1'}, 4, r'cuda:1 \.\. cuda:4, but 4'),
         ({'worker_gpus': '1'}, 4, "worker_gpus names GPUs but rank 0 runs on 'cpu'"),
+        (
+            {'device': 'cuda:0', 'worker_gpus': '1'},
+            0,
+            r'rank 0 of cfg_parallel 2 x tensor_parallel 1 = 2 ranks runs on cuda:0, but 0 CUDA',
+        ),
     ],
 )
 def test_ranks_without_their_devices_are_refused(values, cuda_devices, message):

@@ -198,17 +198,15 @@ class EngineOptions:
         """The options of a command line made by :func:`.loader.add_engine_arguments`.
 
         ``names``: the options it added (field names), the others keep their defaults; None:
-        every one.
+        every one. The device is not checked here (rank 0 carries its workers' devices): the
+        process that uses it does, with :func:`check_device`.
 
         Raises:
             ConfigError: an option's value is invalid, naming it.
-            DeviceUnavailableError: ``--device`` names a device this machine does not have.
 
         """
         specs = [spec for spec in engine_option_specs() if names is None or spec.name in names]
-        options = build(cls, argument_values(args, specs))
-        check_device(options.device, '--device')
-        return options
+        return build(cls, argument_values(args, specs))
 
     def resolved(self) -> EngineOptions:
         """The same options, ``device`` and ``dtype`` resolved (:func:`resolve_device_dtype`)."""

@@ -38,7 +38,7 @@ import tempfile
 import time
 from typing import Any, TypeVar
 
-from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.options import EngineOptions, check_device
 from dreamzero_ros.errors import WorkerStartError
 from dreamzero_ros.log_forwarding import forwarded_logs
 
@@ -120,7 +120,7 @@ def plan_workers(ranks: EngineRanks, cuda_devices: int) -> list[WorkerLaunch]:
 
     Raises:
         ValueError: ``worker_gpus`` does not name one GPU per worker, names GPUs for a CPU
-            engine, or the devices after rank 0's are not there.
+            engine, or rank 0's device or the devices after it are not there.
 
     """
     count = ranks.world_size - 1
@@ -143,6 +143,11 @@ def plan_workers(ranks: EngineRanks, cuda_devices: int) -> list[WorkerLaunch]:
             f'{ranks.describe()} need one GPU each, cuda:{index} .. cuda:{index + count}, but '
             f'{cuda_devices} CUDA device(s) are visible; name the GPUs of the worker ranks in '
             'worker_gpus (the launch file: gpus:=), or use fewer ranks'
+        )
+    if on_cuda and gpus and index >= cuda_devices:
+        raise ValueError(
+            f'rank 0 of {ranks.describe()} runs on {options.device}, but {cuda_devices} CUDA '
+            'device(s) are visible; use a visible device, or the CPU for every rank'
         )
     workers = []
     for rank in range(1, count + 1):
@@ -363,7 +368,11 @@ def load_from_arguments(
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.engine.loader import RANDOM_PRESETS, load_engine
 
-    options = EngineOptions.from_arguments(args).resolved()
+    options = EngineOptions.from_arguments(args)
+    if options.cfg_parallel * options.tensor_parallel == 1:
+        # with more ranks, plan_workers refuses their devices first, before any worker starts
+        check_device(options.device, '--device')
+    options = options.resolved()
 
     def load(layout: Any, checkpoint: str | None, preset: str | None) -> Any:
         with forwarded_logs(log):  # a line per checkpoint file read

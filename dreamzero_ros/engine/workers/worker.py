@@ -28,7 +28,7 @@ from dreamzero_ros.engine.config import EngineConfig
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.engine.memory.placement import build_dit, build_modules
 from dreamzero_ros.engine.networks.dit import CausalWanDiT
-from dreamzero_ros.engine.options import EngineOptions
+from dreamzero_ros.engine.options import EngineOptions, check_device
 from dreamzero_ros.engine.parallel.mesh import mesh_problem
 from dreamzero_ros.engine.parallel.tensor_parallel import shard_problem
 from dreamzero_ros.engine.pipeline.denoise import ChunkDenoiser, ChunkInputs, DenoiseSession
@@ -177,11 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     world_size = args.world_size or int(os.environ.get('WORLD_SIZE', '2'))
     if rank < 1:
         parser.error('workers are ranks >= 1; rank 0 is the engine (ParallelDriver)')
+    options = EngineOptions.from_arguments(args)
     try:
-        options = EngineOptions.from_arguments(args).resolved()
+        check_device(options.device, '--device')  # this rank's own, in one line
     except DeviceUnavailableError as error:
         print(f'dreamzero-engine-worker: error: {error}', file=sys.stderr)
         return EXIT_RESOURCE
+    options = options.resolved()
     if options.num_threads > 0:
         torch.set_num_threads(options.num_threads)
     dit = load_worker_dit(
