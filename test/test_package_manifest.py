@@ -39,7 +39,7 @@ ROS_IMPORTS = {
     'launch_ros': 'launch_ros',
 }
 # Imported only where installed (package.xml says why they are not declared).
-OPTIONAL_IMPORTS = {'cv_bridge', 'control_msgs', 'tf2_msgs'}
+OPTIONAL_IMPORTS = {'cv_bridge', 'control_msgs'}
 # What generating the interfaces needs besides the packages their fields name.
 INTERFACE_TOOLS = {'ament_cmake', 'ament_cmake_python', 'rosidl_default_generators'}
 BUILD_TAGS = ('buildtool_depend', 'build_depend', 'depend', 'test_depend')
