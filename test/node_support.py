@@ -60,6 +60,7 @@ class NodeProcess:
     the parent's Python code (the node's command line in ``sys.argv[1:]``). Unless the test sets
     it, ``controller_watch.state_timeout`` is 2 s times the machine's load factor: a test's own
     joint-state stream stalls on a loaded machine, which would stop the node's commands.
+    :attr:`added_parameters` holds what was added so.
     """
 
     def __init__(
@@ -73,9 +74,11 @@ class NodeProcess:
         if params_file is not None:
             args += ['--params-file', str(params_file)]
         given = ' '.join(ros_args) + (params_file.read_text() if params_file is not None else '')
+        self.added_parameters: dict[str, float] = {}
         if 'state_timeout' not in given:
             # a loaded machine delays the test's own joint-state stream (not the point here)
-            ros_args = (*ros_args, f'controller_watch.state_timeout:={2.0 * load_factor():.3f}')
+            self.added_parameters['controller_watch.state_timeout'] = round(2.0 * load_factor(), 3)
+        ros_args = (*ros_args, *(f'{k}:={v!r}' for k, v in self.added_parameters.items()))
         for item in ros_args:
             args += ['-p', item]
         self.log_path = log_path

@@ -252,6 +252,7 @@ def test_config_and_launch_overrides_load_into_the_node(harness, tmp_path, confi
         expected = {spec.name: spec.default for spec in PARAMETERS}
         expected.update(read_params_file(config))
         expected.update(plan.node_parameters)
+        expected.update(node.added_parameters)  # the test harness's load-following timeout
         expected['autostart'] = False
         for name in names:
             _assert_same(expected[name], values[name], name)
