@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from rosbags.rosbag2 import Reader
 
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.replay.typestore import replay_typestore
 
 
@@ -127,10 +128,10 @@ def bag_messages(bag: Path, topic: str) -> list[tuple[int, object]]:
 
 
 def latest_at(messages: list[tuple[int, object]], time_s: float) -> object:
-    """The last message logged at or before ``time_s``."""
+    """The last message logged at or before ``time_s`` (in nanoseconds as bags are written)."""
     chosen = None
     for log_ns, message in messages:
-        if log_ns > time_s * 1e9:
+        if log_ns > to_ns(time_s):
             break
         chosen = message
     return chosen

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dreamzero_ros.core.messages import NS_PER_S
+from dreamzero_ros.core.messages import NS_PER_S, to_ns
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache, Refusal
 from dreamzero_ros.policy_types import Observation
 from dreamzero_ros.replay.bag_io import BagReader
@@ -86,9 +86,10 @@ def observations(
     next_time = next(pending, None)
     if next_time is None:
         return
-    stop_ns = int(times[-1] * NS_PER_S) + 1
+    # to_ns, as bags are written: a message logged at a query time is the query's, not the next
+    stop_ns = to_ns(times[-1]) + 1
     for topic, log_ns, message in reader.messages([*camera_of, topics.joint_states], None, stop_ns):
-        while next_time is not None and log_ns > next_time * NS_PER_S:
+        while next_time is not None and log_ns > to_ns(next_time):
             yield Query(next_time, cache.build(next_time, prompt, session_id))
             next_time = next(pending, None)
         if next_time is None:
