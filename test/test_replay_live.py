@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from replay_support import demo_bag, demo_state
 
-from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, to_ns
+from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, stamp_to_ns, to_ns
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.live_replay import LiveReplayConfig, _Recorder, node_topic
 from dreamzero_ros.replay.topics import ReplayTopics
@@ -139,7 +139,7 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', 'tiny')
-    bag = demo_bag(tmp_path, num_frames=15, image_format='rgb8')
+    bag = demo_bag(tmp_path, num_frames=30, image_format='rgb8')  # 2 s
     node = NodeProcess(
         tmp_path / 'node.log',
         'use_sim_time:=true',
@@ -148,6 +148,11 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
         'gripper_joint_name:=panda_gripper',
         'gripper_range:=[0.0, 1.0]',
         'gripper.interface:=none',
+        # the bag's slow motion (--rate) stands for cpu_small's; the predicted frames play at
+        # the times they stand for, a newer chunk's replacing those still to come: the next
+        # chunk comes after the first one's 24 rows at 15 Hz (1.6 s) have played
+        'scheduler.step_duration:=0.0',
+        'scheduler.min_replan_period:=1.7',
         params_file=CONFIG / 'cpu_small.yaml',
     )
     out = tmp_path / 'recorded'
@@ -171,7 +176,7 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
         chunks = list(reader.messages([chunk_topic]))
         previews = [m for _, _, m in reader.messages([preview])]
     assert len(chunks) >= 2, node.log()[-3000:]
-    bag_end_ns = to_ns(START + 1.0)
+    bag_end_ns = to_ns(START + 2.0)
     for log_ns, (_, _, msg) in ((c[1], c) for c in chunks):
         stamp_ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         # stamped with a recorded observation time, recorded on the bag clock after it
@@ -190,6 +195,11 @@ def test_policy_node_runs_on_the_bag_clock_and_its_chunks_are_recorded(tmp_path)
     cameras = list(ReplayTopics().cameras)
     predictions = recorded_predictions(out, 'dreamzero_policy', cameras)
     assert predictions and all(len(v) == 8 for v in predictions[0].cameras.values())
+    with BagReader(out) as reader:  # each published when the bag's clock reached its time
+        camera = node_topic(f'~/predicted_video/{cameras[0]}')
+        topics = [topic for topic in reader.topics if topic.startswith(camera)]
+        played = [(log_ns, stamp_to_ns(m.header.stamp)) for _, log_ns, m in reader.messages(topics)]
+    assert played and all(log_ns >= stamp_ns for log_ns, stamp_ns in played)
     # --imagination drew them over the camera frames, one figure per recorded chunk (up to 8)
     assert len(summary['imagination']) == min(len(predictions), 8)  # at most 8 figures
     assert Path(summary['imagination'][0]).read_bytes().startswith(b'\x89PNG')

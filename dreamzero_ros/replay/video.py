@@ -221,8 +221,10 @@ def recorded_predictions(
 
     The per-camera topics are read raw or ``/compressed``, whichever the recording holds.
 
-    Each chunk's frames were published at once, stamped at evenly spaced future times; a frame
-    that is not later than the previous one by the same spacing starts the next chunk.
+    Each chunk's frames are stamped at evenly spaced future times and published when the
+    node's clock reaches them, a newer chunk's replacing those still to come (so a chunk may be
+    recorded in part); a frame that is not later than the previous one by the same spacing
+    starts the next chunk.
     """
     per_camera: dict[str, list[list[tuple[float, bytes]]]] = {camera: [] for camera in cameras}
     topics = {
