@@ -267,7 +267,8 @@ class _Harness:
         self._recorder = self._make_recorder()
         self._subscribe()
         self.executor = MultiThreadedExecutor(num_threads=3)
-        self.executor.add_node(self.sim)
+        for node in self.sim.nodes():  # the simulator and its controllers' nodes
+            self.executor.add_node(node)
         self._spinner = threading.Thread(target=self.executor.spin, daemon=True)
         # The task's action client on a node of its own, spun only by the thread that sends the
         # goals: rclpy loses a goal's response that arrives on an executor thread before the

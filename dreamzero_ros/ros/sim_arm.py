@@ -49,7 +49,8 @@ Each controller is a node of its own, named as ros2_control names it (the namesp
 topic or action: ``left_arm_controller`` for ``left_arm_controller/joint_trajectory``; the
 group's ``controller`` where it names one), with JTC's ``joints`` or a gripper controller's
 ``joint`` parameter, so that the policy node and ``dreamzero-preflight`` recognise it as a real
-controller. A topic without a namespace (``cmd_vel``) stays on the ``sim_arm`` node. Action goals
+controller. A topic without a namespace (``cmd_vel``) stays on the ``sim_arm`` node. Whoever
+spins the simulated robot spins :meth:`SimArm.nodes`, the controllers' too. Action goals
 run as coroutines that wait for the next update: any number of them may run at once without
 holding an executor thread.
 """
@@ -379,6 +380,17 @@ class SimArm(Node):
                 cancel_callback=lambda goal: CancelResponse.ACCEPT,
                 callback_group=self._group,
             )
+
+    def nodes(self) -> tuple[Node, ...]:
+        """The nodes to spin: this one, then its controllers'."""
+        return (self, *self.controllers.values())
+
+    def destroy_node(self) -> None:
+        """Destroy the controllers' nodes, then this one."""
+        for controller in self.controllers.values():
+            controller.destroy_node()
+        self.controllers.clear()
+        super().destroy_node()
 
     def start(self) -> None:
         """Start moving (the timer does, once spinning)."""
@@ -814,7 +826,7 @@ def run_robot(
         rclpy.try_shutdown()
         return 2
     executor = MultiThreadedExecutor(num_threads=2)
-    for each in (node, *node.controllers.values()):
+    for each in node.nodes():
         executor.add_node(each)
     node.get_logger().info(node.ready_line())
     try:
@@ -824,8 +836,6 @@ def run_robot(
     finally:
         node.stop()
         executor.shutdown()
-        for controller in node.controllers.values():
-            controller.destroy_node()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
