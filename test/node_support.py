@@ -387,18 +387,34 @@ class SimClock:
 
 
 def node_diagnostics(
-    harness: Harness, since: float, predicate: Callable[[Any, dict[str, str]], bool]
+    harness: Harness,
+    since: float = 0.0,
+    predicate: Callable[[Any, dict[str, str]], Any] = lambda status, values: True,
+    name: str = 'dreamzero_policy',
 ) -> tuple[Any, dict[str, str]] | None:
-    """The newest policy status recorded under ``diagnostics`` after ``since`` that passes.
+    """The newest status of node ``name`` under ``diagnostics`` after ``since`` that passes.
 
     ``predicate(status, values)`` decides; returns ``(status, values)`` or None.
     """
     for msg in reversed(harness.messages('diagnostics', since)):
         for status in msg.status:
             values = {kv.key: kv.value for kv in status.values}
-            if status.name.startswith('dreamzero_policy') and predicate(status, values):
+            if status.name.startswith(name) and predicate(status, values):
                 return status, values
     return None
+
+
+def diagnostic_count(harness: Harness, key: str, name: str = 'sim_arm') -> int:
+    """The largest count ``key`` that node ``name`` reported under ``diagnostics`` (0: none)."""
+    counts = [
+        int(value.value)
+        for array in harness.messages('diagnostics')
+        for status in array.status
+        if status.name.startswith(name)
+        for value in status.values
+        if value.key == key
+    ]
+    return max(counts, default=0)
 
 
 def latched_qos() -> Any:
