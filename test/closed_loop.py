@@ -292,3 +292,22 @@ def hand_toward_the_table(loop: ClosedLoop, table: float) -> tuple[str, ...]:
         'robot_description.source:=topic',
         'robot_description.timeout:=30.0',
     )
+
+
+def split_groups(folder: Path, groups: Any, apart: set[str]) -> dict[str, Path]:
+    """Groups files ``main`` and ``apart`` (the groups named in ``apart``) of a groups file or tag.
+
+    Two simulated robots serve one layout this way, so that one part can fail alone.
+    """
+    from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
+
+    source = Path(groups) if Path(str(groups)).suffix else EMBODIMENTS_DIR / f'{groups}.yaml'
+    data = yaml.safe_load(source.read_text())['groups']
+    files = {}
+    for part, entries in (
+        ('main', [g for g in data if g['name'] not in apart]),
+        ('apart', [g for g in data if g['name'] in apart]),
+    ):
+        files[part] = folder / f'{part}.yaml'
+        files[part].write_text(yaml.safe_dump({'groups': entries}))
+    return files
