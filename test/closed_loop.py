@@ -50,6 +50,18 @@ class Peer:
                 args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=full_env
             )
 
+    def start_embodiment(self, tag: str, groups: Any, safety: tuple, **parameters: Any):
+        """The node on a tiny checkpoint of the shipped ``tag`` layout, its cameras streamed.
+
+        :func:`embodiment_parameters` and ``parameters`` over config/cpu_small.yaml; the
+        harness publishes random frames on the embodiment's camera topics.
+        """
+        checkpoint = write_shipped_checkpoint(self.folder / tag, tag)
+        values = {**embodiment_parameters(checkpoint, tag, groups, safety), **parameters}
+        node = self.start_node(params_file=params_file(self.folder, **values))
+        self.stream_cameras(random_clips(values['camera_topics']))
+        return node
+
     def log(self) -> str:
         """Everything the process printed so far."""
         return self.log_path.read_text()
@@ -149,16 +161,6 @@ def embodiment_parameters(checkpoint: Path, tag: str, groups: Any, safety: tuple
     }
 
 
-def embodiment_params_file(
-    folder: Path, tag: str, groups: Any, safety: tuple, **parameters: Any
-) -> Path:
-    """A params file of :func:`embodiment_parameters` on a tiny checkpoint of ``tag``."""
-    checkpoint = write_shipped_checkpoint(folder / tag, tag)
-    return params_file(
-        folder, **{**embodiment_parameters(checkpoint, tag, groups, safety), **parameters}
-    )
-
-
 class ClosedLoop:
     """The harness in this process and the processes of one closed loop, ended together.
 
@@ -187,20 +189,28 @@ class ClosedLoop:
         return self.policy_port
 
     def start_sim(self, *params: str, node: str | None = None, simulator='kinematic', env=None):
-        """A simulated robot (:func:`start_sim`); started again under a name, it replaces it."""
+        """A simulated robot (:func:`start_sim`); one started again under its name replaces it."""
         sim = start_sim(self.folder, *params, node=node, simulator=simulator, env=env)
+        previous = self.sims.pop(sim.log_path.stem, None)
+        if previous is not None:
+            previous.stop()
         self.sims[sim.log_path.stem] = sim
         return sim
 
-    def start_peer(self, name: str, args: list[str], env: Mapping[str, str] | None = None) -> Peer:
+    def start_peer(
+        self, name: str, args: list[str], env: Mapping[str, str] | None = None, grace=10.0
+    ) -> Peer:
         """Any other process of the system, its log ``<name>.log``."""
-        self.peers[name] = Peer(args, self.folder / f'{name}.log', env)
+        self.peers[name] = Peer(args, self.folder / f'{name}.log', env, grace)
         return self.peers[name]
 
-    def stream_cameras(self, clips: dict, **options: Any) -> RobotStream:
-        """The harness publishes ``clips`` (topic -> frames); the joint states are the robot's."""
+    def stream_cameras(self, clips: dict, joint_states=False, **options: Any) -> RobotStream:
+        """The harness publishes ``clips`` (topic -> frames) with :class:`RobotStream`.
+
+        The joint states are the simulated robot's, or with ``joint_states`` the harness's.
+        """
         self.stream = RobotStream(self.harness, clips, **options)
-        self.stream.joints_on = False
+        self.stream.joints_on = joint_states
         return self.stream
 
     def start_node(
@@ -215,6 +225,18 @@ class ClosedLoop:
             self.folder / 'node.log', *remote, *overrides, params_file=params_file
         )
         return self.node
+
+    def start_embodiment(self, tag: str, groups: Any, safety: tuple, **parameters: Any):
+        """The node on a tiny checkpoint of the shipped ``tag`` layout, its cameras streamed.
+
+        :func:`embodiment_parameters` and ``parameters`` over config/cpu_small.yaml; the
+        harness publishes random frames on the embodiment's camera topics.
+        """
+        checkpoint = write_shipped_checkpoint(self.folder / tag, tag)
+        values = {**embodiment_parameters(checkpoint, tag, groups, safety), **parameters}
+        node = self.start_node(params_file=params_file(self.folder, **values))
+        self.stream_cameras(random_clips(values['camera_topics']))
+        return node
 
     def log(self) -> str:
         """The node's log, then each simulated robot's and peer's."""
@@ -234,6 +256,12 @@ class ClosedLoop:
         from std_srvs.srv import SetBool
 
         return self.harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
+
+    def wait_enabled(self, timeout: float, what: str = 'enable') -> Any:
+        """Call ``~/enable`` until it succeeds (the controllers are up); that response."""
+        return self.harness.wait_for(
+            lambda: (response := self.enable()).success and response, timeout, what, self.log
+        )
 
     def close(self) -> int | None:
         """End the stream, the node, the simulated robots, the peers, the harness; the node's code.

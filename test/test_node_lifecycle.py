@@ -10,7 +10,6 @@ parameters changed while unconfigured); each serves, through the node's OpenPI b
 actions of the one-process engine.
 """
 
-import socket
 import time
 
 from node_support import (
@@ -25,6 +24,8 @@ from node_support import (
 )
 import numpy as np
 import pytest
+
+from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -69,12 +70,6 @@ def _bridge_actions(port: int) -> list[np.ndarray]:
         return [remote.infer(observation).actions for observation in _observations()]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def _chunks_after(harness, since):
     return [m for m in harness.messages('controller', since) if not is_hold(m)]
 
@@ -91,7 +86,7 @@ def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(
 
     from dreamzero_ros.droid_clips import demo_clips
 
-    bridge_port = _free_port()
+    bridge_port = free_port()
     node = NodeProcess(
         tmp_path / 'node.log',
         'autostart:=false',
