@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from embodiment_support import shipped_embodiment, write_shipped_checkpoint
-from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, RobotStream, ros_env
+from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, RobotStream, SimClock, ros_env
 import numpy as np
 import yaml
 
@@ -49,18 +49,6 @@ class Peer:
             self.process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=full_env
             )
-
-    def start_embodiment(self, tag: str, groups: Any, safety: tuple, **parameters: Any):
-        """The node on a tiny checkpoint of the shipped ``tag`` layout, its cameras streamed.
-
-        :func:`embodiment_parameters` and ``parameters`` over config/cpu_small.yaml; the
-        harness publishes random frames on the embodiment's camera topics.
-        """
-        checkpoint = write_shipped_checkpoint(self.folder / tag, tag)
-        values = {**embodiment_parameters(checkpoint, tag, groups, safety), **parameters}
-        node = self.start_node(params_file=params_file(self.folder, **values))
-        self.stream_cameras(random_clips(values['camera_topics']))
-        return node
 
     def log(self) -> str:
         """Everything the process printed so far."""
@@ -174,6 +162,7 @@ class ClosedLoop:
         self.harness = Harness(harness, use_sim_time=use_sim_time)
         self.node: NodeProcess | None = None
         self.stream: RobotStream | None = None
+        self.clock: SimClock | None = None
         #: The simulated robots by their log's name (the node's name).
         self.sims: dict[str, Peer] = {}
         self.peers: dict[str, Peer] = {}
@@ -226,6 +215,22 @@ class ClosedLoop:
         )
         return self.node
 
+    def start_tiny_node(self, *overrides: str, params_file: Path = CONFIG / 'cpu_small.yaml'):
+        """:meth:`start_node` on a random-weight tiny checkpoint (one per loop), no warm-up."""
+        from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
+
+        checkpoint = self.folder / 'tiny'
+        if not checkpoint.exists():
+            write_random_checkpoint(checkpoint, preset='tiny')
+        tiny = (f'engine.checkpoint:={checkpoint}', 'engine.warmup:=false')
+        return self.start_node(*tiny, *overrides, params_file=params_file)
+
+    def start_clock(self) -> SimClock:
+        """``/clock`` from the harness (:class:`SimClock`), once the harness runs on it."""
+        self.clock = SimClock(self.harness)
+        self.harness.wait_for(lambda: self.harness.now() > 900.0, 10, 'simulated time', self.log)
+        return self.clock
+
     def start_embodiment(self, tag: str, groups: Any, safety: tuple, **parameters: Any):
         """The node on a tiny checkpoint of the shipped ``tag`` layout, its cameras streamed.
 
@@ -264,7 +269,7 @@ class ClosedLoop:
         )
 
     def close(self) -> int | None:
-        """End the stream, the node, the simulated robots, the peers, the harness; the node's code.
+        """End the stream, node, clock, simulated robots, peers and harness; the node's exit code.
 
         Each piece ends even where an earlier one failed to; the first failure is raised.
         """
@@ -276,6 +281,8 @@ class ClosedLoop:
             steps.append(self.stream.close)
         if self.node is not None:
             steps.append(self._stop_node)
+        if self.clock is not None:
+            steps.append(self.clock.close)
         steps += [peer.stop for peer in (*self.sims.values(), *self.peers.values())]
         steps.append(self.harness.close)
         failure = None
