@@ -34,6 +34,8 @@ from dreamzero_ros.engine.workers.protocol import free_port
 SIMULATORS = {'kinematic': 'dreamzero_ros.ros.sim_arm', 'mujoco': 'dreamzero_ros.ros.mujoco_sim'}
 #: The scripted OpenPI policies (see the file).
 POLICY_PEER = REPO / 'test' / 'policy_peer.py'
+#: Publishes a URDF as robot_state_publisher does (see the file).
+DESCRIPTION_PEER = REPO / 'test' / 'robot_description_peer.py'
 
 
 class Peer:
@@ -176,6 +178,15 @@ class ClosedLoop:
         command = [sys.executable, str(POLICY_PEER), str(self.policy_port), script, *args]
         self.start_peer('policy', command)
         return self.policy_port
+
+    def publish_description(self, urdf: str, topic: str = '/robot_description') -> Peer:
+        """``urdf`` on ``topic`` as robot_state_publisher publishes it, from a peer; once it has."""
+        name = topic.strip('/').replace('/', '_')
+        path = self.folder / f'{name}.urdf'
+        path.write_text(urdf)
+        peer = self.start_peer(name, [sys.executable, str(DESCRIPTION_PEER), str(path), topic])
+        self.harness.wait_for(lambda: 'published' in peer.log(), 60, f'{topic} published', self.log)
+        return peer
 
     def start_sim(self, *params: str, node: str | None = None, simulator='kinematic', env=None):
         """A simulated robot (:func:`start_sim`); one started again under its name replaces it."""

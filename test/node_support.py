@@ -108,13 +108,7 @@ class NodeProcess:
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGINT (the node holds and cleans up), then SIGKILL if it hangs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        interrupt(self.process, timeout)
         self._log.close()
         return self.process.returncode
 
@@ -424,6 +418,23 @@ def latched_qos() -> Any:
     return QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
     )
+
+
+def interrupt(process: subprocess.Popen, timeout: float) -> bool:
+    """SIGINT to a running ``process`` (as Ctrl-C), then SIGKILL if it outlives ``timeout`` s.
+
+    True where it ended by itself (or had ended), False where it had to be killed.
+    """
+    if process.poll() is not None:
+        return True
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
+    return True
 
 
 def child_pids(pid: int) -> set[int]:
