@@ -10,14 +10,12 @@ trajectory at 15 Hz and records what the node publishes.
 
 import time
 
+from closed_loop import ClosedLoop
 from node_support import (
     ARM,
     CONFIG,
     JOINTS,
     NODE,
-    Harness,
-    NodeProcess,
-    RobotStream,
     is_hold,
     latched_qos,
     loaded_input_tolerances,
@@ -53,13 +51,6 @@ def clips():
 
 
 @pytest.fixture(scope='module')
-def tiny_checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-
-    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
-
-
-@pytest.fixture(scope='module')
 def bridge_port():
     return free_port()
 
@@ -77,7 +68,7 @@ def bridge_key_file(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_file):
+def system(tmp_path_factory, clips, bridge_port, bridge_key_file):
     """(harness, stream, node): a dry-run node with per-step commands and the OpenPI bridge."""
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Float64MultiArray
@@ -85,37 +76,31 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_fil
 
     from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 
-    harness = Harness('pipeline_harness')
-    # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named as
-    # ros2_control names them: enable needs every group's controller
-    harness.record_controller(
-        'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
-    )
-    harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
-    harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
-    harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    if ActionChunkMsg is not None:
-        harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
-        harness.record('status', PolicyStatusMsg, f'{NODE}/status')
-    node = NodeProcess(
-        tmp_path_factory.mktemp('node') / 'node.log',
-        f'engine.checkpoint:={tiny_checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'dry_run:=true',
-        'step_command.enabled:=true',
-        'openpi_bridge.enabled:=true',
-        f'openpi_bridge.port:={bridge_port}',
-        f'openpi_bridge.api_key_file:={bridge_key_file}',
-        *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, clips)
-    yield harness, stream, node
-    stream.close()
-    assert node.stop() == 0, node.log()[-3000:]
-    harness.close()
+    with ClosedLoop(tmp_path_factory.mktemp('pipeline'), 'pipeline_harness') as loop:
+        harness = loop.harness
+        # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml,
+        # named as ros2_control names them: enable needs every group's controller
+        harness.record_controller(
+            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
+        harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
+        harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        if ActionChunkMsg is not None:
+            harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
+            harness.record('status', PolicyStatusMsg, f'{NODE}/status')
+        node = loop.start_tiny_node(
+            'dry_run:=true',
+            'step_command.enabled:=true',
+            'openpi_bridge.enabled:=true',
+            f'openpi_bridge.port:={bridge_port}',
+            f'openpi_bridge.api_key_file:={bridge_key_file}',
+            *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
+        )
+        stream = loop.stream_cameras(clips, joint_states=True)
+        yield harness, stream, node
+        assert loop.close() == 0, node.log()[-3000:]
 
 
 def _wait_chunks(harness, node, key, count, since, **kwargs):
