@@ -18,7 +18,7 @@ from typing import Any
 
 from machine_load import load_factor
 
-from dreamzero_ros.core.messages import is_hold  # noqa: F401 - the tests' import of it
+from dreamzero_ros.core.messages import is_hold
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
@@ -103,8 +103,14 @@ class NodeProcess:
         return self.log_path.read_text()
 
     def wait_exit(self, timeout: float) -> int:
-        """Wait for the process to end on its own; its exit code."""
-        return self.process.wait(timeout)
+        """Wait for the process to end on its own; its exit code.
+
+        Stopped either way: one still running after ``timeout`` s raises TimeoutExpired.
+        """
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self.stop()
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGINT (the node holds and cleans up), then SIGKILL if it hangs."""
@@ -172,6 +178,21 @@ class Harness:
         """Messages recorded under ``key`` that arrived after ``since``."""
         with self._lock:
             return [msg for arrived, msg in self.received.get(key, []) if arrived >= since]
+
+    def motions(self, key: str, since: float = 0.0) -> list[Any]:
+        """The trajectories recorded under ``key`` after ``since`` that are not holds."""
+        return [msg for msg in self.messages(key, since) if not is_hold(msg)]
+
+    def wait_motions(
+        self, key: str, count: int, since: float, timeout: float, log: Callable[[], str]
+    ) -> list[Any]:
+        """:meth:`motions` once there are ``count`` of them."""
+        return self.wait_for(
+            lambda: found if len(found := self.motions(key, since)) >= count else None,
+            timeout,
+            f'{count} trajectories on {key}',
+            log,
+        )
 
     def wait_for(
         self, predicate: Callable[[], Any], timeout: float, what: str, log: Callable[[], str]

@@ -226,10 +226,7 @@ def test_a_mapping_leaving_a_column_unused_fails_configure_naming_it(tmp_path):
     checkpoint = write_shipped_checkpoint(tmp_path / 'agibot', 'agibot')
     parameters = embodiment_parameters(checkpoint, 'agibot', groups, AGIBOT)
     node = NodeProcess(tmp_path / 'node.log', params_file=params_file(tmp_path, **parameters))
-    try:
-        assert node.wait_exit(TIMEOUT) == 1
-    finally:
-        node.stop()
+    assert node.wait_exit(TIMEOUT) == 1
     log = node.log()
     assert 'action column 20 (robot_velocity[0]) is sent to no group' in log, log
     assert 'map it, to output none if the robot does not execute it' in log

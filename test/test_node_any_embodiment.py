@@ -105,10 +105,7 @@ def test_droid_parameters_on_another_robots_checkpoint_fail_configure(tmp_path, 
     }
     assert defaults()['camera_keys'] != tuple(TOPICS)
     node = NodeProcess(tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters))
-    try:
-        assert node.wait_exit(TIMEOUT) == 1
-    finally:
-        node.stop()
+    assert node.wait_exit(TIMEOUT) == 1
     log = node.log()
     assert "the policy reads cameras ['front', 'wrist'], camera_keys names" in log
     assert 'the policy reads 6 arm joints, arm_joint_names names 7' in log

@@ -66,17 +66,7 @@ def system(tmp_path_factory, clips):
 
 def _trajectories(harness, node, count, since, timeout=TIMEOUT):
     """``count`` motion (non-hold) previews recorded after ``since``."""
-    return harness.wait_for(
-        lambda: (
-            found
-            if len(found := [m for m in harness.messages('preview', since) if not is_hold(m)])
-            >= count
-            else None
-        ),
-        timeout,
-        f'{count} trajectories',
-        node.log,
-    )
+    return harness.wait_motions('preview', count, since, timeout, node.log)
 
 
 def _values(harness, node, since, predicate, what, timeout=15.0):

@@ -104,16 +104,7 @@ def system(tmp_path_factory, clips, bridge_port, bridge_key_file):
 
 
 def _wait_chunks(harness, node, key, count, since, **kwargs):
-    return harness.wait_for(
-        lambda: (
-            msgs
-            if len(msgs := [m for m in harness.messages(key, since) if not is_hold(m)]) >= count
-            else None
-        ),
-        kwargs.get('timeout', TIMEOUT),
-        f'{count} trajectories on {key}',
-        node.log,
-    )
+    return harness.wait_motions(key, count, since, kwargs.get('timeout', TIMEOUT), node.log)
 
 
 def test_dry_run_publishes_previews_and_nothing_to_the_controller(system):

@@ -116,10 +116,7 @@ def _refused(folder, name, *args):
         *args,
         params_file=CONFIG / 'cpu_small.yaml',
     )
-    try:
-        assert node.wait_exit(60) != 0
-    finally:
-        node.stop()
+    assert node.wait_exit(60) != 0
     return node.log()
 
 
@@ -209,10 +206,7 @@ def test_descriptions_beyond_the_bounds_fail_configure_and_preflight_in_one_line
         *settings,
         params_file=CONFIG / 'cpu_small.yaml',
     )
-    try:
-        code = node.wait_exit(60)
-    finally:
-        node.stop()
+    code = node.wait_exit(60)
     log = node.log()
     assert code == 1, (code, log[-2000:])  # an orderly exit, never SIGSEGV (-11)
     failures = [line for line in log.splitlines() if 'configure failed:' in line]

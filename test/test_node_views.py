@@ -60,17 +60,7 @@ def system(tmp_path_factory):
 
 
 def _trajectories(harness, count, since, node):
-    return harness.wait_for(
-        lambda: (
-            msgs
-            if len(msgs := [m for m in harness.messages('controller', since) if not is_hold(m)])
-            >= count
-            else None
-        ),
-        TIMEOUT,
-        f'{count} trajectories',
-        node.log,
-    )
+    return harness.wait_motions('controller', count, since, TIMEOUT, node.log)
 
 
 def _views_values(harness, since):
