@@ -9,8 +9,8 @@ policy node, ``dreamzero-sim-arm`` or ``dreamzero-sim`` processes, a scripted Op
 other peers) beside the harness node in the test process and its camera stream. A test starts
 the pieces it needs, in the order it needs them; :meth:`ClosedLoop.close` ends them all (the
 ``closed_loop`` fixture of conftest.py does at the end of the test). The node is parameterised
-by a params file (a shipped config, or an embodiment's: :func:`embodiment_params_file`) and
-overrides.
+by a params file (a shipped config, or an embodiment's: :meth:`ClosedLoop.start_embodiment`)
+and overrides.
 """
 
 from __future__ import annotations
