@@ -17,13 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+import signal
 import subprocess
 import sys
 from types import TracebackType
 from typing import Any
 
 from embodiment_support import shipped_embodiment, write_shipped_checkpoint
-from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, RobotStream, SimClock, ros_env
+from node_support import (
+    CONFIG,
+    NODE,
+    REPO,
+    Harness,
+    NodeProcess,
+    RobotStream,
+    SimClock,
+    end_process,
+    ros_env,
+)
 import numpy as np
 import yaml
 
@@ -62,17 +73,8 @@ class Peer:
 
     def stop(self) -> None:
         """SIGTERM, then wait; one that outlives ``grace`` seconds is killed and reported."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(self.grace)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(
-                f'{self.log_path.stem} still ran {self.grace} s after SIGTERM'
-            ) from None
+        if not end_process(self.process, self.grace, signal.SIGTERM):
+            raise AssertionError(f'{self.log_path.stem} still ran {self.grace} s after SIGTERM')
 
     def __enter__(self) -> Peer:
         return self

@@ -114,7 +114,7 @@ class NodeProcess:
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGINT (the node holds and cleans up), then SIGKILL if it hangs."""
-        interrupt(self.process, timeout)
+        end_process(self.process, timeout)
         self._log.close()
         return self.process.returncode
 
@@ -441,14 +441,14 @@ def latched_qos() -> Any:
     )
 
 
-def interrupt(process: subprocess.Popen, timeout: float) -> bool:
-    """SIGINT to a running ``process`` (as Ctrl-C), then SIGKILL if it outlives ``timeout`` s.
+def end_process(process: subprocess.Popen, timeout: float, signum: int = signal.SIGINT) -> bool:
+    """``signum`` (SIGINT: as Ctrl-C) to a running ``process``, SIGKILL past ``timeout`` s.
 
     True where it ended by itself (or had ended), False where it had to be killed.
     """
     if process.poll() is not None:
         return True
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:

@@ -10,7 +10,7 @@ arm's three processes without launch, test_sim_eval.py the MuJoCo simulator and 
 import subprocess
 import sys
 
-from node_support import REPO, Harness, interrupt, ros_env
+from node_support import REPO, Harness, end_process, ros_env
 import pytest
 from test_launch_params import _RUN_LAUNCH
 
@@ -56,6 +56,6 @@ def test_sim_launch_drives_the_simulated_arm(tmp_path, simulator, arm):
         assert 'ready: 7 joints' in text and 'rejected' not in text, text
         assert (tmp_path / 'cache' / 'dreamzero_ros' / 'random-tiny').is_dir()
     finally:
-        interrupt(process, 60)
+        end_process(process, 60)
         log.close()
         harness.close()

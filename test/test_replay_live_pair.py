@@ -14,7 +14,7 @@ import json
 import subprocess
 import time
 
-from node_support import CONFIG, interrupt, ros_env
+from node_support import CONFIG, end_process, ros_env
 import pytest
 from script_paths import installed_script
 
@@ -59,7 +59,7 @@ def node(tmp_path_factory):
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
     yield log
-    interrupt(process, 30)
+    end_process(process, 30)
 
 
 @pytest.mark.slow
