@@ -53,7 +53,11 @@ class Peer:
     """A process beside the node (a simulated robot, a policy server), its output in a log file."""
 
     def __init__(
-        self, args: list[str], log_path: Path, env: Mapping[str, str] | None = None, grace=10.0
+        self,
+        args: list[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        grace: float = 10.0,
     ) -> None:
         self.log_path = log_path
         self.grace = grace
@@ -105,8 +109,8 @@ def start_sim(
     """``dreamzero-sim-arm`` (or ``dreamzero-sim``), its log ``folder/<node>.log``."""
     name = node or ('sim_arm' if simulator == 'kinematic' else 'sim')
     grace = 10.0 if simulator == 'kinematic' else 20.0  # the physics ends its step first
-    return Peer(sim_command(*params, node=node, simulator=simulator),
-                folder / f'{name}.log', env, grace)  # fmt: skip
+    command = sim_command(*params, node=node, simulator=simulator)
+    return Peer(command, folder / f'{name}.log', env, grace)
 
 
 def random_clips(topics: list[str]) -> dict[str, np.ndarray]:
@@ -190,7 +194,13 @@ class ClosedLoop:
         self.harness.wait_for(lambda: 'published' in peer.log(), 60, f'{topic} published', self.log)
         return peer
 
-    def start_sim(self, *params: str, node: str | None = None, simulator='kinematic', env=None):
+    def start_sim(
+        self,
+        *params: str,
+        node: str | None = None,
+        simulator: str = 'kinematic',
+        env: Mapping[str, str] | None = None,
+    ) -> Peer:
         """A simulated robot (:func:`start_sim`); one started again under its name replaces it."""
         sim = start_sim(self.folder, *params, node=node, simulator=simulator, env=env)
         previous = self.sims.pop(sim.log_path.stem, None)
@@ -200,13 +210,19 @@ class ClosedLoop:
         return sim
 
     def start_peer(
-        self, name: str, args: list[str], env: Mapping[str, str] | None = None, grace=10.0
+        self,
+        name: str,
+        args: list[str],
+        env: Mapping[str, str] | None = None,
+        grace: float = 10.0,
     ) -> Peer:
         """Any other process of the system, its log ``<name>.log``."""
         self.peers[name] = Peer(args, self.folder / f'{name}.log', env, grace)
         return self.peers[name]
 
-    def stream_cameras(self, clips: dict, joint_states=False, **options: Any) -> RobotStream:
+    def stream_cameras(
+        self, clips: dict, joint_states: bool = False, **options: Any
+    ) -> RobotStream:
         """The harness publishes ``clips`` (topic -> frames) with :class:`RobotStream`.
 
         The joint states are the simulated robot's, or with ``joint_states`` the harness's.
@@ -228,7 +244,9 @@ class ClosedLoop:
         )
         return self.node
 
-    def start_tiny_node(self, *overrides: str, params_file: Path = CONFIG / 'cpu_small.yaml'):
+    def start_tiny_node(
+        self, *overrides: str, params_file: Path = CONFIG / 'cpu_small.yaml'
+    ) -> NodeProcess:
         """:meth:`start_node` on a random-weight tiny checkpoint (one per loop), no warm-up."""
         from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
@@ -244,7 +262,9 @@ class ClosedLoop:
         self.harness.wait_for(lambda: self.harness.now() > 900.0, 10, 'simulated time', self.log)
         return self.clock
 
-    def start_embodiment(self, tag: str, groups: Any, safety: tuple, **parameters: Any):
+    def start_embodiment(
+        self, tag: str, groups: Any, safety: tuple, **parameters: Any
+    ) -> NodeProcess:
         """The node on a tiny checkpoint of the shipped ``tag`` layout, its cameras streamed.
 
         :func:`embodiment_parameters` and ``parameters`` over config/cpu_small.yaml; the
@@ -302,7 +322,7 @@ class ClosedLoop:
         for step in steps:
             try:
                 step()
-            except Exception as error:  # noqa: BLE001 - ended in any case, raised below
+            except Exception as error:  # ended in any case, raised below
                 failure = failure or error
         if failure is not None:
             raise failure
@@ -342,15 +362,14 @@ def hand_toward_the_table(loop: ClosedLoop, table: float) -> tuple[str, ...]:
     )
 
 
-def split_groups(folder: Path, groups: Any, apart: set[str]) -> dict[str, Path]:
-    """Groups files ``main`` and ``apart`` (the groups named in ``apart``) of a groups file or tag.
+def split_groups(folder: Path, tag: str, apart: set[str]) -> dict[str, Path]:
+    """Groups files ``main`` and ``apart`` (the groups named in ``apart``) of a shipped layout.
 
     Two simulated robots serve one layout this way, so that one part can fail alone.
     """
     from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
-    source = Path(groups) if Path(str(groups)).suffix else EMBODIMENTS_DIR / f'{groups}.yaml'
-    data = yaml.safe_load(source.read_text())['groups']
+    data = yaml.safe_load((EMBODIMENTS_DIR / f'{tag}.yaml').read_text())['groups']
     files = {}
     for part, entries in (
         ('main', [g for g in data if g['name'] not in apart]),
