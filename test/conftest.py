@@ -29,3 +29,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker('slow'):
             item.add_marker(pytest.mark.flaky(reruns=1))
+
+
+@pytest.fixture
+def closed_loop(tmp_path):
+    """Starts :class:`closed_loop.ClosedLoop` s in ``tmp_path``; each is closed after the test.
+
+    ``closed_loop(harness_name, use_sim_time=False)``: the harness node named so (what the
+    node's refusals name), no process yet.
+    """
+    from closed_loop import ClosedLoop
+
+    loops = []
+
+    def start(harness: str, use_sim_time: bool = False) -> ClosedLoop:
+        loops.append(ClosedLoop(tmp_path, harness, use_sim_time))
+        return loops[-1]
+
+    yield start
+    for loop in loops:
+        loop.close()

@@ -18,7 +18,7 @@ from typing import Any
 
 from machine_load import load_factor
 
-from dreamzero_ros.core.messages import is_hold  # noqa: F401 - the tests' import of it
+from dreamzero_ros.core.messages import is_hold
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
@@ -106,18 +106,18 @@ class NodeProcess:
         return self.log_path.read_text()
 
     def wait_exit(self, timeout: float) -> int:
-        """Wait for the process to end on its own; its exit code."""
-        return self.process.wait(timeout)
+        """Wait for the process to end on its own; its exit code.
+
+        Stopped either way: one still running after ``timeout`` s raises TimeoutExpired.
+        """
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self.stop()
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGINT (the node holds and cleans up), then SIGKILL if it hangs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end_process(self.process, timeout)
         self._log.close()
         return self.process.returncode
 
@@ -181,6 +181,21 @@ class Harness:
         """Messages recorded under ``key`` that arrived after ``since``."""
         with self._lock:
             return [msg for arrived, msg in self.received.get(key, []) if arrived >= since]
+
+    def motions(self, key: str, since: float = 0.0) -> list[Any]:
+        """The trajectories recorded under ``key`` after ``since`` that are not holds."""
+        return [msg for msg in self.messages(key, since) if not is_hold(msg)]
+
+    def wait_motions(
+        self, key: str, count: int, since: float, timeout: float, log: Callable[[], str]
+    ) -> list[Any]:
+        """:meth:`motions` once there are ``count`` of them."""
+        return self.wait_for(
+            lambda: found if len(found := self.motions(key, since)) >= count else None,
+            timeout,
+            f'{count} trajectories on {key}',
+            log,
+        )
 
     def wait_for(
         self, predicate: Callable[[], Any], timeout: float, what: str, log: Callable[[], str]
@@ -390,18 +405,34 @@ class SimClock:
 
 
 def node_diagnostics(
-    harness: Harness, since: float, predicate: Callable[[Any, dict[str, str]], bool]
+    harness: Harness,
+    since: float = 0.0,
+    predicate: Callable[[Any, dict[str, str]], Any] = lambda status, values: True,
+    name: str = 'dreamzero_policy',
 ) -> tuple[Any, dict[str, str]] | None:
-    """The newest policy status recorded under ``diagnostics`` after ``since`` that passes.
+    """The newest status of node ``name`` under ``diagnostics`` after ``since`` that passes.
 
     ``predicate(status, values)`` decides; returns ``(status, values)`` or None.
     """
     for msg in reversed(harness.messages('diagnostics', since)):
         for status in msg.status:
             values = {kv.key: kv.value for kv in status.values}
-            if status.name.startswith('dreamzero_policy') and predicate(status, values):
+            if status.name.startswith(name) and predicate(status, values):
                 return status, values
     return None
+
+
+def diagnostic_count(harness: Harness, key: str, name: str = 'sim_arm') -> int:
+    """The largest count ``key`` that node ``name`` reported under ``diagnostics`` (0: none)."""
+    counts = [
+        int(value.value)
+        for array in harness.messages('diagnostics')
+        for status in array.status
+        if status.name.startswith(name)
+        for value in status.values
+        if value.key == key
+    ]
+    return max(counts, default=0)
 
 
 def latched_qos() -> Any:
@@ -411,6 +442,23 @@ def latched_qos() -> Any:
     return QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
     )
+
+
+def end_process(process: subprocess.Popen, timeout: float, signum: int = signal.SIGINT) -> bool:
+    """``signum`` (SIGINT: as Ctrl-C) to a running ``process``, SIGKILL past ``timeout`` s.
+
+    True where it ended by itself (or had ended), False where it had to be killed.
+    """
+    if process.poll() is not None:
+        return True
+    process.send_signal(signum)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
+    return True
 
 
 def child_pids(pid: int) -> set[int]:

@@ -15,11 +15,13 @@ import json
 import os
 from pathlib import Path
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 
+from node_support import end_process
 import numpy as np
 import pytest
 from websockets.sync.client import ClientConnection, connect
@@ -183,9 +185,4 @@ class ServerProcess:
 
     def stop(self) -> None:
         """SIGTERM, then wait; kill if it does not end."""
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, 30, signal.SIGTERM)

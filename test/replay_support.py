@@ -26,6 +26,27 @@ def demo_bag(folder: Path, name: str = 'bag', **spec: object) -> Path:
     return path
 
 
+def evaluate_two_chunks(bag: Path, checkpoint: Path, on_chunk) -> tuple:
+    """Two chunks of the engine on ``bag`` (CPU, bfloat16, with video): engine, topics, evaluation.
+
+    ``on_chunk`` receives each chunk with its predicted frames (a video or strips collector).
+    """
+    from dreamzero_ros.engine import DreamZeroEngine
+    from dreamzero_ros.engine.options import EngineOptions
+    from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
+    from dreamzero_ros.replay.settings import node_settings
+
+    engine = DreamZeroEngine.from_pretrained(
+        checkpoint, EngineOptions(device='cpu', dtype='bfloat16')
+    )
+    settings = node_settings()
+    topics = ReplayTopics.from_settings(settings, None, 'auto')
+    config = EvaluationConfig(
+        topics, settings.cache, 'put the pan on the stove', 0.5, max_chunks=2, request_video=True
+    )
+    return engine, topics, evaluate_bag(bag, engine, config, on_chunk=on_chunk)
+
+
 def demo_state(times: np.ndarray) -> np.ndarray:
     """The bag maker's joints and gripper at ``times``, ``(N, 8)``."""
     return np.concatenate(droid_clips.demo_joint_trajectory(np.asarray(times)), axis=1)

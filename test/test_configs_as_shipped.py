@@ -12,12 +12,11 @@ node and must be the file's.
 """
 
 import json
-import subprocess
 import sys
 
 from interface_support import control_msgs_env
 from machine_load import load_factor
-from node_support import CONFIG, NODE, Harness, NodeProcess, ros_env
+from node_support import CONFIG, NODE, diagnostic_count
 import pytest
 
 from dreamzero_ros.core.launch_plan import sim_arm_parameters
@@ -51,10 +50,9 @@ def _ros_arg(value) -> str:
 
 
 @pytest.mark.parametrize('name', ['cpu_small.yaml', 'droid.yaml'])
-def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, name):
+def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, closed_loop, name):
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import String
-    from std_srvs.srv import SetBool
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
@@ -75,73 +73,47 @@ def test_shipped_config_drives_the_simulated_arm(tmp_path, monkeypatch, name):
     arm_parameters = sim_arm_parameters(config)
     assert arm_parameters['gripper.joint'] == shipped['gripper_joint_name']
 
-    env = {**ros_env(), 'PYTHONUNBUFFERED': '1'}
-    harness = Harness('configs_harness')
+    loop = closed_loop('configs_harness')
+    harness = loop.harness
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     harness.record('rejected', String, '/sim_arm/rejected')
     harness.record('trajectory', JointTrajectory, {**defaults(), **shipped}['trajectory_topic'])
-    logs = {key: open(tmp_path / f'{key}.log', 'w') for key in ('arm', 'stream')}  # noqa: SIM115
-    arm_args = [
-        arg for key, value in arm_parameters.items() for arg in ('-p', f'{key}:={_ros_arg(value)}')
-    ]
-    arm = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-         '-r', '__node:=sim_arm', *arm_args],
-        env=env, stdout=logs['arm'], stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    stream = subprocess.Popen(
+    arm = loop.start_sim(
+        *(f'{key}:={_ros_arg(value)}' for key, value in arm_parameters.items()), node='sim_arm'
+    )
+    loop.start_peer(
+        'stream',
         [sys.executable, '-m', 'dreamzero_ros.ros.demo_stream', '--no-joint-states',
          '--frames', '30'],
-        env=env, stdout=logs['stream'], stderr=subprocess.STDOUT,
     )  # fmt: skip
-    node = NodeProcess(
-        tmp_path / 'node.log',
+    node = loop.start_node(
         *(f'{key}:={_ros_arg(value)}' for key, value in overrides.items()),
         params_file=CONFIG / name,
     )
 
     def log() -> str:
-        return node.log()[-6000:] + '\n--- sim arm:\n' + (tmp_path / 'arm.log').read_text()
+        return node.log()[-6000:] + '\n--- sim arm:\n' + arm.log()
 
-    def accepted() -> int:
-        counts = [
-            int(value.value)
-            for array in harness.messages('diagnostics')
-            for status in array.status
-            if status.name.startswith('sim_arm')
-            for value in status.values
-            if value.key == 'trajectories_accepted'
-        ]
-        return max(counts, default=0)
-
-    try:
-        names = [spec.name for spec in PARAMETERS]
-        values = harness.get_parameters(NODE, names)
-        expected = {**defaults(), **shipped, **overrides}
-        for key in names:
-            want = expected[key]
-            want = list(want) if isinstance(want, tuple) else want
-            got = list(values[key]) if isinstance(values[key], list | tuple) else values[key]
-            assert got == pytest.approx(want) if isinstance(want, float) else got == want, key
-        if not shipped['start_enabled']:  # a real robot's config: enable as an operator does
-            harness.wait_for(lambda: harness.lifecycle_state(NODE) == 'active', TIMEOUT,
-                             'the node to activate', log)  # fmt: skip
-            request = SetBool.Request(data=True)
-            assert harness.call(SetBool, f'{NODE}/enable', request).success
-        harness.wait_for(
-            lambda: accepted() >= CHUNKS, TIMEOUT, f'{CHUNKS} trajectories accepted', log
-        )
-        assert harness.messages('rejected') == [], log()
-        if shipped.get('gripper.interface') == 'action':  # the goal reached the action server
-            arm_log = tmp_path / 'arm.log'
-            harness.wait_for(lambda: 'gripper goal: position' in arm_log.read_text(), 30,
-                             'a GripperCommand goal', log)  # fmt: skip
-        assert 'missing' not in node.log(), log()
-    finally:
-        node.stop()
-        for process in (arm, stream):
-            process.terminate()
-            process.wait(10)
-        for file in logs.values():
-            file.close()
-        harness.close()
+    names = [spec.name for spec in PARAMETERS]
+    values = harness.get_parameters(NODE, names)
+    expected = {**defaults(), **shipped, **overrides}
+    for key in names:
+        want = expected[key]
+        want = list(want) if isinstance(want, tuple) else want
+        got = list(values[key]) if isinstance(values[key], list | tuple) else values[key]
+        assert got == pytest.approx(want) if isinstance(want, float) else got == want, key
+    if not shipped['start_enabled']:  # a real robot's config: enable as an operator does
+        harness.wait_for(lambda: harness.lifecycle_state(NODE) == 'active', TIMEOUT,
+                         'the node to activate', log)  # fmt: skip
+        assert loop.enable().success
+    harness.wait_for(
+        lambda: diagnostic_count(harness, 'trajectories_accepted') >= CHUNKS,
+        TIMEOUT,
+        f'{CHUNKS} trajectories accepted',
+        log,
+    )
+    assert harness.messages('rejected') == [], log()
+    if shipped.get('gripper.interface') == 'action':  # the goal reached the action server
+        harness.wait_for(lambda: 'gripper goal: position' in arm.log(), 30,
+                         'a GripperCommand goal', log)  # fmt: skip
+    assert 'missing' not in node.log(), log()

@@ -3,6 +3,7 @@
 
 """The CLIP image encoder: upstream keys and shapes, preprocessing, penultimate-block output."""
 
+from network_support import seeded_weights, shapes
 import pytest
 import torch
 
@@ -41,23 +42,10 @@ def upstream_keys(dim, layers, embed_dim, patch=14, tokens=257):
     return keys
 
 
-def shapes(module):
-    return {key: tuple(value.shape) for key, value in module.state_dict().items()}
-
-
-def seeded_weights(module, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return {
-        key: torch.randn(value.shape, generator=generator) * 0.1
-        + (1.0 if key.endswith(NORM_SUFFIXES) else 0.0)
-        for key, value in sorted(module.state_dict().items())
-    }
-
-
 @pytest.fixture(scope='module')
 def tiny():
     encoder = CLIPImageEncoder(CLIPConfig.tiny()).eval()
-    encoder.load_state_dict(seeded_weights(encoder))
+    encoder.load_state_dict(seeded_weights(encoder, NORM_SUFFIXES))
     return encoder
 
 

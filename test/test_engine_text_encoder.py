@@ -3,6 +3,7 @@
 
 """The umT5 text encoder: upstream key names and shapes, padding semantics, reference values."""
 
+from network_support import seeded_weights, shapes
 import pytest
 import torch
 
@@ -35,23 +36,10 @@ def upstream_keys(vocab, dim, dim_attn, dim_ffn, heads, layers, buckets):
     return keys
 
 
-def shapes(module):
-    return {key: tuple(value.shape) for key, value in module.state_dict().items()}
-
-
-def seeded_weights(module, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return {
-        key: torch.randn(value.shape, generator=generator) * 0.1
-        + (1.0 if key.endswith(NORM_SUFFIXES) else 0.0)
-        for key, value in sorted(module.state_dict().items())
-    }
-
-
 @pytest.fixture(scope='module')
 def tiny():
     encoder = UMT5Encoder(T5Config.tiny()).eval()
-    encoder.load_state_dict(seeded_weights(encoder))
+    encoder.load_state_dict(seeded_weights(encoder, NORM_SUFFIXES))
     return encoder
 
 

@@ -5,6 +5,7 @@
 
 import dataclasses
 
+from network_support import seeded_weights, shapes
 import pytest
 import torch
 
@@ -90,23 +91,10 @@ def upstream_keys(dim, z_dim=16):
     return keys
 
 
-def shapes(module):
-    return {key: tuple(value.shape) for key, value in module.state_dict().items()}
-
-
-def seeded_weights(module, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return {
-        key: torch.randn(value.shape, generator=generator) * 0.1
-        + (1.0 if key.endswith('gamma') else 0.0)
-        for key, value in sorted(module.state_dict().items())
-    }
-
-
 @pytest.fixture(scope='module')
 def tiny():
     vae = WanVAE(VAEConfig.tiny()).eval()
-    vae.load_state_dict(seeded_weights(vae))
+    vae.load_state_dict(seeded_weights(vae, ('gamma',)))
     return vae
 
 

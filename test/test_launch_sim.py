@@ -7,11 +7,10 @@ Needs launch and launch_ros (a ROS 2 install); test_configs_as_shipped.py runs t
 arm's three processes without launch, test_sim_eval.py the MuJoCo simulator and the node.
 """
 
-import signal
 import subprocess
 import sys
 
-from node_support import REPO, Harness, ros_env
+from node_support import REPO, Harness, end_process, ros_env
 import pytest
 from test_launch_params import _RUN_LAUNCH
 
@@ -57,10 +56,6 @@ def test_sim_launch_drives_the_simulated_arm(tmp_path, simulator, arm):
         assert 'ready: 7 joints' in text and 'rejected' not in text, text
         assert (tmp_path / 'cache' / 'dreamzero_ros' / 'random-tiny').is_dir()
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        end_process(process, 60)
         log.close()
         harness.close()

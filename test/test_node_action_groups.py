@@ -11,137 +11,48 @@ recording what each controller receives. The joint states come from the simulate
 """
 
 import re
-import subprocess
-import sys
 import time
 
-from embodiment_support import shipped_embodiment, write_shipped_checkpoint
+from closed_loop import embodiment_parameters, params_file
+from embodiment_support import write_shipped_checkpoint
 from interface_support import control_msgs_env
-from node_support import (
-    CONFIG,
-    NODE,
-    Harness,
-    NodeProcess,
-    RobotStream,
-    is_hold,
-    node_diagnostics,
-    ros_env,
-)
+from node_support import NODE, NodeProcess, diagnostic_count, is_hold, node_diagnostics
 import numpy as np
 import pytest
 import yaml
 
 from dreamzero_ros.core.action_groups import load_groups
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER, read_params_file
+from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 120.0  # the CPU is shared with other test processes
+AGIBOT = (range(18), range(2), range(2))  # arm joints, grippers, base velocities
+YAM = (range(12), range(2), ())
 
 
-def _params_file(folder, **parameters):
-    """config/cpu_small.yaml with ``parameters`` (dotted names) replacing its values."""
-    values = {**read_params_file(CONFIG / 'cpu_small.yaml'), **parameters}
-    path = folder / 'params.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': values}}))
-    return path
+def _robot(closed_loop, tag, groups, safety, **parameters):
+    """The loop of one embodiment: its node, and (not yet) its simulated robot."""
+    loop = closed_loop(f'{tag}_groups_harness')
+    loop.start_embodiment(tag, groups, safety, **parameters)
+    return loop
 
 
-def _parameters(checkpoint, tag, groups, safety):
-    embodiment = shipped_embodiment(tag)
-    arm, grippers, velocities = (len(c) for c in safety)
-    return {
-        'engine.checkpoint': str(checkpoint),
-        'engine.warmup': False,
-        'camera_keys': list(embodiment.camera_keys),
-        'camera_topics': [f'cameras/{key.replace("-", "_")}' for key in embodiment.camera_keys],
-        'image_height': 0,
-        'image_width': 0,
-        'action_groups': str(groups),
-        'start_enabled': False,
-        'safety.joint_lower': [-3.0] * arm + [0.0] * grippers + [-0.2] * velocities,
-        'safety.joint_upper': [3.0] * arm + [1.0] * grippers + [0.2] * velocities,
-        'safety.max_step_delta': [0.2] * arm + [1.0] * grippers + [0.05] * velocities,
-        'safety.max_velocity': [3.0] * arm,
-        'safety.stop_deceleration': [10.0] * arm,
-        'safety.max_acceleration': [10.0] * arm,
-        'safety.max_jerk': [5000.0] * arm,
-        # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
-        'scheduler.step_duration': 0.5,
-        'scheduler.min_replan_period': 1.5,
-    }
-
-
-class Robot:
-    """The node, the simulated robot and the camera stream of one embodiment."""
-
-    def __init__(self, tmp_path, tag, groups, safety, sim_args=(), **parameters):
-        self.embodiment = shipped_embodiment(tag)
-        self.sim_args = list(sim_args)
-        checkpoint = write_shipped_checkpoint(tmp_path / tag, tag)
-        self.specs = load_groups(str(groups), EMBODIMENTS_DIR)
-        self.harness = Harness(f'{tag}_groups_harness')
-        self.tmp_path = tmp_path
-        self.groups = groups
-        self.sim_env = {**ros_env(), 'PYTHONUNBUFFERED': '1'}
-        self.arm = None
-        self.node = NodeProcess(
-            tmp_path / 'node.log',
-            params_file=_params_file(
-                tmp_path, **{**_parameters(checkpoint, tag, groups, safety), **parameters}
-            ),
-        )
-        rng = np.random.default_rng(0)
-        clips = {
-            f'cameras/{key.replace("-", "_")}': rng.integers(0, 255, (30, 24, 64, 3), np.uint8)
-            for key in self.embodiment.camera_keys
-        }
-        self.stream = RobotStream(self.harness, clips)
-        self.stream.joints_on = False
-
-    def start_sim(self):
-        self.arm_log = open(self.tmp_path / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
-        self.arm = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-p', f'action_groups:={self.groups}', '-p', 'gripper.speed:=1.0', *self.sim_args],
-            stdout=self.arm_log, stderr=subprocess.STDOUT, env=self.sim_env,
-        )  # fmt: skip
-
-    def log(self):
-        sim = (self.tmp_path / 'sim_arm.log').read_text() if self.arm else '(not started)'
-        return self.node.log()[-4000:] + '\n--- sim:\n' + sim[-3000:]
-
-    def enable(self):
-        from std_srvs.srv import SetBool
-
-        return self.harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
-
-    def wait_configured(self):
-        self.harness.wait_for(
-            lambda: 'configured:' in self.node.log(), TIMEOUT, 'the node configured', self.log
-        )
-
-    def enable_when_the_controllers_are_up(self):
-        self.harness.wait_for(lambda: self.enable().success, TIMEOUT, 'enable', self.log)
-
-    def close(self):
-        self.stream.close()
-        code = self.node.stop()
-        if self.arm is not None:
-            self.arm.terminate()
-            self.arm.wait(10)
-            self.arm_log.close()
-        self.harness.close()
-        return code
+def _start_sim(loop, groups, *params):
+    """The simulated robot of ``groups``; the node's enable succeeds once its controllers are up."""
+    loop.start_sim(f'action_groups:={groups}', 'gripper.speed:=1.0', *params)
+    loop.wait_enabled(TIMEOUT)
 
 
 def _trajectories(harness, key):
     return [m for m in harness.messages(key) if not is_hold(m)]
 
 
-def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(tmp_path, monkeypatch):
+def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(
+    closed_loop, monkeypatch
+):
     from geometry_msgs.msg import Twist
     from nav_msgs.msg import Odometry
     from std_msgs.msg import Bool, String
@@ -149,90 +60,87 @@ def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(tmp
 
     for name, value in control_msgs_env().items():  # GripperCommand for the effectors
         monkeypatch.setenv(name, value)
-    robot = Robot(tmp_path, 'agibot', 'agibot', (range(18), range(2), range(2)))
+    robot = _robot(closed_loop, 'agibot', 'agibot', AGIBOT)
     harness = robot.harness
-    jtc = [s for s in robot.specs if s.output == 'joint_trajectory']
+    jtc = [s for s in load_groups('agibot', EMBODIMENTS_DIR) if s.output == 'joint_trajectory']
     for spec in jtc:
         harness.record(spec.name, JointTrajectory, spec.target)
     harness.record('cmd_vel', Twist, 'cmd_vel')
     harness.record('odom', Odometry, 'odom')
     harness.record('rejected', String, '/sim_arm/rejected')
-    try:
-        robot.wait_configured()
-        # no controllers yet (the harness only records the trajectory and cmd_vel topics, and a
-        # recorder is no controller): enabling is refused, naming every group and what it found
-        response = robot.enable()
-        assert not response.success
-        assert (
-            'no controller for left_arm (joint_trajectory left_arm_controller/joint_trajectory): '
-            'subscribed by /agibot_groups_harness, none of them /left_arm_controller'
-        ) in response.message
-        assert (
-            'left_effector (gripper left_gripper_controller/gripper_cmd): no action server'
-        ) in response.message
-        assert 'right_effector' in response.message and 'base (twist cmd_vel)' in response.message
-        robot.start_sim()
-        robot.enable_when_the_controllers_are_up()
-        assert 'controllers: left_arm: /left_arm_controller (node name)' in robot.enable().message
-        for spec in jtc:
-            plans = harness.wait_for(
-                lambda spec=spec: _trajectories(harness, spec.name),
-                TIMEOUT,
-                f'a trajectory for {spec.name}',
-                robot.log,
-            )
-            assert list(plans[0].joint_names) == list(spec.joints)
-            positions = np.array([p.positions for p in plans[0].points])
-            assert positions.shape[1] == len(spec.joints) and np.all(np.abs(positions) <= 3.0)
-        moving = harness.wait_for(
-            lambda: [t for t in harness.messages('cmd_vel') if t.linear.x or t.angular.z],
+    robot.wait_configured(TIMEOUT)
+    # no controllers yet (the harness only records the trajectory and cmd_vel topics, and a
+    # recorder is no controller): enabling is refused, naming every group and what it found
+    response = robot.enable()
+    assert not response.success
+    assert (
+        'no controller for left_arm (joint_trajectory left_arm_controller/joint_trajectory): '
+        'subscribed by /agibot_groups_harness, none of them /left_arm_controller'
+    ) in response.message
+    assert (
+        'left_effector (gripper left_gripper_controller/gripper_cmd): no action server'
+    ) in response.message
+    assert 'right_effector' in response.message and 'base (twist cmd_vel)' in response.message
+    _start_sim(robot, 'agibot')
+    assert 'controllers: left_arm: /left_arm_controller (node name)' in robot.enable().message
+    for spec in jtc:
+        plans = harness.wait_for(
+            lambda spec=spec: _trajectories(harness, spec.name),
             TIMEOUT,
-            'a base velocity',
+            f'a trajectory for {spec.name}',
             robot.log,
         )
-        assert all(abs(t.linear.x) <= 0.2 + 1e-9 and abs(t.angular.z) <= 0.2 + 1e-9 for t in moving)
-        assert harness.wait_for(
-            lambda: [o for o in harness.messages('odom') if o.pose.pose.orientation.z != 0],
-            TIMEOUT,
-            'the base to turn',
-            robot.log,
-        )
-        harness.wait_for(
-            lambda: all(f'gripper goal ({s}' in robot.log() for s in ('left_eff', 'right_eff')),
-            TIMEOUT,
-            'a goal for each effector',
-            robot.log,
-        )
-        # the e-stop holds every group together: each arm, head and waist gets a hold, the base
-        # a zero Twist, and nothing moves after it
-        publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
-        stopped = harness.now()
-        harness.wait_for(
-            lambda: (
-                publisher.publish(Bool(data=True))
-                or all(any(is_hold(m) for m in harness.messages(s.name, stopped)) for s in jtc)
-            ),
-            30,
-            'a hold on every trajectory controller',
-            robot.log,
-        )
-        harness.wait_for(
-            lambda: [
-                t for t in harness.messages('cmd_vel', stopped) if not (t.linear.x or t.angular.z)
-            ],
-            30,
-            'a zero Twist for the base',
-            robot.log,
-        )
-        settled = harness.now() + 0.5
-        time.sleep(1.5)
-        assert not [t for t in harness.messages('cmd_vel', settled) if t.linear.x or t.angular.z]
-        for spec in jtc:
-            assert all(is_hold(m) for m in harness.messages(spec.name, settled))
-        assert harness.messages('rejected') == [], robot.log()
-        assert 'bad_joints' not in robot.node.log()
-    finally:
-        assert robot.close() == 0, robot.log()
+        assert list(plans[0].joint_names) == list(spec.joints)
+        positions = np.array([p.positions for p in plans[0].points])
+        assert positions.shape[1] == len(spec.joints) and np.all(np.abs(positions) <= 3.0)
+    moving = harness.wait_for(
+        lambda: [t for t in harness.messages('cmd_vel') if t.linear.x or t.angular.z],
+        TIMEOUT,
+        'a base velocity',
+        robot.log,
+    )
+    assert all(abs(t.linear.x) <= 0.2 + 1e-9 and abs(t.angular.z) <= 0.2 + 1e-9 for t in moving)
+    assert harness.wait_for(
+        lambda: [o for o in harness.messages('odom') if o.pose.pose.orientation.z != 0],
+        TIMEOUT,
+        'the base to turn',
+        robot.log,
+    )
+    harness.wait_for(
+        lambda: all(f'gripper goal ({s}' in robot.log() for s in ('left_eff', 'right_eff')),
+        TIMEOUT,
+        'a goal for each effector',
+        robot.log,
+    )
+    # the e-stop holds every group together: each arm, head and waist gets a hold, the base
+    # a zero Twist, and nothing moves after it
+    publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+    stopped = harness.now()
+    harness.wait_for(
+        lambda: (
+            publisher.publish(Bool(data=True))
+            or all(any(is_hold(m) for m in harness.messages(s.name, stopped)) for s in jtc)
+        ),
+        30,
+        'a hold on every trajectory controller',
+        robot.log,
+    )
+    harness.wait_for(
+        lambda: [
+            t for t in harness.messages('cmd_vel', stopped) if not (t.linear.x or t.angular.z)
+        ],
+        30,
+        'a zero Twist for the base',
+        robot.log,
+    )
+    settled = harness.now() + 0.5
+    time.sleep(1.5)
+    assert not [t for t in harness.messages('cmd_vel', settled) if t.linear.x or t.angular.z]
+    for spec in jtc:
+        assert all(is_hold(m) for m in harness.messages(spec.name, settled))
+    assert harness.messages('rejected') == [], robot.log()
+    assert 'bad_joints' not in robot.node.log()
+    assert robot.close() == 0, robot.log()
 
 
 @pytest.fixture
@@ -250,64 +158,61 @@ def yam_groups(tmp_path):
     return path
 
 
-def test_yam_two_arms_two_grippers_joint_states_from_two_topics(tmp_path, yam_groups):
+def test_yam_two_arms_two_grippers_joint_states_from_two_topics(closed_loop, yam_groups):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64, String
     from trajectory_msgs.msg import JointTrajectory
 
-    robot = Robot(tmp_path, 'yam', yam_groups, (range(12), range(2), ()))
+    robot = _robot(closed_loop, 'yam', yam_groups, YAM)
     harness = robot.harness
     for side in ('left', 'right'):
         harness.record(f'{side}_arm', JointTrajectory, f'{side}_arm_controller/joint_trajectory')
         harness.record(f'{side}_states', JointState, f'{side}_arm/joint_states')
     harness.record('left_gripper', Float64, 'left_gripper/command')
     harness.record('rejected', String, '/sim_arm/rejected')
-    try:
-        robot.wait_configured()
-        # nothing subscribes to the right gripper's topic yet, and the harness on the others is
-        # no controller: enabling is refused, naming them
-        response = robot.enable()
-        assert not response.success
-        assert response.message.endswith(
-            'right_gripper (gripper right_gripper/command): nobody subscribes'
-        ), response.message
-        assert (
-            'left_gripper (gripper left_gripper/command): subscribed by /yam_groups_harness, none '
-            'of them /left_gripper'
-        ) in response.message
-        harness.record('right_gripper', Float64, 'right_gripper/command')
-        robot.start_sim()
-        robot.enable_when_the_controllers_are_up()
-        for side in ('left', 'right'):
-            plans = harness.wait_for(
-                lambda side=side: _trajectories(harness, f'{side}_arm'),
-                TIMEOUT,
-                f'a trajectory for the {side} arm',
-                robot.log,
-            )
-            assert list(plans[0].joint_names) == [f'{side}_joint{i}' for i in range(1, 7)]
-            assert harness.wait_for(
-                lambda side=side: harness.messages(f'{side}_gripper'),
-                TIMEOUT,
-                f'the {side} gripper command',
-                robot.log,
-            )
-            states = harness.wait_for(
-                lambda side=side: harness.messages(f'{side}_states'),
-                TIMEOUT,
-                f'the {side} joint states',
-                robot.log,
-            )
-            assert list(states[-1].name) == [
-                *(f'{side}_joint{i}' for i in range(1, 7)),
-                f'{side}_gripper',
-            ]
-        assert harness.messages('rejected') == [], robot.log()
-        assert 'bad_joints' not in robot.node.log()
-        # no joint states before the simulated robot started; then both topics together
-        assert 'input usable again' in robot.node.log()
-    finally:
-        assert robot.close() == 0, robot.log()
+    robot.wait_configured(TIMEOUT)
+    # nothing subscribes to the right gripper's topic yet, and the harness on the others is
+    # no controller: enabling is refused, naming them
+    response = robot.enable()
+    assert not response.success
+    assert response.message.endswith(
+        'right_gripper (gripper right_gripper/command): nobody subscribes'
+    ), response.message
+    assert (
+        'left_gripper (gripper left_gripper/command): subscribed by /yam_groups_harness, none '
+        'of them /left_gripper'
+    ) in response.message
+    harness.record('right_gripper', Float64, 'right_gripper/command')
+    _start_sim(robot, yam_groups)
+    for side in ('left', 'right'):
+        plans = harness.wait_for(
+            lambda side=side: _trajectories(harness, f'{side}_arm'),
+            TIMEOUT,
+            f'a trajectory for the {side} arm',
+            robot.log,
+        )
+        assert list(plans[0].joint_names) == [f'{side}_joint{i}' for i in range(1, 7)]
+        assert harness.wait_for(
+            lambda side=side: harness.messages(f'{side}_gripper'),
+            TIMEOUT,
+            f'the {side} gripper command',
+            robot.log,
+        )
+        states = harness.wait_for(
+            lambda side=side: harness.messages(f'{side}_states'),
+            TIMEOUT,
+            f'the {side} joint states',
+            robot.log,
+        )
+        assert list(states[-1].name) == [
+            *(f'{side}_joint{i}' for i in range(1, 7)),
+            f'{side}_gripper',
+        ]
+    assert harness.messages('rejected') == [], robot.log()
+    assert 'bad_joints' not in robot.node.log()
+    # no joint states before the simulated robot started; then both topics together
+    assert 'input usable again' in robot.node.log()
+    assert robot.close() == 0, robot.log()
 
 
 def test_a_mapping_leaving_a_column_unused_fails_configure_naming_it(tmp_path):
@@ -319,19 +224,16 @@ def test_a_mapping_leaving_a_column_unused_fails_configure_naming_it(tmp_path):
     groups = tmp_path / 'agibot_groups.yaml'
     groups.write_text(yaml.safe_dump({'groups': data}))
     checkpoint = write_shipped_checkpoint(tmp_path / 'agibot', 'agibot')
-    parameters = _parameters(checkpoint, 'agibot', groups, (range(18), range(2), range(2)))
-    node = NodeProcess(tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters))
-    try:
-        assert node.wait_exit(TIMEOUT) == 1
-    finally:
-        node.stop()
+    parameters = embodiment_parameters(checkpoint, 'agibot', groups, AGIBOT)
+    node = NodeProcess(tmp_path / 'node.log', params_file=params_file(tmp_path, **parameters))
+    assert node.wait_exit(TIMEOUT) == 1
     log = node.log()
     assert 'action column 20 (robot_velocity[0]) is sent to no group' in log, log
     assert 'map it, to output none if the robot does not execute it' in log
 
 
 def test_yam_arms_by_follow_joint_trajectory_goals_preempted_by_the_next_and_by_the_estop(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, closed_loop
 ):
     """Each YAM arm through a FollowJointTrajectory action server, as JTC's action interface.
 
@@ -355,60 +257,53 @@ def test_yam_arms_by_follow_joint_trajectory_goals_preempted_by_the_next_and_by_
             entry['target'] = f'{side}_gripper/command'
     groups = tmp_path / 'yam_fjt.yaml'
     groups.write_text(yaml.safe_dump({'groups': data}))
-    robot = Robot(tmp_path, 'yam', groups, (range(12), range(2), ()))
+    robot = _robot(closed_loop, 'yam', groups, YAM)
     harness = robot.harness
     harness.record('states', JointState, 'joint_states')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
 
     def accepted(side):
-        values = [
-            {v.key: v.value for v in status.values}
-            for msg in harness.messages('diagnostics')
-            for status in msg.status
-            if status.name.startswith('sim_arm')
-        ]
-        return max((int(v.get(f'{side}_arm.trajectories_accepted', 0)) for v in values), default=0)
+        return diagnostic_count(harness, f'{side}_arm.trajectories_accepted')
 
-    try:
-        robot.wait_configured()
-        # no action servers yet: enabling is refused, naming both arms
-        response = robot.enable()
-        assert not response.success and 'left_arm (follow_joint_trajectory' in response.message
-        robot.start_sim()
-        robot.enable_when_the_controllers_are_up()
-        for side in ('left', 'right'):
-            harness.wait_for(
-                lambda side=side: accepted(side) >= 3, TIMEOUT, f'3 {side} arm goals', robot.log
-            )
-        moved = harness.wait_for(
-            lambda: [m for m in harness.messages('states') if np.any(np.abs(m.position) > 1e-4)],
-            TIMEOUT,
-            'the arms to move',
-            robot.log,
-        )
-        assert set(moved[-1].name) >= {'left_joint1', 'right_joint6'}
-        publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
-        before = accepted('left')
+    robot.wait_configured(TIMEOUT)
+    # no action servers yet: enabling is refused, naming both arms
+    response = robot.enable()
+    assert not response.success and 'left_arm (follow_joint_trajectory' in response.message
+    _start_sim(robot, groups)
+    for side in ('left', 'right'):
         harness.wait_for(
-            lambda: publisher.publish(Bool(data=True)) or accepted('left') > before,
-            30,
-            'the e-stop hold as a goal',
-            robot.log,
+            lambda side=side: accepted(side) >= 3, TIMEOUT, f'3 {side} arm goals', robot.log
         )
-        time.sleep(2.0)  # the hold brakes within stop_deceleration, then nothing moves
-        settled = harness.now()
-        time.sleep(1.0)
-        late = harness.messages('states', settled)
-        assert late and all(np.all(np.abs(m.velocity) < 1e-9) for m in late), late[-1]
-        log = robot.node.log()
-        assert "action group 'left_arm': " not in log, log[-3000:]  # no goal counted as failed
-        assert "action group 'right_arm': " not in log, log[-3000:]
-        assert 'Traceback' not in robot.log()
-    finally:
-        assert robot.close() == 0, robot.log()
+    moved = harness.wait_for(
+        lambda: [m for m in harness.messages('states') if np.any(np.abs(m.position) > 1e-4)],
+        TIMEOUT,
+        'the arms to move',
+        robot.log,
+    )
+    assert set(moved[-1].name) >= {'left_joint1', 'right_joint6'}
+    publisher = harness.node.create_publisher(Bool, f'{NODE}/estop', 10)
+    before = accepted('left')
+    harness.wait_for(
+        lambda: publisher.publish(Bool(data=True)) or accepted('left') > before,
+        30,
+        'the e-stop hold as a goal',
+        robot.log,
+    )
+    time.sleep(2.0)  # the hold brakes within stop_deceleration, then nothing moves
+    settled = harness.now()
+    time.sleep(1.0)
+    late = harness.messages('states', settled)
+    assert late and all(np.all(np.abs(m.velocity) < 1e-9) for m in late), late[-1]
+    log = robot.node.log()
+    assert "action group 'left_arm': " not in log, log[-3000:]  # no goal counted as failed
+    assert "action group 'right_arm': " not in log, log[-3000:]
+    assert 'Traceback' not in robot.log()
+    assert robot.close() == 0, robot.log()
 
 
-def test_yam_on_a_two_arm_description_the_envelope_covers_both_hands(tmp_path, yam_groups):
+def test_yam_on_a_two_arm_description_the_envelope_covers_both_hands(
+    tmp_path, yam_groups, closed_loop
+):
     """envelope.* on a bimanual description: its links on both arms, over every arm joint.
 
     The table is set above both hands (the description: two Pandas whose first six joints carry
@@ -421,12 +316,11 @@ def test_yam_on_a_two_arm_description_the_envelope_covers_both_hands(tmp_path, y
     description = tmp_path / 'bimanual.urdf'
     description.write_text(bimanual_panda_urdf())
     ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571]
-    robot = Robot(
-        tmp_path,
+    robot = _robot(
+        closed_loop,
         'yam',
         yam_groups,
-        (range(12), range(2), ()),
-        sim_args=['-p', f'initial_positions:={ready * 2}'],
+        YAM,
         **{
             'robot_description.source': 'file',
             'robot_description.file': str(description),
@@ -445,35 +339,32 @@ def test_yam_on_a_two_arm_description_the_envelope_covers_both_hands(tmp_path, y
     for side in ('left', 'right'):
         harness.record(f'{side}_arm', JointTrajectory, f'{side}_arm_controller/joint_trajectory')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    try:
-        robot.wait_configured()
-        assert 'safety envelope on left_panda_link8, right_panda_link8 in world' in robot.node.log()
-        robot.start_sim()
-        robot.enable_when_the_controllers_are_up()
-        harness.wait_for(
-            lambda: 'trajectory cut into a hold' in robot.node.log(),
-            TIMEOUT,
-            'a chunk cut by the envelope',
-            robot.log,
-        )
-        _, values = harness.wait_for(
-            lambda: node_diagnostics(harness, 0.0, lambda _, v: int(v['envelope_cuts']) > 0),
-            TIMEOUT,
-            'envelope cuts in diagnostics',
-            robot.log,
-        )
-        assert re.search(r'(left|right)_panda_link8 .*table', values['last_envelope']), values
-        # every trajectory sent brakes where it starts: neither hand goes down towards the table
-        urdf = description.read_text()
-        for side in ('left', 'right'):
-            joints = [f'{side}_joint{i}' for i in range(1, 7)]
-            hand = LinkPoints(urdf, joints, [f'{side}_panda_link8'], frame='world')
-            start = hand.positions(np.array(ready))[0, 0, 2]
-            sent = harness.messages(f'{side}_arm')
-            assert sent, robot.log()
-            for msg in sent:
-                assert list(msg.joint_names) == joints
-                heights = hand.positions(np.array([p.positions for p in msg.points]))[..., 2]
-                assert heights.min() > start - 0.02, (side, heights.min(), start)
-    finally:
-        assert robot.close() == 0, robot.log()
+    robot.wait_configured(TIMEOUT)
+    assert 'safety envelope on left_panda_link8, right_panda_link8 in world' in robot.node.log()
+    _start_sim(robot, yam_groups, f'initial_positions:={ready * 2}')
+    harness.wait_for(
+        lambda: 'trajectory cut into a hold' in robot.node.log(),
+        TIMEOUT,
+        'a chunk cut by the envelope',
+        robot.log,
+    )
+    _, values = harness.wait_for(
+        lambda: node_diagnostics(harness, 0.0, lambda _, v: int(v['envelope_cuts']) > 0),
+        TIMEOUT,
+        'envelope cuts in diagnostics',
+        robot.log,
+    )
+    assert re.search(r'(left|right)_panda_link8 .*table', values['last_envelope']), values
+    # every trajectory sent brakes where it starts: neither hand goes down towards the table
+    urdf = description.read_text()
+    for side in ('left', 'right'):
+        joints = [f'{side}_joint{i}' for i in range(1, 7)]
+        hand = LinkPoints(urdf, joints, [f'{side}_panda_link8'], frame='world')
+        start = hand.positions(np.array(ready))[0, 0, 2]
+        sent = harness.messages(f'{side}_arm')
+        assert sent, robot.log()
+        for msg in sent:
+            assert list(msg.joint_names) == joints
+            heights = hand.positions(np.array([p.positions for p in msg.points]))[..., 2]
+            assert heights.min() > start - 0.02, (side, heights.min(), start)
+    assert robot.close() == 0, robot.log()

@@ -8,13 +8,13 @@ checkpoint trained (randomly) for it; and the same checkpoint refused when the p
 describe DROID instead.
 """
 
+from closed_loop import params_file
 from embodiment_support import UR_TEMPLATE, write_ur_checkpoint
-from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
+from node_support import NODE, NodeProcess
 import numpy as np
 import pytest
-import yaml
 
-from dreamzero_ros.core.node_config import defaults, read_params_file
+from dreamzero_ros.core.node_config import defaults
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -34,14 +34,6 @@ TOPICS = {'front': 'front_camera/image_raw', 'wrist': 'wrist_camera/image_raw'}
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
     return write_ur_checkpoint(tmp_path_factory.mktemp('ur'))
-
-
-def _params_file(folder, **parameters):
-    """config/cpu_small.yaml with ``parameters`` (dotted names) replacing its values."""
-    values = {**read_params_file(CONFIG / 'cpu_small.yaml'), **parameters}
-    path = folder / 'params.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': values}}))
-    return path
 
 
 def _ur_parameters(checkpoint) -> dict:
@@ -66,35 +58,27 @@ def _ur_parameters(checkpoint) -> dict:
     }
 
 
-def test_a_six_joint_two_camera_robot_gets_its_trajectories(tmp_path, checkpoint):
+def test_a_six_joint_two_camera_robot_gets_its_trajectories(tmp_path, checkpoint, closed_loop):
     from trajectory_msgs.msg import JointTrajectory
 
-    harness = Harness('ur_harness')
+    loop = closed_loop('ur_harness')
+    harness = loop.harness
     harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
-    node = NodeProcess(
-        tmp_path / 'node.log', params_file=_params_file(tmp_path, **_ur_parameters(checkpoint))
-    )
+    node = loop.start_node(params_file=params_file(tmp_path, **_ur_parameters(checkpoint)))
     rng = np.random.default_rng(0)
     clips = {topic: rng.integers(0, 255, (30, 48, 128, 3), np.uint8) for topic in TOPICS.values()}
-    stream = RobotStream(harness, clips, joint_names=[*UR_ARM, GRIPPER])
+    stream = loop.stream_cameras(clips, joint_states=True, joint_names=[*UR_ARM, GRIPPER])
     stream.joint_positions = lambda now: [0.1, -0.5, 0.8, -1.0, 0.3, 0.2, 0.04]
-    try:
-        plans = harness.wait_for(
-            lambda: [m for m in harness.messages('preview') if not is_hold(m)],
-            TIMEOUT,
-            'a trajectory for the UR arm',
-            node.log,
-        )
-        trajectory = plans[0]
-        assert list(trajectory.joint_names) == UR_ARM
-        assert all(len(point.positions) == 6 for point in trajectory.points)
-        positions = np.array([point.positions for point in trajectory.points])
-        assert np.all(np.abs(positions) <= 6.0 + 1e-9)
-        assert 'policy warmed up' in node.log()
-    finally:
-        stream.close()
-        assert node.stop() == 0, node.log()[-3000:]
-        harness.close()
+    plans = harness.wait_for(
+        lambda: harness.motions('preview'), TIMEOUT, 'a trajectory for the UR arm', node.log
+    )
+    trajectory = plans[0]
+    assert list(trajectory.joint_names) == UR_ARM
+    assert all(len(point.positions) == 6 for point in trajectory.points)
+    positions = np.array([point.positions for point in trajectory.points])
+    assert np.all(np.abs(positions) <= 6.0 + 1e-9)
+    assert 'policy warmed up' in node.log()
+    assert loop.close() == 0, node.log()[-3000:]
 
 
 def test_droid_parameters_on_another_robots_checkpoint_fail_configure(tmp_path, checkpoint):
@@ -104,11 +88,8 @@ def test_droid_parameters_on_another_robots_checkpoint_fail_configure(tmp_path, 
         'engine.warmup': False,
     }
     assert defaults()['camera_keys'] != tuple(TOPICS)
-    node = NodeProcess(tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters))
-    try:
-        assert node.wait_exit(TIMEOUT) == 1
-    finally:
-        node.stop()
+    node = NodeProcess(tmp_path / 'node.log', params_file=params_file(tmp_path, **parameters))
+    assert node.wait_exit(TIMEOUT) == 1
     log = node.log()
     assert "the policy reads cameras ['front', 'wrist'], camera_keys names" in log
     assert 'the policy reads 6 arm joints, arm_joint_names names 7' in log

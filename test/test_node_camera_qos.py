@@ -10,7 +10,7 @@ sensor-data QoS does, which a reliable reader never matches.
 
 import threading
 
-from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream
+from node_support import NODE
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 
@@ -23,28 +23,21 @@ pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.i
 TIMEOUT = 60.0
 
 
-def test_a_best_effort_camera_is_reported_slow_with_its_cause(tmp_path):
+def test_a_best_effort_camera_is_reported_slow_with_its_cause(closed_loop):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
 
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-
-    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     clips = demo_clips(15)[0]
-    harness = Harness('camera_qos_harness')
+    loop = closed_loop('camera_qos_harness')
+    harness = loop.harness
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    node = NodeProcess(
-        tmp_path / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
+    node = loop.start_tiny_node(
         'dry_run:=true',
         # a low expected rate: on a loaded machine the harness may publish well below 15 Hz
         'camera_rates_hz:=[2.0]',
-        params_file=CONFIG / 'cpu_small.yaml',
     )
     wrist = clips.pop('wrist_image_left')
-    stream = RobotStream(harness, clips)
+    loop.stream_cameras(clips, joint_states=True)
     best_effort = harness.node.create_publisher(Image, 'wrist_image_left', qos_profile_sensor_data)
     stop = threading.Event()
 
@@ -83,6 +76,3 @@ def test_a_best_effort_camera_is_reported_slow_with_its_cause(tmp_path):
     finally:
         stop.set()
         thread.join(5)
-        stream.close()
-        node.stop()
-        harness.close()

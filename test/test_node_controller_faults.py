@@ -14,17 +14,13 @@ only through ``~/enable``, which refuses while the group is still gone.
 """
 
 import signal
-import subprocess
-import sys
 import time
 
-from embodiment_support import write_shipped_checkpoint
+from closed_loop import split_groups
 from interface_support import control_msgs_env
 from machine_load import load_factor
-from node_support import NODE, Harness, NodeProcess, RobotStream, is_hold, ros_env
-import numpy as np
+from node_support import NODE, is_hold
 import pytest
-from test_node_action_groups import _parameters, _params_file
 import yaml
 
 from dreamzero_ros.core.action_groups import load_groups
@@ -34,77 +30,30 @@ pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.i
 
 TIMEOUT = 120.0
 STATE_TIMEOUT = 1.0
+AGIBOT = (range(18), range(2), range(2))  # arm joints, grippers, base velocities
 
 
-class SplitRobot:
-    """The policy node, two simulated-robot processes (``apart`` groups in the second), cameras."""
+def _split_robot(closed_loop, tmp_path, tag, safety, apart, harness, node_groups=None):
+    """The node on ``tag``'s layout; its simulated robot in two parts (``apart`` the second).
 
-    def __init__(self, tmp_path, tag, safety, apart, harness_name, node_groups=None):
-        data = yaml.safe_load((EMBODIMENTS_DIR / f'{tag}.yaml').read_text())['groups']
-        self.files = {}
-        for part, entries in (
-            ('main', [g for g in data if g['name'] not in apart]),
-            ('apart', [g for g in data if g['name'] in apart]),
-        ):
-            self.files[part] = tmp_path / f'{part}.yaml'
-            self.files[part].write_text(yaml.safe_dump({'groups': entries}))
-        self.tmp_path = tmp_path
-        self.specs = load_groups(tag, EMBODIMENTS_DIR)
-        self.harness = Harness(harness_name)
-        self.sims: dict[str, subprocess.Popen] = {}
-        parameters = {
-            **_parameters(
-                write_shipped_checkpoint(tmp_path / tag, tag), tag, node_groups or tag, safety
-            ),
-            # the simulated robot shares a loaded machine: its joint states come late
-            'controller_watch.state_timeout': STATE_TIMEOUT * load_factor(),
-            'max_age': 1.0 * load_factor(),
-            # the input refusal while the head is gone must not end the task first
-            'task.input_timeout': 60.0,
-            'engine.warmup': True,  # the default: warmed up on the groups' layout
-        }
-        self.node = NodeProcess(
-            tmp_path / 'node.log', params_file=_params_file(tmp_path, **parameters)
-        )
-        rng = np.random.default_rng(0)
-        embodiment_cameras = parameters['camera_topics']
-        clips = {
-            topic: rng.integers(0, 255, (30, 24, 64, 3), np.uint8) for topic in embodiment_cameras
-        }
-        self.stream = RobotStream(self.harness, clips)
-        self.stream.joints_on = False
+    Returns the loop and a function starting a part (``main`` or ``apart``) of the robot.
+    """
+    loop = closed_loop(harness)
+    files = split_groups(tmp_path, tag, apart)
+    parameters = {
+        # the simulated robot shares a loaded machine: its joint states come late
+        'controller_watch.state_timeout': STATE_TIMEOUT * load_factor(),
+        'max_age': 1.0 * load_factor(),
+        # the input refusal while the head is gone must not end the task first
+        'task.input_timeout': 60.0,
+        'engine.warmup': True,  # the default: warmed up on the groups' layout
+    }
+    loop.start_embodiment(tag, node_groups or tag, safety, **parameters)
 
-    def start_sim(self, part):
-        log = open(self.tmp_path / f'sim_{part}.log', 'a')  # noqa: SIM115 - closed by the process
-        self.sims[part] = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-r', f'__node:=sim_{part}', '-p', f'action_groups:={self.files[part]}',
-             '-p', 'gripper.speed:=1.0'],
-            stdout=log, stderr=subprocess.STDOUT, env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-        )  # fmt: skip
-        log.close()
+    def start_sim(part):
+        loop.start_sim(f'action_groups:={files[part]}', 'gripper.speed:=1.0', node=f'sim_{part}')
 
-    def log(self):
-        sims = ''.join(
-            f'\n--- sim {part}:\n' + (self.tmp_path / f'sim_{part}.log').read_text()[-2000:]
-            for part in self.sims
-        )
-        return self.node.log()[-5000:] + sims
-
-    def enable(self):
-        from std_srvs.srv import SetBool
-
-        return self.harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
-
-    def close(self):
-        self.stream.close()
-        code = self.node.stop()
-        for process in self.sims.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait(10)
-        self.harness.close()
-        return code
+    return loop, start_sim
 
 
 def _moving(harness, key, since):
@@ -136,7 +85,7 @@ def _error_status(harness, since, text):
 
 
 def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, closed_loop
 ):
     from action_msgs.msg import GoalStatus
     from diagnostic_msgs.msg import DiagnosticArray
@@ -148,20 +97,18 @@ def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
 
     for name, value in control_msgs_env().items():  # GripperCommand for the effectors
         monkeypatch.setenv(name, value)
-    robot = SplitRobot(
-        tmp_path, 'agibot', (range(18), range(2), range(2)), {'head'}, 'agibot_fault_harness'
+    robot, start_sim = _split_robot(
+        closed_loop, tmp_path, 'agibot', AGIBOT, {'head'}, 'agibot_fault_harness'
     )
     harness = robot.harness
-    arms = [s for s in robot.specs if s.output == 'joint_trajectory']
+    arms = [s for s in load_groups('agibot', EMBODIMENTS_DIR) if s.output == 'joint_trajectory']
     for spec in arms:  # a recorder on every command topic
         harness.record(spec.name, JointTrajectory, spec.target)
     harness.record('cmd_vel', Twist, 'cmd_vel')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     client = ActionClient(harness.node, RunTask, f'{NODE}/run_task')
     try:
-        harness.wait_for(
-            lambda: 'configured:' in robot.node.log(), TIMEOUT, 'the node configured', robot.log
-        )
+        robot.wait_configured(TIMEOUT)
         # the recorder alone is no controller: refused, naming what it found for each group
         response = robot.enable()
         assert not response.success, response.message
@@ -177,11 +124,9 @@ def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
         assert 'left_effector (gripper left_gripper_controller/gripper_cmd): no action server' in (
             response.message
         )
-        robot.start_sim('main')
-        robot.start_sim('apart')
-        response = harness.wait_for(
-            lambda: (r := robot.enable()).success and r, TIMEOUT, 'enable', robot.log
-        )
+        start_sim('main')
+        start_sim('apart')
+        response = robot.wait_enabled(TIMEOUT)
         for found in (
             'left_arm: /left_arm_controller (node name)',
             'head: /head_controller (node name)',
@@ -209,7 +154,8 @@ def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
         )
 
         killed = harness.now()
-        robot.sims['apart'].kill()  # SIGKILL: the head's controller and its joint states die
+        # SIGKILL: the head's controller and its joint states die
+        robot.sims['sim_apart'].send_signal(signal.SIGKILL)
         result = harness.wait_for(
             lambda: ended.done() and ended.result(),
             30,
@@ -260,7 +206,7 @@ def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
         assert not response.success and 'head: ' in response.message, response.message
         assert _moving(harness, 'left_arm', late) == []
         # the head comes back: commanding resumes only through enable
-        robot.start_sim('apart')
+        start_sim('apart')
         harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable again', robot.log)
         resumed = harness.now()
         client.send_goal_async(RunTask.Goal(instruction='tidy the table again'))
@@ -270,18 +216,19 @@ def test_agibot_head_killed_holds_every_group_aborts_the_task_and_needs_enable(
         assert 'controller fault: head: no joint states' in robot.node.log()
     finally:
         client.destroy()
-        assert robot.close() == 0, robot.log()
+    assert robot.close() == 0, robot.log()
 
 
 def test_yam_right_arm_controller_gone_with_a_recorder_left_on_its_topic_holds_everything(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, closed_loop
 ):
     from diagnostic_msgs.msg import DiagnosticArray
     from trajectory_msgs.msg import JointTrajectory
 
     for name, value in control_msgs_env().items():  # GripperCommand for the grippers
         monkeypatch.setenv(name, value)
-    robot = SplitRobot(
+    robot, start_sim = _split_robot(
+        closed_loop,
         tmp_path,
         'yam',
         (range(12), range(2), ()),
@@ -292,51 +239,46 @@ def test_yam_right_arm_controller_gone_with_a_recorder_left_on_its_topic_holds_e
     for side in ('left', 'right'):  # the recorder stays on the right arm's topic
         harness.record(side, JointTrajectory, f'{side}_arm_controller/joint_trajectory')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    try:
-        robot.start_sim('main')
-        robot.start_sim('apart')
-        response = harness.wait_for(
-            lambda: (r := robot.enable()).success and r, TIMEOUT, 'enable', robot.log
-        )
-        assert 'right_gripper: /right_gripper_controller (action server)' in response.message
-        for side in ('left', 'right'):
-            harness.wait_for(
-                lambda side=side: _moving(harness, side, 0.0),
-                TIMEOUT,
-                f'a {side} trajectory',
-                robot.log,
-            )
-        killed = harness.now()
-        robot.sims['apart'].send_signal(signal.SIGTERM)  # it leaves the graph at once
-        hold = harness.wait_for(
-            lambda: _first_hold(harness, 'left', killed), 10, 'a hold for the left arm', robot.log
-        )
-        status = harness.wait_for(
-            lambda: _error_status(harness, killed, 'controller fault: right_arm: controller gone'),
-            10,
-            'an ERROR naming the right arm',
+    start_sim('main')
+    start_sim('apart')
+    response = robot.wait_enabled(TIMEOUT)
+    assert 'right_gripper: /right_gripper_controller (action server)' in response.message
+    for side in ('left', 'right'):
+        harness.wait_for(
+            lambda side=side: _moving(harness, side, 0.0),
+            TIMEOUT,
+            f'a {side} trajectory',
             robot.log,
         )
-        assert (
-            'subscribed by /yam_fault_harness, none of them /right_arm_controller' in status.message
-        ), status.message
-        time.sleep(2.0)
-        assert _moving(harness, 'left', hold + 0.3) == []
-        response = robot.enable()
-        assert not response.success
-        assert (
-            'right_arm (joint_trajectory right_arm_controller/joint_trajectory): subscribed by '
-            in (response.message)
-        )
-        assert 'right_gripper (gripper right_gripper_controller/gripper_cmd): no action server' in (
-            response.message
-        )
-    finally:
-        assert robot.close() == 0, robot.log()
+    killed = harness.now()
+    robot.sims['sim_apart'].send_signal(signal.SIGTERM)  # it leaves the graph at once
+    hold = harness.wait_for(
+        lambda: _first_hold(harness, 'left', killed), 10, 'a hold for the left arm', robot.log
+    )
+    status = harness.wait_for(
+        lambda: _error_status(harness, killed, 'controller fault: right_arm: controller gone'),
+        10,
+        'an ERROR naming the right arm',
+        robot.log,
+    )
+    assert (
+        'subscribed by /yam_fault_harness, none of them /right_arm_controller' in status.message
+    ), status.message
+    time.sleep(2.0)
+    assert _moving(harness, 'left', hold + 0.3) == []
+    response = robot.enable()
+    assert not response.success
+    assert 'right_arm (joint_trajectory right_arm_controller/joint_trajectory): subscribed by ' in (
+        response.message
+    )
+    assert 'right_gripper (gripper right_gripper_controller/gripper_cmd): no action server' in (
+        response.message
+    )
+    assert robot.close() == 0, robot.log()
 
 
 def test_agibot_nan_inf_or_absurd_odometry_is_refused_named_and_stops_commanding(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, closed_loop
 ):
     """Bad measured base velocities never become a plan's start.
 
@@ -359,8 +301,8 @@ def test_agibot_nan_inf_or_absurd_odometry_is_refused_named_and_stops_commanding
             entry['controller_state'] = 'odom'
     groups = tmp_path / 'groups.yaml'
     groups.write_text(yaml.safe_dump({'groups': data}))
-    robot = SplitRobot(
-        tmp_path, 'agibot', (range(18), range(2), range(2)), {'head'}, 'odom_harness', groups
+    robot, start_sim = _split_robot(
+        closed_loop, tmp_path, 'agibot', AGIBOT, {'head'}, 'odom_harness', groups
     )
     harness = robot.harness
     harness.record('left_arm', JointTrajectory, 'left_arm_controller/joint_trajectory')
@@ -375,50 +317,46 @@ def test_agibot_nan_inf_or_absurd_odometry_is_refused_named_and_stops_commanding
         odometry.publish(msg)
 
     timer = harness.node.create_timer(0.05, publish_odometry)
-    try:
-        robot.start_sim('main')
-        robot.start_sim('apart')
-        harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable', robot.log)
-        harness.wait_for(
-            lambda: _moving(harness, 'left_arm', 0.0), TIMEOUT, 'a trajectory', robot.log
+    start_sim('main')
+    start_sim('apart')
+    harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable', robot.log)
+    harness.wait_for(lambda: _moving(harness, 'left_arm', 0.0), TIMEOUT, 'a trajectory', robot.log)
+    bad = harness.now()
+    speed['value'] = math.nan
+    status = harness.wait_for(
+        lambda: _error_status(harness, bad, 'controller fault: base: state refused'),
+        30,
+        'an ERROR naming the base',
+        robot.log,
+    )
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['last_state_refusal'] == 'base: linear.x is nan', values
+    assert int(values['states_refused']) >= 1
+    hold = _first_hold(harness, 'left_arm', bad)
+    assert hold is not None and harness.wait_for(
+        lambda: [t for t in harness.messages('cmd_vel', bad) if not t.linear.x],
+        10,
+        'a zero Twist',
+        robot.log,
+    )
+    time.sleep(1.0)
+    assert _moving(harness, 'left_arm', hold + 0.3) == []
+    for value, problem in (
+        (math.nan, 'base: linear.x is nan'),
+        (math.inf, 'base: linear.x is inf'),
+        (1e308, 'base: linear.x is 1e+308, beyond [-0.6, 0.6]'),
+    ):
+        speed['value'] = value
+        time.sleep(0.5)
+        response = robot.enable()
+        assert not response.success and f'bad state: {problem}' in response.message, (
+            value,
+            response.message,
         )
-        bad = harness.now()
-        speed['value'] = math.nan
-        status = harness.wait_for(
-            lambda: _error_status(harness, bad, 'controller fault: base: state refused'),
-            30,
-            'an ERROR naming the base',
-            robot.log,
-        )
-        values = {kv.key: kv.value for kv in status.values}
-        assert values['last_state_refusal'] == 'base: linear.x is nan', values
-        assert int(values['states_refused']) >= 1
-        hold = _first_hold(harness, 'left_arm', bad)
-        assert hold is not None and harness.wait_for(
-            lambda: [t for t in harness.messages('cmd_vel', bad) if not t.linear.x],
-            10,
-            'a zero Twist',
-            robot.log,
-        )
-        time.sleep(1.0)
-        assert _moving(harness, 'left_arm', hold + 0.3) == []
-        for value, problem in (
-            (math.nan, 'base: linear.x is nan'),
-            (math.inf, 'base: linear.x is inf'),
-            (1e308, 'base: linear.x is 1e+308, beyond [-0.6, 0.6]'),
-        ):
-            speed['value'] = value
-            time.sleep(0.5)
-            response = robot.enable()
-            assert not response.success and f'bad state: {problem}' in response.message, (
-                value,
-                response.message,
-            )
-        speed['value'] = 0.0
-        harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable again', robot.log)
-        log = robot.node.log()
-        assert 'odometry of base refused: linear.x is nan' in log
-        assert 'no valid previous command' not in log, log[-3000:]
-    finally:
-        harness.node.destroy_timer(timer)
-        assert robot.close() == 0, robot.log()
+    speed['value'] = 0.0
+    harness.wait_for(lambda: robot.enable().success, TIMEOUT, 'enable again', robot.log)
+    log = robot.node.log()
+    assert 'odometry of base refused: linear.x is nan' in log
+    assert 'no valid previous command' not in log, log[-3000:]
+    harness.node.destroy_timer(timer)
+    assert robot.close() == 0, robot.log()

@@ -9,17 +9,13 @@ configured limits; it records the node's preview trajectories and diagnostics. O
 the module; the tests run in file order and each leaves the inputs streaming normally.
 """
 
+from closed_loop import ClosedLoop
 from diagnostic_msgs.msg import DiagnosticArray
 from node_support import (
     ARM,
     CAMERA_QOS,
-    CONFIG,
     JOINTS,
     NODE,
-    Harness,
-    NodeProcess,
-    RobotStream,
-    SimClock,
     is_hold,
     loaded_input_tolerances,
     node_diagnostics,
@@ -51,46 +47,26 @@ def clips():
 
 @pytest.fixture(scope='module')
 def system(tmp_path_factory, clips):
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-
-    checkpoint = write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
-    harness = Harness('input_faults_harness', use_sim_time=True)
-    clock = SimClock(harness)
-    harness.wait_for(lambda: harness.now() > 900.0, 10, 'simulated time', lambda: '')
-    harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    stream = RobotStream(harness, clips)
-    stream.joint_positions = lambda now: POSE
-    node = NodeProcess(
-        tmp_path_factory.mktemp('node') / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'dry_run:=true',
-        'use_sim_time:=true',
-        *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    yield harness, stream, clock, node
-    stream.close()
-    assert node.stop() == 0, node.log()[-3000:]
-    clock.close()
-    harness.close()
+    folder = tmp_path_factory.mktemp('input_faults')
+    with ClosedLoop(folder, 'input_faults_harness', use_sim_time=True) as loop:
+        harness = loop.harness
+        clock = loop.start_clock()
+        harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        stream = loop.stream_cameras(clips, joint_states=True)
+        stream.joint_positions = lambda now: POSE
+        node = loop.start_tiny_node(
+            'dry_run:=true',
+            'use_sim_time:=true',
+            *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
+        )
+        yield harness, stream, clock, node
+        assert loop.close() == 0, node.log()[-3000:]
 
 
 def _trajectories(harness, node, count, since, timeout=TIMEOUT):
     """``count`` motion (non-hold) previews recorded after ``since``."""
-    return harness.wait_for(
-        lambda: (
-            found
-            if len(found := [m for m in harness.messages('preview', since) if not is_hold(m)])
-            >= count
-            else None
-        ),
-        timeout,
-        f'{count} trajectories',
-        node.log,
-    )
+    return harness.wait_motions('preview', count, since, timeout, node.log)
 
 
 def _values(harness, node, since, predicate, what, timeout=15.0):

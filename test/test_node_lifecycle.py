@@ -10,21 +10,13 @@ parameters changed while unconfigured); each serves, through the node's OpenPI b
 actions of the one-process engine.
 """
 
-import socket
 import time
 
-from node_support import (
-    CONFIG,
-    NODE,
-    Harness,
-    NodeProcess,
-    RobotStream,
-    alive,
-    child_pids,
-    is_hold,
-)
+from node_support import NODE, alive, child_pids, is_hold
 import numpy as np
 import pytest
+
+from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -69,12 +61,6 @@ def _bridge_actions(port: int) -> list[np.ndarray]:
         return [remote.infer(observation).actions for observation in _observations()]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def _chunks_after(harness, since):
     return [m for m in harness.messages('controller', since) if not is_hold(m)]
 
@@ -85,73 +71,66 @@ def _assert_serves_chunks(harness, node, what):
 
 
 def test_round_trip_restarts_the_worker_ranks_and_applies_new_parameters(
-    checkpoint, one_process_actions, tmp_path
+    checkpoint, one_process_actions, closed_loop
 ):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
 
-    bridge_port = _free_port()
-    node = NodeProcess(
-        tmp_path / 'node.log',
+    bridge_port = free_port()
+    loop = closed_loop('lifecycle_harness')
+    node = loop.start_node(
         'autostart:=false',
         f'engine.checkpoint:={checkpoint}',
         f'engine.worker_timeout:={WORKER_TIMEOUT}',
         'engine.warmup:=false',
-        'engine.num_threads:=1',
         'openpi_bridge.enabled:=true',
         f'openpi_bridge.port:={bridge_port}',
-        params_file=CONFIG / 'cpu_small.yaml',
     )
-    harness = Harness('lifecycle_harness')
+    harness = loop.harness
     harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
     # the gripper controller of config/cpu_small.yaml: enable needs every group's controller
     harness.record('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
-    stream = RobotStream(harness, demo_clips(15)[0])
+    loop.stream_cameras(demo_clips(15)[0], joint_states=True)
     workers_seen = []
-    try:
+    assert harness.lifecycle_state(NODE) == 'unconfigured'
+    for round_trip, max_age in enumerate((2, 1.5)):
+        # configure-time parameters change while unconfigured (an integer for a double too)
+        assert harness.set_parameter(NODE, 'max_age', max_age).successful
+        cfg, tp = ROUNDS[round_trip]
+        assert harness.set_parameter(NODE, 'engine.cfg_parallel', cfg).successful
+        assert harness.set_parameter(NODE, 'engine.tensor_parallel', tp).successful
+        assert harness.change_state(NODE, 'configure'), node.log()[-3000:]
+        assert harness.lifecycle_state(NODE) == 'inactive'
+        workers = child_pids(node.process.pid)
+        assert len(workers) == 1, node.log()[-3000:]
+        workers_seen.append(workers.pop())
+        refused = harness.set_parameter(NODE, 'max_age', 3.0)
+        assert not refused.successful and 'unconfigured' in refused.reason
+        assert harness.get_parameters(NODE, ['max_age'])['max_age'] == float(max_age)
+        for got, want in zip(_bridge_actions(bridge_port), one_process_actions, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+        if round_trip == 0:  # idle (inactive) past the collective timeout: the worker waits
+            time.sleep(WORKER_TIMEOUT + 2)
+            assert alive(workers_seen[-1])
+        assert harness.change_state(NODE, 'activate')
+        assert harness.lifecycle_state(NODE) == 'active'
+        _assert_serves_chunks(
+            harness, node, f'a chunk from {ROUNDS[round_trip]}, round {round_trip}'
+        )
+
+        assert harness.change_state(NODE, 'deactivate')
+        assert harness.lifecycle_state(NODE) == 'inactive'
+        assert harness.change_state(NODE, 'cleanup')
         assert harness.lifecycle_state(NODE) == 'unconfigured'
-        for round_trip, max_age in enumerate((2, 1.5)):
-            # configure-time parameters change while unconfigured (an integer for a double too)
-            assert harness.set_parameter(NODE, 'max_age', max_age).successful
-            cfg, tp = ROUNDS[round_trip]
-            assert harness.set_parameter(NODE, 'engine.cfg_parallel', cfg).successful
-            assert harness.set_parameter(NODE, 'engine.tensor_parallel', tp).successful
-            assert harness.change_state(NODE, 'configure'), node.log()[-3000:]
-            assert harness.lifecycle_state(NODE) == 'inactive'
-            workers = child_pids(node.process.pid)
-            assert len(workers) == 1, node.log()[-3000:]
-            workers_seen.append(workers.pop())
-            refused = harness.set_parameter(NODE, 'max_age', 3.0)
-            assert not refused.successful and 'unconfigured' in refused.reason
-            assert harness.get_parameters(NODE, ['max_age'])['max_age'] == float(max_age)
-            for got, want in zip(_bridge_actions(bridge_port), one_process_actions, strict=True):
-                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-
-            if round_trip == 0:  # idle (inactive) past the collective timeout: the worker waits
-                time.sleep(WORKER_TIMEOUT + 2)
-                assert alive(workers_seen[-1])
-            assert harness.change_state(NODE, 'activate')
-            assert harness.lifecycle_state(NODE) == 'active'
-            _assert_serves_chunks(
-                harness, node, f'a chunk from {ROUNDS[round_trip]}, round {round_trip}'
-            )
-
-            assert harness.change_state(NODE, 'deactivate')
-            assert harness.lifecycle_state(NODE) == 'inactive'
-            assert harness.change_state(NODE, 'cleanup')
-            assert harness.lifecycle_state(NODE) == 'unconfigured'
-            end = time.monotonic() + 15
-            while alive(workers_seen[-1]) and time.monotonic() < end:
-                time.sleep(0.05)
-            assert not alive(workers_seen[-1]), 'cleanup left the worker rank running'
-        assert workers_seen[0] != workers_seen[1]
-        log = node.log()
-        assert log.count('parallel engine (cfg_parallel 2 x tensor_parallel 1 = 2 ranks)') == 1
-        assert log.count('parallel engine (cfg_parallel 1 x tensor_parallel 2 = 2 ranks)') == 1
-    finally:
-        stream.close()
-        harness.close()
-        status = node.stop()
-    assert status == 0, node.log()[-3000:]
+        end = time.monotonic() + 15
+        while alive(workers_seen[-1]) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not alive(workers_seen[-1]), 'cleanup left the worker rank running'
+    assert workers_seen[0] != workers_seen[1]
+    log = node.log()
+    assert log.count('parallel engine (cfg_parallel 2 x tensor_parallel 1 = 2 ranks)') == 1
+    assert log.count('parallel engine (cfg_parallel 1 x tensor_parallel 2 = 2 ranks)') == 1
+    assert loop.close() == 0, node.log()[-3000:]
     assert not any(alive(pid) for pid in workers_seen)

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from closed_loop import sim_command
 from machine_load import load_factor
 from node_support import (
     CONFIG,
@@ -325,7 +326,7 @@ def test_sim_arm_and_camera_stream_end_with_a_killed_launcher(tmp_path, when):
     ``running``: killed once both publish; ``at once``: killed right after starting them.
     """
     log_path = tmp_path / 'launch.log'
-    arm = [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm']
+    arm = sim_command()
     stream = [sys.executable, '-m', 'dreamzero_ros.ros.demo_stream', '--no-joint-states']
     with open(log_path, 'w') as log:
         launcher = subprocess.Popen(

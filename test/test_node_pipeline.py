@@ -8,41 +8,31 @@ streaming normally. The harness (this process) publishes the real DROID clips an
 trajectory at 15 Hz and records what the node publishes.
 """
 
-import socket
 import time
 
+from closed_loop import ClosedLoop
 from node_support import (
     ARM,
     CONFIG,
     JOINTS,
     NODE,
-    Harness,
-    NodeProcess,
-    RobotStream,
     is_hold,
     latched_qos,
     loaded_input_tolerances,
+    node_diagnostics,
 )
 import numpy as np
 import pytest
 
+from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
+from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 TIMEOUT = 90.0  # generous: the CPU is shared with other test processes
 STEP = 1.0  # scheduler.step_duration of config/cpu_small.yaml
 LIMITS = {**defaults(), **read_params_file(CONFIG / 'cpu_small.yaml')}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
 
 
 def _assert_ends_at_rest(msg) -> None:
@@ -61,15 +51,8 @@ def clips():
 
 
 @pytest.fixture(scope='module')
-def tiny_checkpoint(tmp_path_factory):
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-
-    return write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
-
-
-@pytest.fixture(scope='module')
 def bridge_port():
-    return _free_port()
+    return free_port()
 
 
 #: The key bridge clients must send; the node reads it from a file.
@@ -85,7 +68,7 @@ def bridge_key_file(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_file):
+def system(tmp_path_factory, clips, bridge_port, bridge_key_file):
     """(harness, stream, node): a dry-run node with per-step commands and the OpenPI bridge."""
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Float64MultiArray
@@ -93,59 +76,35 @@ def system(tmp_path_factory, clips, tiny_checkpoint, bridge_port, bridge_key_fil
 
     from dreamzero_ros.ros.conversions import ActionChunkMsg, PolicyStatusMsg
 
-    harness = Harness('pipeline_harness')
-    # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named as
-    # ros2_control names them: enable needs every group's controller
-    harness.record_controller(
-        'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
-    )
-    harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
-    harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
-    harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    if ActionChunkMsg is not None:
-        harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
-        harness.record('status', PolicyStatusMsg, f'{NODE}/status')
-    node = NodeProcess(
-        tmp_path_factory.mktemp('node') / 'node.log',
-        f'engine.checkpoint:={tiny_checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'dry_run:=true',
-        'step_command.enabled:=true',
-        'openpi_bridge.enabled:=true',
-        f'openpi_bridge.port:={bridge_port}',
-        f'openpi_bridge.api_key_file:={bridge_key_file}',
-        *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, clips)
-    yield harness, stream, node
-    stream.close()
-    assert node.stop() == 0, node.log()[-3000:]
-    harness.close()
+    with ClosedLoop(tmp_path_factory.mktemp('pipeline'), 'pipeline_harness') as loop:
+        harness = loop.harness
+        # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml,
+        # named as ros2_control names them: enable needs every group's controller
+        harness.record_controller(
+            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
+        harness.record('preview', JointTrajectory, f'{NODE}/preview_trajectory')
+        harness.record('step', Float64MultiArray, 'forward_position_controller/commands')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        if ActionChunkMsg is not None:
+            harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
+            harness.record('status', PolicyStatusMsg, f'{NODE}/status')
+        node = loop.start_tiny_node(
+            'dry_run:=true',
+            'step_command.enabled:=true',
+            'openpi_bridge.enabled:=true',
+            f'openpi_bridge.port:={bridge_port}',
+            f'openpi_bridge.api_key_file:={bridge_key_file}',
+            *loaded_input_tolerances(),  # a loaded machine delivers the 15 Hz frames late
+        )
+        stream = loop.stream_cameras(clips, joint_states=True)
+        yield harness, stream, node
+        assert loop.close() == 0, node.log()[-3000:]
 
 
 def _wait_chunks(harness, node, key, count, since, **kwargs):
-    return harness.wait_for(
-        lambda: (
-            msgs
-            if len(msgs := [m for m in harness.messages(key, since) if not is_hold(m)]) >= count
-            else None
-        ),
-        kwargs.get('timeout', TIMEOUT),
-        f'{count} trajectories on {key}',
-        node.log,
-    )
-
-
-def _diagnostic(harness, since, predicate):
-    for msg in reversed(harness.messages('diagnostics', since)):
-        for status in msg.status:
-            values = {kv.key: kv.value for kv in status.values}
-            if status.name.startswith('dreamzero_policy') and predicate(status, values):
-                return status, values
-    return None
+    return harness.wait_motions(key, count, since, kwargs.get('timeout', TIMEOUT), node.log)
 
 
 def test_dry_run_publishes_previews_and_nothing_to_the_controller(system):
@@ -167,7 +126,9 @@ def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
     start = harness.now()
     trajectories = _wait_chunks(harness, node, 'controller', 2, start)
     arrivals = {id(m): t for t, m in harness.received['controller']}
-    latencies = {_seconds(m.header.stamp): m.inference_latency for m in harness.messages('chunk')}
+    latencies = {
+        stamp_seconds(m.header.stamp): m.inference_latency for m in harness.messages('chunk')
+    }
     lower = np.array(LIMITS['safety.joint_lower'])[:7]
     upper = np.array(LIMITS['safety.joint_upper'])[:7]
     max_delta = np.array(LIMITS['safety.max_step_delta'])[:7]
@@ -175,10 +136,10 @@ def test_chunks_reach_the_controller_with_names_stamps_and_limits(system):
     published = np.array(stream.stamps)
     for msg in trajectories:
         assert msg.joint_names == ARM  # the gripper has an output of its own
-        stamp = _seconds(msg.header.stamp)
+        stamp = stamp_seconds(msg.header.stamp)
         # stamped with the time of an observation the harness published
         assert np.min(np.abs(published - stamp)) < 1e-6
-        offsets = np.array([_seconds(p.time_from_start) for p in msg.points])
+        offsets = np.array([stamp_seconds(p.time_from_start) for p in msg.points])
         steps = offsets / STEP
         # points before the hand-over repeat the plan in force after the chunk's arrival (the
         # lead-in: the controller's hand-over segment is a piece of that plan); the hand-over
@@ -225,18 +186,18 @@ def test_action_chunk_messages_carry_the_raw_chunk(system):
     for msg in chunks:
         assert msg.horizon == 24 and list(msg.joint_names) == JOINTS
         assert len(msg.positions) == 24 * 8
-        assert _seconds(msg.step_duration) == pytest.approx(STEP)
+        assert stamp_seconds(msg.step_duration) == pytest.approx(STEP)
         assert msg.inference_latency > 0 and msg.session_id == 'default'
-    chunk_stamps = {_seconds(m.header.stamp) for m in chunks}
+    chunk_stamps = {stamp_seconds(m.header.stamp) for m in chunks}
     previews = [m for m in harness.messages('preview') if not is_hold(m)]
-    assert {_seconds(m.header.stamp) for m in previews} <= chunk_stamps
+    assert {stamp_seconds(m.header.stamp) for m in previews} <= chunk_stamps
 
 
 def test_status_and_diagnostics_report_the_running_node(system):
     harness, _, node = system
     start = harness.now()
     _, values = harness.wait_for(
-        lambda: _diagnostic(harness, start, lambda s, v: v['commanding'] == 'true'),
+        lambda: node_diagnostics(harness, start, lambda s, v: v['commanding'] == 'true'),
         10,
         'diagnostics of a commanding node',
         node.log,
@@ -376,7 +337,7 @@ def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expe
     stream.override['wrist_image_left'] = bad_image
     try:
         status, values = harness.wait_for(
-            lambda: _diagnostic(harness, start, lambda s, v: 'bad_image' in v['last_refusal']),
+            lambda: node_diagnostics(harness, start, lambda s, v: 'bad_image' in v['last_refusal']),
             20,
             'a bad_image diagnostic',
             node.log,
@@ -394,7 +355,7 @@ def test_bad_images_give_a_diagnostic_and_no_action(system, encoding, size, expe
         moved = [
             m
             for m in harness.messages('controller', start)
-            if not is_hold(m) and _seconds(m.header.stamp) > start + 0.2
+            if not is_hold(m) and stamp_seconds(m.header.stamp) > start + 0.2
         ]
         assert moved == [], 'an observation with a bad image produced an action'
     finally:
@@ -416,7 +377,7 @@ def test_stale_input_holds_until_fresh_frames_arrive(system):
         )
         held = np.array(hold[0].points[-1].positions)
         harness.wait_for(
-            lambda: _diagnostic(harness, stopped, lambda s, v: 'stale' in v['last_refusal']),
+            lambda: node_diagnostics(harness, stopped, lambda s, v: 'stale' in v['last_refusal']),
             15,
             'a stale diagnostic',
             node.log,
@@ -441,7 +402,7 @@ def test_estop_disables_commands_and_enable_restores_them(system):
     before = harness.now()
     estop.publish(Bool(data=True))
     harness.wait_for(
-        lambda: _diagnostic(harness, before, lambda s, v: v['enabled'] == 'false'),
+        lambda: node_diagnostics(harness, before, lambda s, v: v['enabled'] == 'false'),
         10,
         'the node to report disabled',
         node.log,

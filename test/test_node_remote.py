@@ -4,24 +4,15 @@
 """The node with ``engine.backend: remote`` (an OpenPI server with an API key), JPEG frames."""
 
 import socket
-import subprocess
 import sys
 import time
 
-from node_support import (
-    ARM,
-    CONFIG,
-    NODE,
-    REPO,
-    Harness,
-    NodeProcess,
-    RobotStream,
-    is_hold,
-    ros_env,
-)
+from closed_loop import Peer
+from node_support import ARM, NODE, is_hold
 import pytest
 
 from dreamzero_ros.core.node_config import PARAMETERS
+from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -30,17 +21,11 @@ TIMEOUT = 90.0
 KEY = 'remote-key-91c2'
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _wait_listening(port: int, process: subprocess.Popen, timeout: float) -> None:
+def _wait_listening(port: int, server: Peer, timeout: float) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if process.poll() is not None:
-            pytest.fail(f'OpenPI server exited with {process.returncode}')
+        if server.process.poll() is not None:
+            pytest.fail(f'OpenPI server exited with {server.process.returncode}')
         with socket.socket() as sock:
             if sock.connect_ex(('127.0.0.1', port)) == 0:
                 return
@@ -53,7 +38,9 @@ def _chunk_trajectories(harness) -> list:
     return [m for m in harness.messages('controller') if not is_hold(m)]
 
 
-def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories(tmp_path):
+def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories(
+    tmp_path, closed_loop
+):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
@@ -63,50 +50,36 @@ def test_remote_backend_with_a_key_file_and_compressed_frames_gives_trajectories
     key_file = tmp_path / 'remote_key'
     key_file.write_text(KEY + '\n')
     key_file.chmod(0o600)
-    port = _free_port()
-    server_log = open(tmp_path / 'server.log', 'w')  # noqa: SIM115 - closed below
-    server = subprocess.Popen(
+    port = free_port()
+    loop = closed_loop('remote_harness')
+    harness = loop.harness
+    server = loop.start_peer(
+        'server',
         [sys.executable, '-m', 'dreamzero_ros.openpi.cli', '--checkpoint', str(checkpoint),
          '--device', 'cpu', '--num-threads', '1', '--port', str(port),
          '--api-key-file', str(key_file)],
-        cwd=REPO, env=ros_env(), stdout=server_log, stderr=subprocess.STDOUT,
+        grace=20.0,
     )  # fmt: skip
-    harness = Harness('remote_harness')
-    node = None
-    stream = None
-    try:
-        _wait_listening(port, server, 60)
-        harness.record(
-            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
-        )
-        node = NodeProcess(
-            tmp_path / 'node.log',
-            'engine.backend:=remote',
-            f'engine.remote_uri:=ws://127.0.0.1:{port}',
-            f'engine.remote_api_key_file:={key_file}',
-            'engine.warmup:=false',
-            'image_transport:=compressed',
-            params_file=CONFIG / 'cpu_small.yaml',
-        )
-        clips, _ = demo_clips(15)
-        stream = RobotStream(harness, clips, compressed=True)
-        harness.wait_for(
-            lambda: len(_chunk_trajectories(harness)) >= 2,
-            TIMEOUT,
-            'two chunks through the remote policy',
-            node.log,
-        )
-        chunks = _chunk_trajectories(harness)
-        assert all(m.joint_names == ARM for m in chunks)
-        assert 'connecting to the OpenPI server' in node.log()
-        values = harness.get_parameters(NODE, [spec.name for spec in PARAMETERS])
-        assert not [name for name, value in values.items() if KEY in str(value)]
-    finally:
-        if stream is not None:
-            stream.close()
-        harness.close()
-        if node is not None:
-            assert node.stop() == 0, node.log()[-3000:]
-        server.terminate()
-        server.wait(20)
-        server_log.close()
+    _wait_listening(port, server, 60)
+    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
+    node = loop.start_node(
+        'engine.backend:=remote',
+        f'engine.remote_uri:=ws://127.0.0.1:{port}',
+        f'engine.remote_api_key_file:={key_file}',
+        'engine.warmup:=false',
+        'image_transport:=compressed',
+    )
+    clips, _ = demo_clips(15)
+    loop.stream_cameras(clips, joint_states=True, compressed=True)
+    harness.wait_for(
+        lambda: len(_chunk_trajectories(harness)) >= 2,
+        TIMEOUT,
+        'two chunks through the remote policy',
+        node.log,
+    )
+    chunks = _chunk_trajectories(harness)
+    assert all(m.joint_names == ARM for m in chunks)
+    assert 'connecting to the OpenPI server' in node.log()
+    values = harness.get_parameters(NODE, [spec.name for spec in PARAMETERS])
+    assert not [name for name, value in values.items() if KEY in str(value)]
+    assert loop.close() == 0, node.log()[-3000:]

@@ -12,12 +12,12 @@ message. Descriptions beyond the bounds (a 5000-link chain, 20k and 100k links, 
 1e300 m) fail configure and preflight in one line, before the kinematics library sees them.
 """
 
-import signal
 import subprocess
 import sys
 
+from closed_loop import ClosedLoop
 from description_support import panda_with_chain
-from node_support import CONFIG, REPO, Harness, NodeProcess, RobotStream, is_hold, ros_env
+from node_support import CONFIG, REPO, NodeProcess, is_hold, ros_env
 import numpy as np
 import pytest
 from test_core_robot_description import MOVEIT_LIMITS, panda_urdf
@@ -28,31 +28,6 @@ pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.i
 
 TIMEOUT = 120.0
 LIMITS = np.array(PANDA_MAX_ACCELERATION) / 4  # MOVEIT_LIMITS' accelerations
-PEER = REPO / 'test' / 'robot_description_peer.py'
-
-
-def start_peer(folder, urdf, topic):
-    """The peer process, once it has published ``urdf`` on ``topic``."""
-    path = folder / f'{topic.strip("/").replace("/", "_")}.urdf'
-    path.write_text(urdf)
-    peer = subprocess.Popen(
-        [sys.executable, str(PEER), str(path), topic],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-    )
-    assert peer.stdout.readline().strip() == 'published'
-    return peer
-
-
-def stop(process):
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope='module')
@@ -60,43 +35,33 @@ def system(tmp_path_factory):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = tmp_path_factory.mktemp('robot_description')
-    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
     (folder / 'joint_limits.yaml').write_text(MOVEIT_LIMITS)
-    peer = start_peer(folder, panda_urdf(), '/robot_description')
-    harness = Harness('robot_description_harness')
-    # when the middleware received each trajectory (a loaded test process takes its messages
-    # late, so the harness's own arrival times are no controller's receipt)
-    received = []
-    harness.node.create_subscription(
-        JointTrajectory,
-        'joint_trajectory_controller/joint_trajectory',
-        lambda msg, info: received.append((info['received_timestamp'] * 1e-9, msg)),
-        10,
-    )
-    node = NodeProcess(
-        folder / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'robot_description.source:=topic',
-        f'robot_description.joint_limits_file:={folder / "joint_limits.yaml"}',
-        # rows 0.25 s apart: the random policy's steps need more than a quarter of the Panda's
-        # accelerations at that pace, so that time scaling has work to do
-        'scheduler.step_duration:=0.25',
-        'scheduler.min_replan_period:=1.0',
-        # a loaded test machine delivers some messages 80 ms after they are made
-        'trajectory.handover_lead:=0.15',
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, demo_clips(30)[0])
-    yield harness, node, received
-    stream.close()
-    node.stop()
-    stop(peer)
-    harness.close()
+    with ClosedLoop(folder, 'robot_description_harness') as loop:
+        loop.publish_description(panda_urdf())
+        harness = loop.harness
+        # when the middleware received each trajectory (a loaded test process takes its
+        # messages late, so the harness's own arrival times are no controller's receipt)
+        received = []
+        harness.node.create_subscription(
+            JointTrajectory,
+            'joint_trajectory_controller/joint_trajectory',
+            lambda msg, info: received.append((info['received_timestamp'] * 1e-9, msg)),
+            10,
+        )
+        node = loop.start_tiny_node(
+            'robot_description.source:=topic',
+            f'robot_description.joint_limits_file:={folder / "joint_limits.yaml"}',
+            # rows 0.25 s apart: the random policy's steps need more than a quarter of the
+            # Panda's accelerations at that pace, so that time scaling has work to do
+            'scheduler.step_duration:=0.25',
+            'scheduler.min_replan_period:=1.0',
+            # a loaded test machine delivers some messages 80 ms after they are made
+            'trajectory.handover_lead:=0.15',
+        )
+        loop.stream_cameras(demo_clips(30)[0], joint_states=True)
+        yield harness, node, received
 
 
 def test_trajectories_follow_the_descriptions_acceleration_limits(system):
@@ -151,25 +116,19 @@ def _refused(folder, name, *args):
         *args,
         params_file=CONFIG / 'cpu_small.yaml',
     )
-    try:
-        assert node.wait_exit(60) != 0
-    finally:
-        node.stop()
+    assert node.wait_exit(60) != 0
     return node.log()
 
 
-def test_a_typed_limit_wider_than_the_description_fails_configure(tmp_path):
-    peer = start_peer(tmp_path, panda_urdf(), '/wide_description')
-    try:
-        log = _refused(
-            tmp_path,
-            'wide',
-            'robot_description.source:=topic',
-            'robot_description.topic:=/wide_description',
-            'safety.max_velocity:=[2.0, 2.0, 2.0, 2.5, 2.0, 2.0, 2.0]',
-        )
-    finally:
-        stop(peer)
+def test_a_typed_limit_wider_than_the_description_fails_configure(tmp_path, closed_loop):
+    closed_loop('wide_description_harness').publish_description(panda_urdf(), '/wide_description')
+    log = _refused(
+        tmp_path,
+        'wide',
+        'robot_description.source:=topic',
+        'robot_description.topic:=/wide_description',
+        'safety.max_velocity:=[2.0, 2.0, 2.0, 2.5, 2.0, 2.0, 2.0]',
+    )
     assert (
         "safety.max_velocity[3] = 2.5 for joint 'panda_joint4' is wider than the robot "
         "description's max_velocity 2.175" in log
@@ -247,10 +206,7 @@ def test_descriptions_beyond_the_bounds_fail_configure_and_preflight_in_one_line
         *settings,
         params_file=CONFIG / 'cpu_small.yaml',
     )
-    try:
-        code = node.wait_exit(60)
-    finally:
-        node.stop()
+    code = node.wait_exit(60)
     log = node.log()
     assert code == 1, (code, log[-2000:])  # an orderly exit, never SIGSEGV (-11)
     failures = [line for line in log.splitlines() if 'configure failed:' in line]

@@ -11,8 +11,9 @@ records every trajectory sent to the controller. The tests run in file order on 
 import time
 from types import SimpleNamespace
 
+from closed_loop import ClosedLoop
 from machine_load import load_factor
-from node_support import CONFIG, NODE, Harness, NodeProcess, RobotStream, is_hold
+from node_support import NODE, is_hold
 import pytest
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -29,39 +30,28 @@ def system(tmp_path_factory):
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.ros.task_server import RunTask, TaskEvent
 
     assert RunTask is not None, 'the RunTask action is not built (scripts/build_interfaces.sh)'
-    folder = tmp_path_factory.mktemp('run_task')
-    checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
-    harness = Harness('run_task_harness')
-    # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named as
-    # ros2_control names them: enable needs every group's controller
-    harness.record_controller(
-        'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
-    )
-    harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    harness.record('task_events', TaskEvent, f'{NODE}/task_events')
-    node = NodeProcess(
-        folder / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'task.input_timeout:=1.0',
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, demo_clips(30)[0])
-    client = ActionClient(harness.node, RunTask, f'{NODE}/run_task')
-    assert client.wait_for_server(timeout_sec=60), node.log()
-    # free-running on the configured prompt first, as before any task
-    harness.wait_for(lambda: _motions(harness, 0.0), TIMEOUT, 'a first trajectory', node.log)
-    yield harness, stream, node, client
-    stream.close()
-    client.destroy()
-    assert node.stop() == 0, node.log()[-3000:]
-    harness.close()
+    with ClosedLoop(tmp_path_factory.mktemp('run_task'), 'run_task_harness') as loop:
+        harness = loop.harness
+        # joint_trajectory_controller and the gripper controller of config/cpu_small.yaml, named
+        # as ros2_control names them: enable needs every group's controller
+        harness.record_controller(
+            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        harness.record_controller('gripper', JointTrajectory, 'gripper_controller/joint_trajectory')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        harness.record('task_events', TaskEvent, f'{NODE}/task_events')
+        node = loop.start_tiny_node('task.input_timeout:=1.0')
+        stream = loop.stream_cameras(demo_clips(30)[0], joint_states=True)
+        client = ActionClient(harness.node, RunTask, f'{NODE}/run_task')
+        assert client.wait_for_server(timeout_sec=60), node.log()
+        # free-running on the configured prompt first, as before any task
+        harness.wait_for(lambda: _motions(harness, 0.0), TIMEOUT, 'a first trajectory', node.log)
+        yield harness, stream, node, client
+        client.destroy()
+        assert loop.close() == 0, node.log()[-3000:]
 
 
 def _motions(harness, since):

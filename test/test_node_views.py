@@ -14,11 +14,13 @@ from collections import Counter
 import subprocess
 import sys
 
-from node_support import NODE, REPO, Harness, NodeProcess, RobotStream, is_hold, ros_env
+from closed_loop import ClosedLoop
+from node_support import NODE, REPO, is_hold, ros_env
 import numpy as np
 import pytest
 
 from dreamzero_ros.core.image_codec import decode_compressed
+from dreamzero_ros.core.messages import stamp_seconds
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -32,54 +34,33 @@ CANVAS = (32, 64)
 CAMERAS = droid_embodiment().camera_keys
 
 
-def _seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
 @pytest.fixture(scope='module')
 def system(tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
     from trajectory_msgs.msg import JointTrajectory
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.ros.conversions import ActionChunkMsg
 
     if ActionChunkMsg is None:
         pytest.skip('the package messages are not built (scripts/build_interfaces.sh)')
-    checkpoint = write_random_checkpoint(tmp_path_factory.mktemp('tiny'), preset='tiny')
-    harness = Harness('views_harness')
-    harness.record('controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
-    harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    node = NodeProcess(
-        tmp_path_factory.mktemp('node') / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        f'scheduler.step_duration:={STEP}',
-        f'scheduler.min_replan_period:={REPLAN}',
-        params_file=REPO / 'config' / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, demo_clips(45)[0])
-    yield harness, node
-    stream.close()
-    assert node.stop() == 0, node.log()[-3000:]
-    harness.close()
+    with ClosedLoop(tmp_path_factory.mktemp('views'), 'views_harness') as loop:
+        harness = loop.harness
+        harness.record(
+            'controller', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        harness.record('chunk', ActionChunkMsg, f'{NODE}/action_chunk')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        node = loop.start_tiny_node(
+            f'scheduler.step_duration:={STEP}', f'scheduler.min_replan_period:={REPLAN}'
+        )
+        loop.stream_cameras(demo_clips(45)[0], joint_states=True)
+        yield harness, node
+        assert loop.close() == 0, node.log()[-3000:]
 
 
 def _trajectories(harness, count, since, node):
-    return harness.wait_for(
-        lambda: (
-            msgs
-            if len(msgs := [m for m in harness.messages('controller', since) if not is_hold(m)])
-            >= count
-            else None
-        ),
-        TIMEOUT,
-        f'{count} trajectories',
-        node.log,
-    )
+    return harness.wait_motions('controller', count, since, TIMEOUT, node.log)
 
 
 def _views_values(harness, since):
@@ -99,11 +80,11 @@ def _publish_delays(harness, since):
     """
     latencies = {}
     for msg in harness.messages('chunk'):
-        latencies.setdefault(_seconds(msg.header.stamp), []).append(msg.inference_latency)
+        latencies.setdefault(stamp_seconds(msg.header.stamp), []).append(msg.inference_latency)
     trajectories = {}
     for arrived, msg in list(harness.received.get('controller', [])):
         if not is_hold(msg):
-            trajectories.setdefault(_seconds(msg.header.stamp), []).append(arrived)
+            trajectories.setdefault(stamp_seconds(msg.header.stamp), []).append(arrived)
     delays = []
     for stamp, arrivals in trajectories.items():
         if len(latencies.get(stamp, ())) != len(arrivals):
@@ -156,12 +137,12 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
         return [
             (arrived, m)
             for arrived, m in harness.received.get(key, [])
-            if np.min(np.abs(expected - _seconds(m.header.stamp))) < 1e-6
+            if np.min(np.abs(expected - stamp_seconds(m.header.stamp))) < 1e-6
         ], expected
 
     def trajectories():
         return {
-            _seconds(m.header.stamp): arrived
+            stamp_seconds(m.header.stamp): arrived
             for arrived, m in list(harness.received['controller'])
             if not is_hold(m)
         }
@@ -171,8 +152,8 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
         # too late still shows its views, but has no trajectory to compare with); only
         # observations answered by one chunk: a query starts at once after a chunk, so the
         # next may answer the same observation, its frames stamped at the same times
-        answers = Counter(_seconds(m.header.stamp) for m in harness.messages('chunk'))
-        stamps = sorted({_seconds(m.header.stamp) for m in harness.messages('input')})
+        answers = Counter(stamp_seconds(m.header.stamp) for m in harness.messages('chunk'))
+        stamps = sorted({stamp_seconds(m.header.stamp) for m in harness.messages('input')})
         executed = trajectories()
         complete = [
             s
@@ -196,7 +177,7 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
                 f'the frames of {key}',
                 node.log,
             )
-            got = np.array([_seconds(m.header.stamp) for _, m in frames])
+            got = np.array([stamp_seconds(m.header.stamp) for _, m in frames])
             np.testing.assert_allclose(np.sort(got), expected, atol=1e-6)
             for _, msg in frames:
                 assert msg.format == 'jpeg'
@@ -205,8 +186,10 @@ def test_subscriber_gets_each_chunks_frames_stamped_at_their_times(system):
             assert executed[stamp] <= min(arrived for arrived, _ in frames)
             # each frame published when the time it stands for came (not all at once)
             for arrived, msg in frames:
-                assert arrived >= _seconds(msg.header.stamp) - 0.02, (key, arrived, msg.header)
-        (model_input,) = [m for m in harness.messages('input') if _seconds(m.header.stamp) == stamp]
+                assert arrived >= stamp_seconds(msg.header.stamp) - 0.02, (key, arrived, msg.header)
+        (model_input,) = [
+            m for m in harness.messages('input') if stamp_seconds(m.header.stamp) == stamp
+        ]
         assert decode_compressed('jpeg', model_input.data).shape == (*CANVAS, 3)
     # /diagnostics comes once a second (diagnostics_period), chunks may come faster
     values = harness.wait_for(
@@ -258,42 +241,30 @@ def test_slow_subscriber_does_not_delay_trajectories(system):
     assert int(values['views_chunks_decoded']) > 0 and values['views_errors'] == '0'
 
 
-def test_views_give_way_to_an_engine_that_is_always_busy(tmp_path):
+def test_views_give_way_to_an_engine_that_is_always_busy(closed_loop):
     """Queries back to back (config/cpu_small.yaml as shipped): decodes are skipped, counted."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import CompressedImage
 
     from dreamzero_ros.droid_clips import demo_clips
-    from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
     from dreamzero_ros.ros.imagination_views import VIEW_QOS
 
-    checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
-    harness = Harness('busy_views_harness')
+    loop = closed_loop('busy_views_harness')
+    harness = loop.harness
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     harness.record('predicted', CompressedImage, f'{NODE}/predicted_video/compressed', VIEW_QOS)
-    node = NodeProcess(
-        tmp_path / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        params_file=REPO / 'config' / 'cpu_small.yaml',
+    node = loop.start_tiny_node()
+    loop.stream_cameras(demo_clips(45)[0], joint_states=True)
+    values = harness.wait_for(
+        lambda: (
+            found
+            if (found := _views_values(harness, 0.0)) and int(found['views_chunks_skipped']) >= 3
+            else None
+        ),
+        TIMEOUT,
+        '3 chunks whose views gave way to the engine',
+        node.log,
     )
-    stream = RobotStream(harness, demo_clips(45)[0])
-    try:
-        values = harness.wait_for(
-            lambda: (
-                found
-                if (found := _views_values(harness, 0.0))
-                and int(found['views_chunks_skipped']) >= 3
-                else None
-            ),
-            TIMEOUT,
-            '3 chunks whose views gave way to the engine',
-            node.log,
-        )
-        assert values['views_errors'] == '0'
-        assert int(values['queries']) > int(values['views_chunks_decoded'])
-    finally:
-        stream.close()
-        assert node.stop() == 0, node.log()[-3000:]
-        harness.close()
+    assert values['views_errors'] == '0'
+    assert int(values['queries']) > int(values['views_chunks_decoded'])
+    assert loop.close() == 0, node.log()[-3000:]

@@ -12,7 +12,8 @@ from importlib import resources
 import subprocess
 import sys
 
-from node_support import CONFIG, REPO, Harness, RobotStream, ros_env
+from closed_loop import ClosedLoop
+from node_support import CONFIG, REPO, ros_env
 import numpy as np
 import pytest
 
@@ -69,20 +70,10 @@ def live_system(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp('preflight')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
-    log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
-    arm = subprocess.Popen(  # the robot of config/cpu_small.yaml
-        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm'],
-        env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    harness = Harness('preflight_harness')
-    stream = RobotStream(harness, demo_clips(30)[0])
-    stream.joints_on = False
-    yield checkpoint
-    stream.close()
-    arm.terminate()
-    arm.wait(10)
-    log.close()
-    harness.close()
+    with ClosedLoop(folder, 'preflight_harness') as loop:
+        loop.start_sim()  # the robot of config/cpu_small.yaml
+        loop.stream_cameras(demo_clips(30)[0])
+        yield checkpoint
 
 
 # 2 Hz expected: the harness's 15 Hz stream drops to ~4-7 Hz on 2 heavily loaded cores

@@ -13,13 +13,11 @@ are also tested one by one (ROS-free).
 import subprocess
 import sys
 
+from closed_loop import embodiment_parameters, params_file, random_clips, split_groups
 from embodiment_support import write_shipped_checkpoint
 from interface_support import control_msgs_env
-from node_support import REPO, Harness, RobotStream, ros_env
-import numpy as np
+from node_support import REPO, ros_env
 import pytest
-from test_node_action_groups import _parameters, _params_file
-import yaml
 
 from dreamzero_ros.core import preflight, preflight_groups
 from dreamzero_ros.core.action_groups import load_groups
@@ -100,73 +98,50 @@ def _preflight(params, *overrides):
 
 
 @pytest.mark.slow  # a live system over DDS: see pytest.ini
-def test_preflight_checks_every_agibot_group_and_names_the_head_gone(tmp_path, monkeypatch):
+def test_preflight_checks_every_agibot_group_and_names_the_head_gone(
+    tmp_path, monkeypatch, closed_loop
+):
     for name, value in control_msgs_env().items():  # GripperCommand for the effectors
         monkeypatch.setenv(name, value)
-    data = yaml.safe_load((EMBODIMENTS_DIR / 'agibot.yaml').read_text())['groups']
-    sims = {}
-    for part, entries in (
-        ('main', [g for g in data if g['name'] != 'head']),
-        ('head', [g for g in data if g['name'] == 'head']),
-    ):
-        path = tmp_path / f'{part}.yaml'
-        path.write_text(yaml.safe_dump({'groups': entries}))
-        log = open(tmp_path / f'sim_{part}.log', 'w')  # noqa: SIM115 - closed by the process
-        sims[part] = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-r', f'__node:=sim_{part}', '-p', f'action_groups:={path}'],
-            stdout=log, stderr=subprocess.STDOUT, env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-        )  # fmt: skip
-        log.close()
+    loop = closed_loop('preflight_groups_harness')
+    files = split_groups(tmp_path, 'agibot', {'head'})
+    loop.start_sim(f'action_groups:={files["main"]}', node='sim_main')
+    head = loop.start_sim(f'action_groups:={files["apart"]}', node='sim_head')
     checkpoint = write_shipped_checkpoint(tmp_path / 'agibot', 'agibot')
-    parameters = _parameters(checkpoint, 'agibot', 'agibot', (range(18), range(2), range(2)))
+    safety = (range(18), range(2), range(2))
+    parameters = embodiment_parameters(checkpoint, 'agibot', 'agibot', safety)
     # 2 Hz expected: 15 Hz streams drop to ~4-7 Hz on 2 heavily loaded cores
-    params = _params_file(tmp_path, **parameters, control_rate_hz=2.0, **{'camera_qos.depth': 9})
-    harness = Harness('preflight_groups_harness')
-    rng = np.random.default_rng(0)
-    clips = {
-        t: rng.integers(0, 255, (30, 24, 64, 3), np.uint8) for t in parameters['camera_topics']
-    }
-    stream = RobotStream(harness, clips)
-    stream.joints_on = False
-    try:
-        result = _preflight(params)
-        out = result.stdout
-        assert result.returncode == 0, out + result.stderr
-        for expected in (
-            '[ OK ] rate joint_states:',
-            '[ OK ] rate odom:',
-            '[ OK ] joints of left_arm: all 7 in joint_states',
-            '[ OK ] joints of head: all 2 in joint_states',
-            '[ OK ] joints of right_effector: all 1 in joint_states',
-            '[ OK ] controller left_arm: /left_arm_controller (node name) on '
-            'left_arm_controller/joint_trajectory',
-            "[ OK ] controller joints left_arm: /left_arm_controller joints = the group's 7 joints",
-            '[ OK ] controller head: /head_controller (node name)',
-            '[ OK ] controller left_effector: /left_gripper_controller (action server) on '
-            'left_gripper_controller/gripper_cmd',
-            "[ OK ] controller joints left_effector: /left_gripper_controller joint = the group's "
-            '1 joints',
-            '[ OK ] controller base: /sim_main (publishes /odom) on cmd_vel',
-            '[ OK ] odometry base: odom: usable velocities',
-            '[ OK ] GPU memory: cpu',
-        ):
-            assert expected in out, (expected, out)
-        assert 'panda' not in out.lower(), out  # no Panda default on another robot
-        sims['head'].terminate()  # the head's controller and its joint states go
-        sims['head'].wait(10)
-        result = _preflight(params)
-        out = result.stdout
-        assert result.returncode == 1, out + result.stderr
-        assert (
-            "[FAIL] joints of head: joint_states lacks ['idx11_head_joint1', 'idx12_head_joint2']"
-        ) in out, out
-        assert '[FAIL] controller head: head_controller/joint_trajectory: nobody subscribes' in out
-        assert '[FAIL] controller left_arm' not in out and '[ OK ] controller waist' in out
-    finally:
-        stream.close()
-        harness.close()
-        for process in sims.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait(10)
+    params = params_file(tmp_path, **parameters, control_rate_hz=2.0, **{'camera_qos.depth': 9})
+    loop.stream_cameras(random_clips(parameters['camera_topics']))
+    result = _preflight(params)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    for expected in (
+        '[ OK ] rate joint_states:',
+        '[ OK ] rate odom:',
+        '[ OK ] joints of left_arm: all 7 in joint_states',
+        '[ OK ] joints of head: all 2 in joint_states',
+        '[ OK ] joints of right_effector: all 1 in joint_states',
+        '[ OK ] controller left_arm: /left_arm_controller (node name) on '
+        'left_arm_controller/joint_trajectory',
+        "[ OK ] controller joints left_arm: /left_arm_controller joints = the group's 7 joints",
+        '[ OK ] controller head: /head_controller (node name)',
+        '[ OK ] controller left_effector: /left_gripper_controller (action server) on '
+        'left_gripper_controller/gripper_cmd',
+        "[ OK ] controller joints left_effector: /left_gripper_controller joint = the group's "
+        '1 joints',
+        '[ OK ] controller base: /sim_main (publishes /odom) on cmd_vel',
+        '[ OK ] odometry base: odom: usable velocities',
+        '[ OK ] GPU memory: cpu',
+    ):
+        assert expected in out, (expected, out)
+    assert 'panda' not in out.lower(), out  # no Panda default on another robot
+    head.stop()  # the head's controller and its joint states go
+    result = _preflight(params)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert (
+        "[FAIL] joints of head: joint_states lacks ['idx11_head_joint1', 'idx12_head_joint2']"
+    ) in out, out
+    assert '[FAIL] controller head: head_controller/joint_trajectory: nobody subscribes' in out
+    assert '[FAIL] controller left_arm' not in out and '[ OK ] controller waist' in out

@@ -8,17 +8,12 @@ import json
 import av
 import numpy as np
 import pytest
-from replay_support import STEP, demo_bag, demo_state
+from replay_support import STEP, demo_bag, demo_state, evaluate_two_chunks
 import torch
 
-from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.replay.cli import replay_main
-from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.report import write_outputs
-from dreamzero_ros.replay.settings import node_settings
-from dreamzero_ros.replay.topics import ReplayTopics
 from dreamzero_ros.replay.video import VideoComparison
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
@@ -37,16 +32,8 @@ def bag(tmp_path_factory):
 
 
 def test_engine_chunks_are_scored_against_the_recording(tmp_path, checkpoint, bag):
-    engine = DreamZeroEngine.from_pretrained(
-        checkpoint, EngineOptions(device='cpu', dtype='bfloat16')
-    )
-    settings = node_settings()
-    topics = ReplayTopics.from_settings(settings, None, 'auto')
-    config = EvaluationConfig(
-        topics, settings.cache, 'put the pan on the stove', 0.5, max_chunks=2, request_video=True
-    )
     video = VideoComparison()
-    evaluation = evaluate_bag(bag, engine, config, on_chunk=video.add_chunk)
+    engine, topics, evaluation = evaluate_two_chunks(bag, checkpoint, video.add_chunk)
     metrics = evaluation.metrics()
 
     assert metrics['chunks'] == 2 and metrics['refusals'] == {}

@@ -5,14 +5,11 @@
 
 import numpy as np
 import pytest
-from replay_support import demo_bag
+from replay_support import demo_bag, evaluate_two_chunks
 
 from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.engine import DreamZeroEngine
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
-from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.replay.bag_io import BagWriter
-from dreamzero_ros.replay.evaluation import EvaluationConfig, evaluate_bag
 from dreamzero_ros.replay.live_replay import recorded_outputs
 from dreamzero_ros.replay.report import write_outputs
 from dreamzero_ros.replay.settings import node_settings
@@ -31,16 +28,8 @@ def bag(tmp_path_factory):
 
 def test_report_shows_each_chunks_predicted_frames_per_camera(tmp_path, bag):
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', 'tiny')
-    engine = DreamZeroEngine.from_pretrained(
-        checkpoint, EngineOptions(device='cpu', dtype='bfloat16')
-    )
-    settings = node_settings()
-    topics = ReplayTopics.from_settings(settings, None, 'auto')
-    config = EvaluationConfig(
-        topics, settings.cache, 'put the pan on the stove', 0.5, max_chunks=2, request_video=True
-    )
     strips = ImaginationStrips()
-    evaluation = evaluate_bag(bag, engine, config, on_chunk=strips.add_chunk)
+    _, topics, evaluation = evaluate_two_chunks(bag, checkpoint, strips.add_chunk)
     assert len(strips.chunks) == 2
     for chunk, record in zip(strips.chunks, evaluation.records, strict=True):
         assert sorted(chunk.cameras) == sorted(topics.cameras)

@@ -11,11 +11,10 @@ its chunks. A bag made for other inputs records nothing, and live-replay names e
 """
 
 import json
-import signal
 import subprocess
 import time
 
-from node_support import CONFIG, ros_env
+from node_support import CONFIG, end_process, ros_env
 import pytest
 from script_paths import installed_script
 
@@ -60,12 +59,7 @@ def node(tmp_path_factory):
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
     yield log
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    end_process(process, 30)
 
 
 @pytest.mark.slow

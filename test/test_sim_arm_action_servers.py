@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 
+from closed_loop import start_sim
 from interface_support import control_msgs_env
 from machine_load import load_factor
 from node_support import ros_env
@@ -116,21 +117,13 @@ def test_every_action_server_runs_goals_at_once_and_joint_states_keep_coming(
     tmp_path, agibot_actions
 ):
     env = {**ros_env(), **control_msgs_env(), 'PYTHONUNBUFFERED': '1'}
-    with open(tmp_path / 'sim_arm.log', 'w') as log:
-        arm = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-p', f'action_groups:={agibot_actions}', '-p', 'gripper.speed:=1.0'],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+    params = (f'action_groups:={agibot_actions}', 'gripper.speed:=1.0')
+    with start_sim(tmp_path, *params, env=control_msgs_env()) as arm:
+        result = subprocess.run(
+            [sys.executable, '-c', CLIENT, str(agibot_actions)],
+            env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
-        try:
-            result = subprocess.run(
-                [sys.executable, '-c', CLIENT, str(agibot_actions)],
-                env=env, capture_output=True, text=True, timeout=180,
-            )  # fmt: skip
-        finally:
-            arm.terminate()
-            arm.wait(10)
-    arm_log = (tmp_path / 'sim_arm.log').read_text()
+    arm_log = arm.log()
     assert result.returncode == 0, result.stderr[-3000:] + arm_log[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     # every controller is a node named as ros2_control names it, serving its action

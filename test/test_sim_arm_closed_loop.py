@@ -8,14 +8,13 @@ Three processes: the policy node (tiny engine, commands enabled), ``dreamzero-si
 streams only (the joint states come from the simulated arm) and records both sides.
 """
 
-import subprocess
-import sys
-
-from node_support import ARM, CONFIG, Harness, NodeProcess, RobotStream, is_hold, ros_env
+from closed_loop import ClosedLoop
+from node_support import ARM, is_hold, node_diagnostics
 import numpy as np
 import pytest
 
 from dreamzero_ros.core.command_check import FRANKA_ERRORS
+from dreamzero_ros.core.messages import stamp_seconds
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -34,58 +33,31 @@ def loop(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp('closed_loop')
     checkpoint = write_random_checkpoint(folder / 'tiny', preset='tiny')
-    harness = Harness('closed_loop_harness')
-    harness.record('trajectory', JointTrajectory, 'joint_trajectory_controller/joint_trajectory')
-    harness.record('rejected', String, '/sim_arm/rejected')
-    harness.record('states', JointState, 'joint_states')
-    harness.record('gripper', Float64, 'gripper/command')
-    harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    arm_log = open(folder / 'sim_arm.log', 'w')  # noqa: SIM115 - closed below
-    arm = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'dreamzero_ros.ros.sim_arm',
-            '--ros-args',
-            '-p',
+    with ClosedLoop(folder, 'closed_loop_harness') as loop:
+        harness = loop.harness
+        harness.record(
+            'trajectory', JointTrajectory, 'joint_trajectory_controller/joint_trajectory'
+        )
+        harness.record('rejected', String, '/sim_arm/rejected')
+        harness.record('states', JointState, 'joint_states')
+        harness.record('gripper', Float64, 'gripper/command')
+        harness.record('diagnostics', DiagnosticArray, '/diagnostics')
+        loop.start_sim('gripper.interface:=float64', 'gripper.name:=gripper/command')
+        loop.start_node(
+            f'engine.checkpoint:={checkpoint}',
+            'engine.warmup:=false',
+            'engine.num_threads:=1',
             'gripper.interface:=float64',
-            '-p',
-            'gripper.name:=gripper/command',
-        ],
-        stdout=arm_log,
-        stderr=subprocess.STDOUT,
-        env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-    )
-    node = NodeProcess(
-        folder / 'node.log',
-        f'engine.checkpoint:={checkpoint}',
-        'engine.warmup:=false',
-        'engine.num_threads:=1',
-        'gripper_joint_name:=panda_finger_joint1',
-        'gripper_range:=[0.04, 0.0]',
-        'gripper.interface:=float64',
-        'gripper.command_name:=gripper/command',
-        # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
-        'scheduler.step_duration:=0.5',
-        'scheduler.min_replan_period:=1.5',
-        # on a loaded machine a trajectory may take longer than the default 50 ms to reach the
-        # arm: the hand-over point lies further ahead (what a slow link would configure)
-        'trajectory.handover_lead:=0.25',
-        params_file=CONFIG / 'cpu_small.yaml',
-    )
-    stream = RobotStream(harness, demo_clips(30)[0])
-    stream.joints_on = False
-    yield harness, node, folder
-    stream.close()
-    node.stop()
-    arm.terminate()
-    arm.wait(10)
-    arm_log.close()
-    harness.close()
-
-
-def _seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
+            'gripper.command_name:=gripper/command',
+            # the tiny engine answers in ~0.1 s: space the chunks so that points are reached
+            'scheduler.step_duration:=0.5',
+            'scheduler.min_replan_period:=1.5',
+            # on a loaded machine a trajectory may take longer than the default 50 ms to reach
+            # the arm: the hand-over point lies further ahead (what a slow link would configure)
+            'trajectory.handover_lead:=0.25',
+        )
+        loop.stream_cameras(demo_clips(30)[0])
+        yield loop
 
 
 def _accepted_by(harness):
@@ -102,10 +74,7 @@ def _accepted_by(harness):
 
 
 def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
-    harness, node, folder = loop
-
-    def log():
-        return node.log() + '\n--- sim arm:\n' + (folder / 'sim_arm.log').read_text()
+    harness, node, log = loop.harness, loop.node, loop.log
 
     def motions():
         return [(t, m) for t, m in harness.received.get('trajectory', []) if m.header.stamp.sec]
@@ -125,7 +94,7 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
     assert hardware['dreamzero_policy'] == 'dreamzero', hardware
     assert 'ready: 7 joints on joint_trajectory_controller/joint_trajectory' in log()
     states = harness.messages('states')
-    stamps = np.array([_seconds(s.header.stamp) for s in states])
+    stamps = np.array([stamp_seconds(s.header.stamp) for s in states])
     positions = np.array([s.position[:7] for s in states])
     assert list(states[-1].name[:7]) == ARM
     accepted = _accepted_by(harness)
@@ -134,16 +103,16 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
     for index, (_, msg) in enumerate(everything):
         if not msg.header.stamp.sec:
             continue
-        start = _seconds(msg.header.stamp)
+        start = stamp_seconds(msg.header.stamp)
         # the arm's acceptance: points due before it are skipped, as JTC does with a late goal
         taken = accepted(index + 1)
         # the next trajectory may reach the arm before the harness, not before its own stamp
         replaced = np.inf
         if index + 1 < len(everything):
             arrived, following = everything[index + 1]
-            replaced = min(arrived, _seconds(following.header.stamp) or np.inf)
+            replaced = min(arrived, stamp_seconds(following.header.stamp) or np.inf)
         for point in msg.points:
-            at = start + _seconds(point.time_from_start)
+            at = start + stamp_seconds(point.time_from_start)
             if at >= min(replaced, stamps[-1]):
                 break
             if at < taken:
@@ -161,10 +130,7 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
 
 def test_the_arm_receives_nothing_a_franka_would_abort(loop):
     """The simulated arm checks its 1 kHz command as a Franka does (core/command_check.py)."""
-    harness, node, folder = loop
-
-    def log():
-        return node.log() + '\n--- sim arm:\n' + (folder / 'sim_arm.log').read_text()
+    harness, log = loop.harness, loop.log
 
     def motions():
         found = [m for m in harness.messages('trajectory') if not is_hold(m)]
@@ -173,14 +139,9 @@ def test_the_arm_receives_nothing_a_franka_would_abort(loop):
     harness.wait_for(motions, TIMEOUT, '4 trajectories', log)
     since = harness.now() + 1.5  # a report after the last of them was followed a while
 
-    def report():
-        for msg in reversed(harness.messages('diagnostics', since)):
-            for status in msg.status:
-                if status.name.startswith('sim_arm'):
-                    return status, {kv.key: kv.value for kv in status.values}
-        return None
-
-    status, values = harness.wait_for(report, 10, 'a sim arm report', log)
+    status, values = harness.wait_for(
+        lambda: node_diagnostics(harness, since, name='sim_arm'), 10, 'a sim arm report', log
+    )
 
     def joints(key):
         return np.array([float(v) for v in values[key].split()])
@@ -198,7 +159,7 @@ def test_the_arm_receives_nothing_a_franka_would_abort(loop):
 
 
 def test_gripper_commands_follow_the_policy_with_droid_sign(loop):
-    harness, node, folder = loop
+    harness, node = loop.harness, loop.node
     commands = harness.wait_for(
         lambda: harness.messages('gripper'), TIMEOUT, 'a gripper command', node.log
     )
@@ -214,7 +175,7 @@ def test_gripper_commands_follow_the_policy_with_droid_sign(loop):
     )
 
 
-def test_gripper_action_without_control_msgs_fails_configure(tmp_path):
+def test_gripper_action_without_control_msgs_fails_configure(closed_loop):
     pytest.importorskip('rclpy')
     try:
         import control_msgs  # noqa: F401
@@ -222,13 +183,8 @@ def test_gripper_action_without_control_msgs_fails_configure(tmp_path):
         pass
     else:
         pytest.skip('control_msgs is installed here')
-    node = NodeProcess(
-        tmp_path / 'node.log',
-        'engine.checkpoint:=/nonexistent',
-        'engine.warmup:=false',
-        'gripper.interface:=action',
-        params_file=CONFIG / 'cpu_small.yaml',
+    node = closed_loop('gripper_check_harness').start_node(
+        'engine.checkpoint:=/nonexistent', 'engine.warmup:=false', 'gripper.interface:=action'
     )
     assert node.wait_exit(60) != 0
-    node.stop()
     assert 'gripper.interface action needs control_msgs' in node.log()

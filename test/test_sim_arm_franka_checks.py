@@ -7,10 +7,7 @@ A harness publishes trajectories to ``dreamzero-sim-arm`` over DDS and reads its
 quintic points pass, the same motion as cubic points steps the acceleration and is flagged.
 """
 
-import subprocess
-import sys
-
-from node_support import ARM, Harness, ros_env
+from node_support import ARM, node_diagnostics
 import pytest
 
 from dreamzero_ros.core.command_check import FRANKA_ERRORS
@@ -18,7 +15,7 @@ from dreamzero_ros.core.command_check import FRANKA_ERRORS
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
 
-def test_the_simulated_arm_flags_what_a_franka_would_abort(tmp_path):
+def test_the_simulated_arm_flags_what_a_franka_would_abort(closed_loop):
     """Quintic points pass a Franka's checks; as cubics the same points step the acceleration."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -26,27 +23,16 @@ def test_the_simulated_arm_flags_what_a_franka_would_abort(tmp_path):
     from dreamzero_ros.ros.conversions import ROS_MESSAGES
     from dreamzero_ros.ros.sim_arm import PANDA_READY
 
-    log = open(tmp_path / 'arm.log', 'w')  # noqa: SIM115 - closed below
-    arm = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-         '-p', 'gripper.interface:=none'],
-        env={**ros_env(), 'PYTHONUNBUFFERED': '1'}, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    harness = Harness('franka_check_harness')
+    loop = closed_loop('franka_check_harness')
+    arm_log = loop.start_sim('gripper.interface:=none').log
+    harness = loop.harness
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
     publisher = harness.node.create_publisher(
         JointTrajectory, 'joint_trajectory_controller/joint_trajectory', 10
     )
 
-    def arm_log():
-        return (tmp_path / 'arm.log').read_text()
-
     def report(since):
-        for msg in reversed(harness.messages('diagnostics', since)):
-            for status in msg.status:
-                if status.name.startswith('sim_arm'):
-                    return status, {kv.key: kv.value for kv in status.values}
-        return None
+        return node_diagnostics(harness, since, name='sim_arm')
 
     def move(degree, offset):
         # joint 2 up 0.5 rad at 2 rad/s, then another 0.5 rad to rest, from where it is
@@ -66,27 +52,21 @@ def test_the_simulated_arm_flags_what_a_franka_would_abort(tmp_path):
             )
         publisher.publish(msg)
 
-    try:
-        harness.wait_for(lambda: report(0.0), 30, 'the simulated arm', arm_log)
-        harness.wait_for(lambda: publisher.get_subscription_count() > 0, 10, 'the arm', arm_log)
-        move('quintic', 0.0)
-        moved = harness.now() + 2.0
-        status, values = harness.wait_for(lambda: report(moved), 10, 'a report', arm_log)
-        assert values['trajectories_accepted'] == '1', values
-        assert all(values[name] == '0' for name in FRANKA_ERRORS.values()), values
-        assert status.level == DiagnosticStatus.OK, status.message
-        assert max(float(v) for v in values['acceleration_jump_max'].split()) < 1e-3
-        move('cubic', 1.0)  # the same motion back: +-4 rad/s^2 cubics, 8 rad/s^2 steps
-        moved = harness.now() + 2.0
-        status, values = harness.wait_for(lambda: report(moved), 10, 'a report', arm_log)
-        jerk = FRANKA_ERRORS['jerk']
-        assert int(values[jerk]) > 0, values
-        assert status.level == DiagnosticStatus.ERROR and jerk in status.message
-        assert float(values['acceleration_jump_max'].split()[1]) > 7.9
-        assert float(values['jerk_max'].split()[1]) > float(values['jerk_limit'].split()[1])
-        harness.wait_for(lambda: f'breaks a Franka limit: {jerk}' in arm_log(), 5, 'a log', arm_log)
-    finally:
-        arm.terminate()
-        arm.wait(10)
-        log.close()
-        harness.close()
+    harness.wait_for(lambda: report(0.0), 30, 'the simulated arm', arm_log)
+    harness.wait_for(lambda: publisher.get_subscription_count() > 0, 10, 'the arm', arm_log)
+    move('quintic', 0.0)
+    moved = harness.now() + 2.0
+    status, values = harness.wait_for(lambda: report(moved), 10, 'a report', arm_log)
+    assert values['trajectories_accepted'] == '1', values
+    assert all(values[name] == '0' for name in FRANKA_ERRORS.values()), values
+    assert status.level == DiagnosticStatus.OK, status.message
+    assert max(float(v) for v in values['acceleration_jump_max'].split()) < 1e-3
+    move('cubic', 1.0)  # the same motion back: +-4 rad/s^2 cubics, 8 rad/s^2 steps
+    moved = harness.now() + 2.0
+    status, values = harness.wait_for(lambda: report(moved), 10, 'a report', arm_log)
+    jerk = FRANKA_ERRORS['jerk']
+    assert int(values[jerk]) > 0, values
+    assert status.level == DiagnosticStatus.ERROR and jerk in status.message
+    assert float(values['acceleration_jump_max'].split()[1]) > 7.9
+    assert float(values['jerk_max'].split()[1]) > float(values['jerk_limit'].split()[1])
+    harness.wait_for(lambda: f'breaks a Franka limit: {jerk}' in arm_log(), 5, 'a log', arm_log)

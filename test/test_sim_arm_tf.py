@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 
+from closed_loop import start_sim
 from interface_support import tf2_msgs_env
 from machine_load import load_factor
 from node_support import REPO, ros_env
@@ -43,24 +44,15 @@ def test_sim_arm_publishes_its_links_on_tf_as_robot_state_publisher(tmp_path):
     from dreamzero_ros.core.kinematics import LinkPoints
 
     env = {**ros_env(), **tf2_msgs_env(), 'PYTHONUNBUFFERED': '1'}
-    with open(tmp_path / 'arm.log', 'w') as log:
-        arm = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.sim_arm', '--ros-args',
-             '-p', 'gripper.initial_position:=0.03'],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
+    with start_sim(tmp_path, 'gripper.initial_position:=0.03', env=tf2_msgs_env()) as arm:
         seconds = 60 * load_factor()
         result = subprocess.run(
             [sys.executable, str(REPO / 'test' / 'tf_listener_peer.py'), str(seconds)],
             env=env, capture_output=True, text=True, timeout=seconds + 60,
         )  # fmt: skip
-    finally:
-        arm.terminate()
-        arm.wait(10)
-    assert result.returncode == 0, result.stderr + (tmp_path / 'arm.log').read_text()
+    assert result.returncode == 0, result.stderr + arm.log()
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out['stamp'] is not None, (tmp_path / 'arm.log').read_text()
+    assert out['stamp'] is not None, arm.log()
     static, dynamic = out['static'], out['dynamic']
     # fixed joints once on /tf_static, moving ones (the mimic finger too) on /tf, as RSP does
     assert set(static) == {'panda_link0', 'panda_link8', 'panda_hand', 'panda_hand_tcp'}

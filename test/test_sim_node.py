@@ -10,10 +10,8 @@ policy node's group outputs do, and reads what a robot would give: joint states 
 (measured by the physics), ``/clock``, each camera's images, the task and its reset.
 """
 
-import subprocess
-import sys
-
-from node_support import REPO, Harness, ros_env
+from closed_loop import ClosedLoop
+from node_support import REPO
 import numpy as np
 import pytest
 
@@ -29,26 +27,21 @@ def bimanual(tmp_path_factory):
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import String
 
-    log_path = tmp_path_factory.mktemp('sim_node') / 'sim.log'
-    log = open(log_path, 'w')  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.ros.mujoco_sim', '--ros-args',
-         '-p', 'scene:=bimanual', '-p', 'seed:=7',
-         '-p', f'action_groups:={REPO / "config" / "sim_bimanual_groups.yaml"}'],
-        stdout=log, stderr=subprocess.STDOUT, env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-    )  # fmt: skip
-    harness = Harness('sim_node_harness')
-    harness.record('states', JointState, 'joint_states')
-    harness.record('clock', Clock, '/clock')
-    harness.record('top', Image, 'top_camera_images_rgb')
-    harness.record('left', Image, 'left_camera_images_rgb')
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    harness.record('task', String, '/dreamzero_sim/task', latched)
-    yield harness, log_path.read_text
-    process.terminate()
-    process.wait(20)
-    log.close()
-    harness.close()
+    with ClosedLoop(tmp_path_factory.mktemp('sim_node'), 'sim_node_harness') as loop:
+        sim = loop.start_sim(
+            'scene:=bimanual',
+            'seed:=7',
+            f'action_groups:={REPO / "config" / "sim_bimanual_groups.yaml"}',
+            simulator='mujoco',
+        )
+        harness = loop.harness
+        harness.record('states', JointState, 'joint_states')
+        harness.record('clock', Clock, '/clock')
+        harness.record('top', Image, 'top_camera_images_rgb')
+        harness.record('left', Image, 'left_camera_images_rgb')
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        harness.record('task', String, '/dreamzero_sim/task', latched)
+        yield harness, sim.log
 
 
 def _seconds(stamp) -> float:

@@ -12,7 +12,8 @@ policy driving the bimanual scene through the node's action groups on simulated 
 import subprocess
 import sys
 
-from node_support import REPO, Harness, ros_env
+from closed_loop import start_sim
+from node_support import REPO, ros_env
 import numpy as np
 import pytest
 
@@ -30,22 +31,12 @@ def test_tf_gives_the_urdf_frames_and_the_objects(tmp_path):
     from dreamzero_ros.core.kinematics import LinkPoints
 
     env = {**ros_env(), 'PYTHONUNBUFFERED': '1', **tf2_msgs_env()}
-    log_path = tmp_path / 'sim.log'
-    with open(log_path, 'w') as log:
-        sim = subprocess.Popen(
-            [sys.executable, '-m', 'dreamzero_ros.ros.mujoco_sim', '--ros-args',
-             '-p', 'real_time_factor:=1.0'],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+    with start_sim(tmp_path, 'real_time_factor:=1.0', simulator='mujoco', env=env) as sim:
+        peer = subprocess.run(
+            [sys.executable, str(REPO / 'test' / 'sim_tf_listener_peer.py'), '20'],
+            env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
-        try:
-            peer = subprocess.run(
-                [sys.executable, str(REPO / 'test' / 'sim_tf_listener_peer.py'), '20'],
-                env=env, capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
-        finally:
-            sim.terminate()
-            sim.wait(20)
-    assert peer.returncode == 0, peer.stderr + log_path.read_text()
+    assert peer.returncode == 0, peer.stderr + sim.log()
     seen = json.loads(peer.stdout.strip().splitlines()[-1])
     frames, static = seen['frames'], set(seen['static'])
     # the chain of the URDF, each link in its parent: the moving ones on /tf
@@ -80,19 +71,18 @@ def _matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
 
 @pytest.mark.parametrize('output', ['joint_trajectory', 'follow_joint_trajectory'])
 def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(
-    tmp_path, monkeypatch, output
+    tmp_path, monkeypatch, closed_loop, output
 ):
     """The node on a random YAM checkpoint, its groups the bimanual scene's, on simulated time.
 
     Each arm's joint_trajectory_controller by its topic, or by its FollowJointTrajectory action
     (control_msgs built for the test): every chunk a goal the simulator's JTC accepts.
     """
+    from closed_loop import embodiment_parameters, params_file
     from diagnostic_msgs.msg import DiagnosticArray
     from embodiment_support import write_shipped_checkpoint
     from interface_support import control_msgs_env
-    from node_support import NodeProcess
     from sensor_msgs.msg import JointState
-    from test_node_action_groups import _parameters, _params_file
     import yaml
 
     from dreamzero_ros.sim.bimanual import VIPERX_HOME
@@ -110,28 +100,20 @@ def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(
             monkeypatch.setenv(name, value)
     checkpoint = write_shipped_checkpoint(tmp_path / 'yam', 'yam')
     parameters = {
-        **_parameters(checkpoint, 'yam', groups, (range(12), range(2), ())),
+        **embodiment_parameters(checkpoint, 'yam', groups, (range(12), range(2), ())),
         'camera_topics': ['top_camera_images_rgb', 'left_camera_images_rgb',
                           'right_camera_images_rgb'],
         'start_enabled': True,
     }  # fmt: skip
-    harness = Harness('yam_sim_harness', use_sim_time=True)
+    loop = closed_loop('yam_sim_harness', use_sim_time=True)
+    harness = loop.harness
     harness.record('states', JointState, 'joint_states')
     harness.record('diagnostics', DiagnosticArray, '/diagnostics')
-    log_path = tmp_path / 'sim.log'
-    log = open(log_path, 'w')  # noqa: SIM115 - closed below
-    sim = subprocess.Popen(
-        [sys.executable, '-m', 'dreamzero_ros.ros.mujoco_sim', '--ros-args',
-         '-p', 'scene:=bimanual', '-p', f'action_groups:={groups}'],
-        stdout=log, stderr=subprocess.STDOUT, env={**ros_env(), 'PYTHONUNBUFFERED': '1'},
-    )  # fmt: skip
-    node = NodeProcess(
-        tmp_path / 'node.log', 'use_sim_time:=true',
-        params_file=_params_file(tmp_path, **parameters),
-    )  # fmt: skip
+    sim = loop.start_sim('scene:=bimanual', f'action_groups:={groups}', simulator='mujoco')
+    node = loop.start_node('use_sim_time:=true', params_file=params_file(tmp_path, **parameters))
 
     def logs():
-        return node.log()[-4000:] + '\n--- sim:\n' + log_path.read_text()[-3000:]
+        return node.log()[-4000:] + '\n--- sim:\n' + sim.log()[-3000:]
 
     def accepted(group):
         counts = [
@@ -153,16 +135,9 @@ def test_a_yam_policy_drives_both_simulated_arms_through_the_action_groups(
                              for i in range(1, 7)])  # fmt: skip
         return float(np.abs(position - VIPERX_HOME).max())
 
-    try:
-        harness.wait_for(
-            lambda: min(accepted('left_arm'), accepted('right_arm')) >= 2
-            and min(moved('left'), moved('right')) > 1e-3,
-            TIMEOUT * 2, 'both arms following trajectories', logs,
-        )  # fmt: skip
-        assert 'rejected' not in log_path.read_text()
-    finally:
-        node.stop()
-        sim.terminate()
-        sim.wait(20)
-        log.close()
-        harness.close()
+    harness.wait_for(
+        lambda: min(accepted('left_arm'), accepted('right_arm')) >= 2
+        and min(moved('left'), moved('right')) > 1e-3,
+        TIMEOUT * 2, 'both arms following trajectories', logs,
+    )  # fmt: skip
+    assert 'rejected' not in sim.log()
