@@ -24,7 +24,7 @@ import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
 from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 

@@ -45,7 +45,9 @@ import numpy as np
 
 from dreamzero_ros.cli_options import add_image_transport, add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint

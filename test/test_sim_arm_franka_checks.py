@@ -23,8 +23,8 @@ def test_the_simulated_arm_flags_what_a_franka_would_abort(tmp_path):
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from dreamzero_ros.core.panda import PANDA_READY
     from dreamzero_ros.ros.conversions import ROS_MESSAGES
-    from dreamzero_ros.ros.sim_arm import PANDA_READY
 
     log = open(tmp_path / 'arm.log', 'w')  # noqa: SIM115 - closed below
     arm = subprocess.Popen(

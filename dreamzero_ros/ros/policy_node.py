@@ -71,7 +71,9 @@ from dreamzero_ros.core.control_loop import ChunkOutcome, ControlLoop, Query
 from dreamzero_ros.core.envelope import Envelope
 from dreamzero_ros.core.imagination import policy_keeps_views
 from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings
+from dreamzero_ros.core.node_config import NODE_NAME, build_settings
+from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
 from dreamzero_ros.core.plan_geometry import description_fk, plan_frames
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
@@ -276,7 +278,7 @@ class PolicyNode(LifecycleNode):
                 remote_client=RemoteOpenPIPolicy,
             )
             self.layout = RobotLayout.from_metadata(self.policy.metadata)
-            settings.check_policy(self.layout)
+            check_policy(settings, self.layout)
             self.groups = settings.group_layout(self.layout)
             arm_joints = self.groups.arm_joints  # the command row's order
             loop_config, _ = settings.loop_for(self.robot_description, arm_joints)

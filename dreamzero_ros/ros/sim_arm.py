@@ -87,10 +87,10 @@ from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
-from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
 from dreamzero_ros.ros.description_tf import NO_TF, description_tf
