@@ -24,11 +24,11 @@ import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
 from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS, PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 
-ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+ARM = PANDA_ARM_JOINTS
 LOWER, UPPER = np.array(PANDA_LOWER), np.array(PANDA_UPPER)
 TIMES = np.arange(24) / 15
 BUDGET_MS = 2.0

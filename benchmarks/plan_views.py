@@ -24,12 +24,13 @@ from nav_msgs.msg import Path
 import numpy as np
 from rclpy.serialization import serialize_message
 
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.core.plan_geometry import ExecutedPath, description_fk, end_effector_path
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.plan_views import EXECUTED_POINTS, path_msg, pose_msg
 
-ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+ARM = PANDA_ARM_JOINTS
 TIMES = np.arange(24) / 15
 
 

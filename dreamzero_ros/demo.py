@@ -48,6 +48,7 @@ from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.node_config import NODE_NAME
 from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
 from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.core.process_lifetime import launcher_env
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
@@ -82,7 +83,7 @@ class DemoArm:
     needs no package beyond the ROS 2 wheels (GripperCommand needs control_msgs).
     """
 
-    joints: tuple[str, ...] = tuple(f'panda_joint{i}' for i in range(1, 8))
+    joints: tuple[str, ...] = PANDA_ARM_JOINTS
     controller: str = 'joint_trajectory_controller'
     node_name: str = 'sim_arm'
     gripper_joint: str = 'panda_finger_joint1'

@@ -364,7 +364,7 @@ class _Harness:
         from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
         from dreamzero_ros.sim.scripted_policy import ScriptedPickPlace
 
-        self.scripted = ScriptedPickPlace(self.sim.world, self.sim.task, self.sim._lock)
+        self.scripted = ScriptedPickPlace(self.sim.world, self.sim.task, self.sim.lock)
         self.server = OpenPIServer(self.scripted, ServerConfig(port=0)).start()
         return self.server.url
 
