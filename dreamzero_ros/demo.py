@@ -469,7 +469,8 @@ def run(options: argparse.Namespace) -> int:
 def _toward_the_table(options: argparse.Namespace) -> Iterator[tuple[str, ...]]:
     """Serve the scripted policy; the node overrides that use it and the envelope."""
     from dreamzero_ros.demo_policy import TowardTheTable
-    from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+    from dreamzero_ros.openpi.server import OpenPIServer
+    from dreamzero_ros.openpi.server_config import ServerConfig
 
     handle = OpenPIServer(TowardTheTable(), ServerConfig(port=0)).start()
     print(f'scripted policy (hand towards the table) at {handle.url}')

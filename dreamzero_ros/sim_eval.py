@@ -361,7 +361,8 @@ class _Harness:
             return options.server
         if not options.scripted:
             return ''
-        from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+        from dreamzero_ros.openpi.server import OpenPIServer
+        from dreamzero_ros.openpi.server_config import ServerConfig
         from dreamzero_ros.sim.scripted_policy import ScriptedPickPlace
 
         self.scripted = ScriptedPickPlace(self.sim.world, self.sim.task, self.sim.lock)

@@ -10,7 +10,8 @@ import sys
 import time
 
 from dreamzero_ros.demo_policy import TowardTheTable
-from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+from dreamzero_ros.openpi.server import OpenPIServer
+from dreamzero_ros.openpi.server_config import ServerConfig
 
 if __name__ == '__main__':
     port = int(sys.argv[1])

@@ -12,7 +12,8 @@ import time
 
 from gripper_policy_peer import GripperScript
 
-from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+from dreamzero_ros.openpi.server import OpenPIServer
+from dreamzero_ros.openpi.server_config import ServerConfig
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 

@@ -31,13 +31,12 @@ from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
-from dreamzero_ros.core.node_parameters import NodeParameters
+from dreamzero_ros.core.node_parameters import NodeParameters, SafetySettings
 from dreamzero_ros.core.node_validation import validate
 from dreamzero_ros.core.observation_cache import CacheConfig
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.safety import SafetyLimits
-from dreamzero_ros.core.safety_parameters import SafetySettings
 from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from dreamzero_ros.core.safety_parameters import PER_ARM_JOINT_LIMITS
+from dreamzero_ros.core.node_parameters import PER_ARM_JOINT_LIMITS
 from dreamzero_ros.core.task_runner import prompt_too_long
 
 if TYPE_CHECKING:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GRIPPER_INTERFACES
+from dreamzero_ros.core.node_parameters import POSITIONS
 from dreamzero_ros.core.panda import (
     PANDA_ARM_JOINTS,
     PANDA_MAX_ACCELERATION,
     PANDA_MAX_JERK,
     PANDA_READY,
 )
-from dreamzero_ros.core.safety_parameters import POSITIONS
 from dreamzero_ros.parameter_schema import parameter
 
 #: The points checked against the table: those the policy node's envelope checks (the

@@ -371,7 +371,8 @@ class PolicyNode(NodeRequests, LifecycleNode):
         settings = self.settings
         if not settings.openpi_bridge.enabled:
             return
-        from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+        from dreamzero_ros.openpi.server import OpenPIServer
+        from dreamzero_ros.openpi.server_config import ServerConfig
 
         config = ServerConfig(
             host=settings.openpi_bridge.host,
