@@ -16,6 +16,8 @@ from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
 from dreamzero_ros.openpi.capacity import CapacityLimits, RefusalLimits
 
 REPLY_FORMATS = ('auto', 'dict', 'array')
+#: The refusal limits' defaults (declared with them).
+_REFUSALS = RefusalLimits()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,11 +105,11 @@ class ServerConfig:
     camera_aspect: float | None = None
     detect_padding: bool = False
     fill_missing_exterior: bool = True
-    refusal_burst: int = 4
-    refusal_rate_per_s: float = 2.0
-    close_after_refusals: int = 16
-    refusal_bytes_burst: int = 32 * 2**20
-    refusal_bytes_per_s: float = 8 * 2**20
+    refusal_burst: int = _REFUSALS.burst
+    refusal_rate_per_s: float = _REFUSALS.rate_per_s
+    close_after_refusals: int = _REFUSALS.close_after
+    refusal_bytes_burst: int = _REFUSALS.bytes_burst
+    refusal_bytes_per_s: float = _REFUSALS.bytes_per_s
 
     def __post_init__(self) -> None:
         if self.reply_format not in REPLY_FORMATS:
