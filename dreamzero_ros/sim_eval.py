@@ -285,7 +285,7 @@ class _Harness:
         from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, TASK_EVENT_TYPE
         from dreamzero_ros.errors import BagError
         from dreamzero_ros.replay.live_replay import message_class, node_topic
-        from dreamzero_ros.ros.episode_recorder import EpisodeRecorder
+        from dreamzero_ros.replay.episode_recorder import EpisodeRecorder
 
         settings = self.settings
         topics = {
