@@ -335,19 +335,11 @@ class PolicyNode(NodeRequests, LifecycleNode):
     def _release(self) -> None:
         self._tasks.release('the node was cleaned up or shut down')
         self._destroy_timers()
-        if self._outputs is not None:
-            self._outputs.destroy()
-            self._outputs = None
+        for part in (self._outputs, self._inputs, self._views, self._description_watch):
+            if part is not None:
+                part.destroy()
+        self._outputs = self._inputs = self._views = self._description_watch = None
         self._controllers = None
-        if self._inputs is not None:
-            self._inputs.destroy()
-            self._inputs = None
-        if self._views is not None:
-            self._views.destroy()
-            self._views = None
-        if self._description_watch is not None:
-            self._description_watch.destroy()
-            self._description_watch = None
         self._description_note = ''
         self._inference.stop()
         if self._bridge is not None:
