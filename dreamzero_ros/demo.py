@@ -35,7 +35,6 @@ import os
 from pathlib import Path
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -49,7 +48,7 @@ from dreamzero_ros.core.node_config import NODE_NAME
 from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
 from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
-from dreamzero_ros.core.process_lifetime import launcher_env
+from dreamzero_ros.core.process_lifetime import launcher_env, stop_process
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
 
@@ -172,16 +171,6 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
 
 def _module(args: list[str]) -> list[str]:
     return [sys.executable, '-m', *args]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _fmt(row: np.ndarray) -> str:
@@ -383,11 +372,11 @@ def demo_system(
         executor.shutdown()
         listener.destroy_node()
         rclpy.try_shutdown()
-        _stop(node)  # first: it holds and shuts down before its inputs go stale
+        stop_process(node)  # first: it holds and shuts down before its inputs go stale
         if arm_process is not None:
-            _stop(arm_process)
+            stop_process(arm_process)
         if stream is not None:
-            _stop(stream)
+            stop_process(stream)
 
 
 RANDOM_WEIGHTS_NOTE = (

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
-import signal
 import subprocess
 import sys
 import threading
@@ -41,6 +40,7 @@ from dreamzero_ros.cli_options import (
     new_parser,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
+from dreamzero_ros.core.process_lifetime import stop_process
 
 #: Node diagnostics counted as safety events, per episode (differences).
 SAFETY_COUNTERS = (
@@ -284,8 +284,8 @@ class _Harness:
     def _make_recorder(self) -> Any:
         from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, TASK_EVENT_TYPE
         from dreamzero_ros.errors import BagError
-        from dreamzero_ros.replay.live_replay import message_class, node_topic
         from dreamzero_ros.replay.episode_recorder import EpisodeRecorder
+        from dreamzero_ros.replay.live_replay import message_class, node_topic
 
         settings = self.settings
         topics = {
@@ -511,12 +511,7 @@ class _Harness:
     def close(self) -> None:
         """Stop the node (SIGINT: it holds and shuts down), the server and the simulator."""
         if self.node_process is not None and self.node_process.poll() is None:
-            self.node_process.send_signal(signal.SIGINT)
-            try:
-                self.node_process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.node_process.kill()
-                self.node_process.wait()
+            stop_process(self.node_process, 30.0)
             self._log.close()
         if self.server is not None:
             self.server.stop()
