@@ -14,21 +14,19 @@ forward kinematics and the same checks at the 24 waypoints only (what a waypoint
 
 from __future__ import annotations
 
-import argparse
 from importlib import resources
-import os
 import statistics
-import time
 
+from bench_timing import one_core_options, timed_ms
 import numpy as np
 
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
 from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS, PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.core.trajectory import MotionConfig
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 
-ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+ARM = PANDA_ARM_JOINTS
 LOWER, UPPER = np.array(PANDA_LOWER), np.array(PANDA_UPPER)
 TIMES = np.arange(24) / 15
 BUDGET_MS = 2.0
@@ -53,22 +51,9 @@ def chunks() -> dict[str, ActionPlan]:
     }
 
 
-def _ms(fn, repeats: int) -> list[float]:
-    times = []
-    for _ in range(repeats):
-        begin = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - begin) * 1e3)
-    return times
-
-
 def main() -> int:
     """Print the cost of each chunk's check, against the waypoint-only baseline."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--repeats', type=int, default=300)
-    parser.add_argument('--cpu', type=int, default=0, help='the one core to run on')
-    options = parser.parse_args()
-    os.sched_setaffinity(0, {options.cpu})
+    options = one_core_options(__doc__.splitlines()[0])
     urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
     config = EnvelopeConfig(table_height=0.15, keep_out=(((0.6, 0.3, 0.0), (0.9, 0.6, 0.4)),))
     envelope = Envelope.from_description(urdf, ARM, config)
@@ -87,8 +72,8 @@ def main() -> int:
             envelope.slack(envelope.points.positions(plan.rows[:, :7])).min()
 
         check()
-        full = _ms(check, options.repeats)
-        base = _ms(waypoints, options.repeats)
+        full = timed_ms(None, check, options.repeats)
+        base = timed_ms(None, waypoints, options.repeats)
         median = statistics.median(full)
         p95 = statistics.quantiles(full, n=20)[-1]
         if result.violation is None:

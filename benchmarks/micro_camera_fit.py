@@ -23,10 +23,11 @@ import numpy as np
 
 from dreamzero_ros.core.image_codec import encode_raw
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.droid_clips import demo_clips
 
 SIZES = ((180, 320), (480, 640), (720, 1280), (1080, 1920))
-ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+ARM = PANDA_ARM_JOINTS
 
 
 def frame_ms(frame: np.ndarray, repeats: int) -> float:

@@ -51,6 +51,7 @@ from dreamzero_ros.core.command_check import (
 )
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.panda import PANDA_READY
 from dreamzero_ros.core.safety import apply_limits
 from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.replay.handover import RECEIPT_DELAY
@@ -58,7 +59,7 @@ from dreamzero_ros.replay.handover import RECEIPT_DELAY
 DT = 1 / 15
 ARM = 7
 #: Panda "ready" pose: the policy moves around it.
-READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+READY = np.array(PANDA_READY)
 
 
 def records(seed: int, count: int) -> list[SimpleNamespace]:

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import statistics
-import time
 
 from bench_timing import timed_ms
 import numpy as np
@@ -40,13 +39,7 @@ def inputs_benchmark(engine: DreamZeroEngine, repeats: int = 20) -> dict:
                 return to_model_video(prepare_views(clips, embodiment, where), device, dtype)
 
             run()
-            host = []
-            for _ in range(repeats):
-                if device.type == 'cuda':
-                    torch.cuda.synchronize(device)
-                begin = time.perf_counter()
-                run()
-                host.append((time.perf_counter() - begin) * 1e3)
+            host = timed_ms(device, run, repeats, wait=False)
             synced = timed_ms(device, run, repeats)
             rows[f'{label}-{frames}'] = {
                 'host_ms': statistics.median(host),

@@ -14,41 +14,31 @@ message the node builds and sends for the same chunk anyway.
 
 from __future__ import annotations
 
-import argparse
 from importlib import resources
-import os
 import statistics
-import time
 
+from bench_timing import one_core_options, timed_ms
 from nav_msgs.msg import Path
 import numpy as np
 from rclpy.serialization import serialize_message
 
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.core.plan_geometry import ExecutedPath, description_fk, end_effector_path
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.plan_views import EXECUTED_POINTS, path_msg, pose_msg
 
-ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
+ARM = PANDA_ARM_JOINTS
 TIMES = np.arange(24) / 15
 
 
 def _ms(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        begin = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - begin) * 1e3)
-    return statistics.median(times)
+    return statistics.median(timed_ms(None, fn, repeats))
 
 
 def main() -> int:
     """Print the median cost of each step, against the trajectory message's."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--repeats', type=int, default=300)
-    parser.add_argument('--cpu', type=int, default=0, help='the one core to run on')
-    options = parser.parse_args()
-    os.sched_setaffinity(0, {options.cpu})
+    options = one_core_options(__doc__.splitlines()[0])
     urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
     fk, frame = description_fk(urdf, ARM, 'panda_link8', 'panda_link0')
     rows, _ = demo_joint_trajectory(2.0 + TIMES)

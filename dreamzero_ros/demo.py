@@ -35,7 +35,6 @@ import os
 from pathlib import Path
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -45,8 +44,11 @@ import numpy as np
 
 from dreamzero_ros.cli_options import add_image_transport, add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
-from dreamzero_ros.core.process_lifetime import launcher_env
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
+from dreamzero_ros.core.process_lifetime import launcher_env, stop_process
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
 
@@ -80,7 +82,7 @@ class DemoArm:
     needs no package beyond the ROS 2 wheels (GripperCommand needs control_msgs).
     """
 
-    joints: tuple[str, ...] = tuple(f'panda_joint{i}' for i in range(1, 8))
+    joints: tuple[str, ...] = PANDA_ARM_JOINTS
     controller: str = 'joint_trajectory_controller'
     node_name: str = 'sim_arm'
     gripper_joint: str = 'panda_finger_joint1'
@@ -169,16 +171,6 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
 
 def _module(args: list[str]) -> list[str]:
     return [sys.executable, '-m', *args]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _fmt(row: np.ndarray) -> str:
@@ -380,11 +372,11 @@ def demo_system(
         executor.shutdown()
         listener.destroy_node()
         rclpy.try_shutdown()
-        _stop(node)  # first: it holds and shuts down before its inputs go stale
+        stop_process(node)  # first: it holds and shuts down before its inputs go stale
         if arm_process is not None:
-            _stop(arm_process)
+            stop_process(arm_process)
         if stream is not None:
-            _stop(stream)
+            stop_process(stream)
 
 
 RANDOM_WEIGHTS_NOTE = (
@@ -466,7 +458,8 @@ def run(options: argparse.Namespace) -> int:
 def _toward_the_table(options: argparse.Namespace) -> Iterator[tuple[str, ...]]:
     """Serve the scripted policy; the node overrides that use it and the envelope."""
     from dreamzero_ros.demo_policy import TowardTheTable
-    from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+    from dreamzero_ros.openpi.server import OpenPIServer
+    from dreamzero_ros.openpi.server_config import ServerConfig
 
     handle = OpenPIServer(TowardTheTable(), ServerConfig(port=0)).start()
     print(f'scripted policy (hand towards the table) at {handle.url}')

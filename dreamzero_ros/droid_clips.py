@@ -14,15 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from dreamzero_ros.core.panda import PANDA_READY
 from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS
 
 CLIPS_ENV = 'DREAMZERO_DROID_CLIPS'
 #: Frame rate of the DROID clips and of the demo stream, Hz.
 CLIP_FPS = 15.0
-#: Franka "ready" pose, radians, around which the demo trajectory moves.
 #: Length of the synthetic stand-in when no length is asked for (10 s at 15 Hz).
 SYNTHETIC_DEFAULT_FRAMES = 150
-FRANKA_HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
 def find_clips_dir() -> Path | None:
@@ -110,6 +109,6 @@ def demo_joint_trajectory(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     times = np.asarray(times, dtype=np.float64)[:, None]
     amplitude = np.array([0.3, 0.2, 0.2, 0.25, 0.3, 0.2, 0.4])
     frequency = np.linspace(0.08, 0.2, DROID_ARM_DOF)
-    joints = FRANKA_HOME + amplitude * np.sin(2 * np.pi * frequency * times)
+    joints = np.array(PANDA_READY) + amplitude * np.sin(2 * np.pi * frequency * times)
     gripper = 0.5 * (1.0 - np.cos(2 * np.pi * 0.1 * times))
     return joints, gripper

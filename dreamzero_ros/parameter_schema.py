@@ -187,6 +187,17 @@ def parameter_specs(cls: type, prefix: str = '') -> tuple[ParameterSpec, ...]:
     return tuple(specs)
 
 
+def parameters_help(specs: Iterable[ParameterSpec]) -> str:
+    """The listing of ``specs`` in a ROS tool's ``--help``: name, default, range, choices, text."""
+    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
+    for spec in specs:
+        extra = f'; in [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
+        if spec.choices:
+            extra += f'; one of {", ".join(spec.choices)}'
+        lines.append(f'  {spec.name} (default {spec.default!r}{extra}): {spec.description}')
+    return '\n'.join(lines)
+
+
 def build(cls: type[T], values: Mapping[str, Any]) -> T:
     """The settings tree of ``cls`` from flat dotted ``values`` (defaults for missing names).
 

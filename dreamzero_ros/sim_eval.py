@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
-import signal
 import subprocess
 import sys
 import threading
@@ -41,6 +40,7 @@ from dreamzero_ros.cli_options import (
     new_parser,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
+from dreamzero_ros.core.process_lifetime import stop_process
 
 #: Node diagnostics counted as safety events, per episode (differences).
 SAFETY_COUNTERS = (
@@ -362,10 +362,11 @@ class _Harness:
             return options.server
         if not options.scripted:
             return ''
-        from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+        from dreamzero_ros.openpi.server import OpenPIServer
+        from dreamzero_ros.openpi.server_config import ServerConfig
         from dreamzero_ros.sim.scripted_policy import ScriptedPickPlace
 
-        self.scripted = ScriptedPickPlace(self.sim.world, self.sim.task, self.sim._lock)
+        self.scripted = ScriptedPickPlace(self.sim.world, self.sim.task, self.sim.lock)
         self.server = OpenPIServer(self.scripted, ServerConfig(port=0)).start()
         return self.server.url
 
@@ -511,12 +512,7 @@ class _Harness:
     def close(self) -> None:
         """Stop the node (SIGINT: it holds and shuts down), the server and the simulator."""
         if self.node_process is not None and self.node_process.poll() is None:
-            self.node_process.send_signal(signal.SIGINT)
-            try:
-                self.node_process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.node_process.kill()
-                self.node_process.wait()
+            stop_process(self.node_process, 30.0)
             self._log.close()
         if self.server is not None:
             self.server.stop()

@@ -21,17 +21,14 @@ if launch is killed outright, the node notices its parent's end and does the sam
 """
 
 from pathlib import Path
+from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import LifecycleNode
 
 from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
-from dreamzero_ros.core.node_config import NODE_NAME, read_params_file
-from dreamzero_ros.core.process_lifetime import launcher_env
-from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
-from launch import LaunchContext, LaunchDescription
+from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.ros.launch_actions import launch_description, policy_node
+from launch import LaunchDescription
 
 ARGUMENTS = {
     'config': (
@@ -63,34 +60,13 @@ ARGUMENTS = {
 }
 
 
-def _launch_setup(context: LaunchContext) -> list:
-    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _launch_setup(args: dict[str, str]) -> list[Any]:
     config = args.pop('config')
     namespace = args.pop('namespace')
     plan = plan_launch(read_params_file(config), **args)
-    return [
-        LifecycleNode(
-            package='dreamzero_ros',
-            executable='dreamzero-policy-node',
-            name=NODE_NAME,
-            namespace=namespace,
-            parameters=[config, plan.node_parameters],
-            additional_env=plan.node_env | launcher_env(),  # it ends with launch
-            output='screen',
-            emulate_tty=True,
-        )
-    ]
+    return [policy_node(config, plan, namespace)]
 
 
 def generate_launch_description() -> LaunchDescription:
     """The launch description: SIGTERM handling, declared arguments, then the node."""
-    return LaunchDescription(
-        [
-            OpaqueFunction(function=stop_cleanly_on_sigterm),
-            *(
-                DeclareLaunchArgument(name, default_value=default, description=description)
-                for name, (default, description) in ARGUMENTS.items()
-            ),
-            OpaqueFunction(function=_launch_setup),
-        ]
-    )
+    return launch_description(ARGUMENTS, _launch_setup)

@@ -25,17 +25,14 @@ with it, so that a SIGKILL of ``ros2 launch`` leaves no arm or camera behind.
 """
 
 from pathlib import Path
+from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import LifecycleNode, Node
 
 from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters, simulator_parameters
-from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
-from dreamzero_ros.core.process_lifetime import launcher_env
-from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
-from launch import LaunchContext, LaunchDescription
+from dreamzero_ros.core.node_config import build_settings, read_params_file
+from dreamzero_ros.ros.launch_actions import launch_description, policy_node, tool_node
+from launch import LaunchDescription
 
 ARGUMENTS = {
     'config': (
@@ -54,8 +51,7 @@ ARGUMENTS = {
 }
 
 
-def _launch_setup(context: LaunchContext) -> list:
-    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _launch_setup(args: dict[str, str]) -> list[Any]:
     config = args['config']
     values = read_params_file(config)
     checkpoint = args['checkpoint'] or values.get('engine.checkpoint', '')
@@ -71,61 +67,28 @@ def _launch_setup(context: LaunchContext) -> list:
     mujoco = simulator == 'mujoco'
     plan = plan_launch(values, checkpoint=str(checkpoint), use_sim_time=str(mujoco).lower())
     namespace = args['namespace']
-    node = LifecycleNode(
-        package='dreamzero_ros',
-        executable='dreamzero-policy-node',
-        name=NODE_NAME,
-        namespace=namespace,
-        parameters=[config, plan.node_parameters],
-        additional_env=plan.node_env | launcher_env(),
-        output='screen',
-        emulate_tty=True,
-    )
+    node = policy_node(config, plan, namespace)
     if mujoco:
         parameters = {**simulator_parameters(values), 'seed': int(args['seed'])}
-        robot = Node(
-            package='dreamzero_ros',
-            executable='dreamzero-sim',
-            name='dreamzero_sim',
-            namespace=namespace,
-            parameters=[parameters],
-            additional_env=launcher_env(),
-            output='screen',
-        )
-        return [node, robot]
+        return [
+            node,
+            tool_node('dreamzero-sim', 'dreamzero_sim', namespace, parameters=[parameters]),
+        ]
     camera_rate = min(build_settings(values).camera_rates_hz)
     return [
         node,
-        Node(
-            package='dreamzero_ros',
-            executable='dreamzero-sim-arm',
-            name='sim_arm',
-            namespace=namespace,
-            parameters=[sim_arm_parameters(values)],
-            additional_env=launcher_env(),
-            output='screen',
+        tool_node(
+            'dreamzero-sim-arm', 'sim_arm', namespace, parameters=[sim_arm_parameters(values)]
         ),
-        Node(
-            package='dreamzero_ros',
-            executable='dreamzero-demo-stream',
-            name='dreamzero_demo_stream',
-            namespace=namespace,
+        tool_node(
+            'dreamzero-demo-stream',
+            'dreamzero_demo_stream',
+            namespace,
             arguments=['--no-joint-states', '--rate', f'{camera_rate:g}'],
-            additional_env=launcher_env(),
-            output='screen',
         ),
     ]
 
 
 def generate_launch_description() -> LaunchDescription:
     """The launch description: SIGTERM handling, declared arguments, then the processes."""
-    return LaunchDescription(
-        [
-            OpaqueFunction(function=stop_cleanly_on_sigterm),
-            *(
-                DeclareLaunchArgument(name, default_value=default, description=description)
-                for name, (default, description) in ARGUMENTS.items()
-            ),
-            OpaqueFunction(function=_launch_setup),
-        ]
-    )
+    return launch_description(ARGUMENTS, _launch_setup)

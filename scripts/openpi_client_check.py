@@ -24,6 +24,7 @@ Only ``openpi_client`` and NumPy are used, never the dreamzero_ros package.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
 import json
 import sys
 import time
@@ -197,12 +198,18 @@ SCENARIOS = {
 }
 
 
-def main() -> int:
-    """Run one scenario and print its JSON report."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('scenario', choices=sorted(SCENARIOS))
+def scenario_parser(doc: str, scenarios: Mapping[str, Callable]) -> argparse.ArgumentParser:
+    """Command line of a client-scenario script: which scenario, the server's host and port."""
+    parser = argparse.ArgumentParser(description=doc.split('\n\n')[0])
+    parser.add_argument('scenario', choices=sorted(scenarios))
     parser.add_argument('--host', default='127.0.0.1')
     parser.add_argument('--port', type=int, default=8000)
+    return parser
+
+
+def main() -> int:
+    """Run one scenario and print its JSON report."""
+    parser = scenario_parser(__doc__, SCENARIOS)
     parser.add_argument('--api-key', default=None)
     parser.add_argument('--oversize-mb', type=int, default=24, help='size of the oversized image')
     parser.add_argument('--fail-prompt', default='fail now', help='prompt the policy fails on')

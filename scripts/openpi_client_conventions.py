@@ -37,7 +37,7 @@ import uuid
 
 import numpy as np
 from openpi_client import image_tools, msgpack_numpy
-from openpi_client_check import camera_frame
+from openpi_client_check import camera_frame, scenario_parser
 from PIL import Image
 import websockets.sync.client
 
@@ -254,11 +254,7 @@ SCENARIOS = {
 
 def main() -> int:
     """Run one scenario and print ``{"ok", "result"}`` or ``{"ok": false, "raised", ...}``."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('scenario', choices=sorted(SCENARIOS))
-    parser.add_argument('--host', default='127.0.0.1')
-    parser.add_argument('--port', type=int, default=8000)
-    args = parser.parse_args()
+    args = scenario_parser(__doc__, SCENARIOS).parse_args()
     json.dump(run(lambda: SCENARIOS[args.scenario](args)), sys.stdout)
     print()
     return 0

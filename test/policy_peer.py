@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from dreamzero_ros.demo_policy import TowardTheTable
-from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig
+from dreamzero_ros.openpi.server import OpenPIServer
+from dreamzero_ros.openpi.server_config import ServerConfig
 from dreamzero_ros.policy_types import ActionChunk, Observation
 
 

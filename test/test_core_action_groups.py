@@ -17,6 +17,7 @@ from dreamzero_ros.core.action_groups import (
     resolve_groups,
 )
 from dreamzero_ros.core.node_config import build_settings, defaults
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.checkpoint.data_files import read_yaml
 from dreamzero_ros.engine.checkpoint.experiment_cfg import KNOWN_PROMPT_TEMPLATES
@@ -224,7 +225,7 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
         'camera_topics': ['a', 'b', 'c'],
     }
     with pytest.raises(ValueError, match=r'joint_lower/joint_upper/max_step_delta need 14 values'):
-        build_settings(values).check_policy(layout)
+        check_policy(build_settings(values), layout)
     fitted = {
         **values,
         'safety.joint_lower': [-3.0] * 12 + [0.0] * 2,
@@ -233,7 +234,7 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
     }
     with pytest.raises(ValueError, match=r'max_velocity/stop_deceleration/max_acceleration/'
                        r'max_jerk need one value per arm'):  # fmt: skip
-        build_settings(fitted).check_policy(layout)
+        check_policy(build_settings(fitted), layout)
     per_joint = {'max_velocity': 2.0, 'stop_deceleration': 5.0, 'max_acceleration': 10.0,
                  'max_jerk': 5000.0}  # fmt: skip
     with pytest.raises(ValueError, match=r'need one value per arm joint each, got max_velocity 12'):
@@ -241,7 +242,7 @@ def test_the_safety_arrays_must_cover_every_command_column_of_the_groups():
     settings = build_settings(
         {**fitted, **{f'safety.{name}': [value] * 12 for name, value in per_joint.items()}}
     )
-    settings.check_policy(layout)
+    check_policy(settings, layout)
     cache = settings.cache_for(layout)
     assert cache.arm_joints[:7] == (*(f'left_joint{i}' for i in range(1, 7)), 'right_joint1')
     assert [g[0] for g in cache.grippers] == ['left_gripper', 'right_gripper']

@@ -12,7 +12,8 @@ import pytest
 from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
 from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER, build_settings
+from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.core.trajectory import MotionConfig
 
 URDF = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()

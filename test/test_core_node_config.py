@@ -10,12 +10,13 @@ import pytest
 
 from dreamzero_ros.core.node_config import (
     PARAMETERS,
-    NodeSettings,
     build_settings,
     defaults,
     read_params_file,
     unknown_parameters,
 )
+from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.parameter_schema import Kind
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
@@ -126,8 +127,9 @@ def test_only_task_parameters_change_at_run_time():
 
 def test_gripper_mapping_to_joint_units():
     settings = build_settings({'engine.checkpoint': 'c', 'gripper_range': [0.0, 0.08]})
+    groups = settings.group_layout(RobotLayout.from_metadata({}))  # DROID's
     rows = np.array([[0.0] * 7 + [0.5]])
-    assert settings.gripper_to_joint(rows)[0, 7] == pytest.approx(0.04)
+    assert groups.to_joint_units(rows)[0, 7] == pytest.approx(0.04)
     assert rows[0, 7] == 0.5
 
 

@@ -13,6 +13,7 @@ import pytest
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
 from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
 from dreamzero_ros.core.policy_factory import warmup_observation
 from dreamzero_ros.core.robot_layout import RobotLayout
@@ -140,13 +141,13 @@ def test_warmup_observation_matches_the_configured_inputs():
             'safety.max_jerk': [1.0e6] * 6,
         }
     )
-    settings.check_policy(ur)
+    check_policy(settings, ur)
     observation = warmup_observation(settings, ur)
     observation.validate(('front', 'wrist'), 6, 0)
     assert observation.images['wrist'].shape == (48, 64, 3)
     np.testing.assert_allclose(observation.joint_position, 1.0)
     with pytest.raises(ValueError, match=r'reads 6 arm joints, arm_joint_names names 7'):
-        build_settings({'engine.checkpoint': 'c'}).check_policy(ur)
+        check_policy(build_settings({'engine.checkpoint': 'c'}), ur)
 
 
 def test_step_duration_override_replays_chunks_in_slow_motion():

@@ -12,6 +12,7 @@ from embodiment_support import shipped_embodiment, write_shipped_checkpoint
 import pytest
 
 from dreamzero_ros.core.node_config import build_settings, defaults
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.policy_factory import create_policy, warm_up
 from dreamzero_ros.core.robot_layout import RobotLayout
 
@@ -58,7 +59,7 @@ def test_the_shipped_groups_warm_up(tmp_path, tag):
     policy = create_policy(settings, log=lambda line: None)
     try:
         layout = RobotLayout.from_metadata(policy.metadata)
-        settings.check_policy(layout)
+        check_policy(settings, layout)
         assert len(settings.group_layout(layout).arm_joints) == WIDTHS[tag][0]
         assert warm_up(policy, settings, layout) > 0
     finally:

@@ -20,6 +20,8 @@ from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
 
 LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
+#: The launch files' node descriptions.
+LAUNCH_ACTIONS = REPO / 'dreamzero_ros' / 'ros' / 'launch_actions.py'
 #: Seconds a node takes to start (imports, parameters) on an idle machine, at most; the waits
 #: for it are this times the machine's load (machine_load.load_factor).
 NODE_START_S = 30.0
@@ -70,7 +72,7 @@ def test_launch_arguments_are_declared_and_described():
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     }
     assert names - {'config', 'namespace'} == planned
-    assert 'DeclareLaunchArgument(name, default_value=default, description=description)' in source
+    assert 'launch_description(ARGUMENTS, _launch_setup)' in source  # every one declared
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'ARGUMENTS':
             for value in node.value.values:
@@ -83,18 +85,18 @@ def test_launch_arguments_are_declared_and_described():
 
 def test_the_node_is_launched_as_a_lifecycle_node_brought_up_by_its_own_autostart():
     """One mechanism in charge: the node's autostart parameter, never launch_ros's."""
-    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):
-        tree = ast.parse(path.read_text())
-        calls = [
-            node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'LifecycleNode'
-        ]
-        assert calls, path
-        for call in calls:
-            keywords = {keyword.arg for keyword in call.keywords}
-            assert {'name', 'namespace'} <= keywords, path  # both required by launch_ros
-            assert 'autostart' not in keywords, path
+    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):  # one node description
+        assert 'policy_node(config, plan, namespace)' in path.read_text(), path
+    tree = ast.parse(LAUNCH_ACTIONS.read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'LifecycleNode'
+    ]
+    assert len(calls) == 1
+    keywords = {keyword.arg for keyword in calls[0].keywords}
+    assert {'name', 'namespace'} <= keywords  # both required by launch_ros
+    assert 'autostart' not in keywords
     assert plan_launch({}, autostart='false').node_parameters['autostart'] is False
     assert 'autostart' not in plan_launch({}).node_parameters
 
@@ -368,15 +370,19 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
 
 def test_every_launched_process_is_given_the_launch_process_id():
     """So that each one ends with ``ros2 launch``, even killed while it was still starting."""
-    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):
-        tree = ast.parse(path.read_text())
-        calls = [
+
+    def node_calls(path) -> list[ast.Call]:
+        return [
             node
-            for node in ast.walk(tree)
+            for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, ast.Call)
             and getattr(node.func, 'id', '') in ('Node', 'LifecycleNode')
         ]
-        assert calls, path
-        for call in calls:
-            env = next(k.value for k in call.keywords if k.arg == 'additional_env')
-            assert 'launcher_env()' in ast.unparse(env), (path, ast.unparse(env))
+
+    for path in (LAUNCH_FILE, REPO / 'launch' / 'sim.launch.py'):
+        assert not node_calls(path), path  # every process is started through launch_actions
+    calls = node_calls(LAUNCH_ACTIONS)
+    assert len(calls) == 2  # the policy node and the package's tools
+    for call in calls:
+        env = next(k.value for k in call.keywords if k.arg == 'additional_env')
+        assert 'launcher_env()' in ast.unparse(env), ast.unparse(env)

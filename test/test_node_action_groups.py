@@ -23,7 +23,7 @@ import yaml
 
 from dreamzero_ros.core.action_groups import load_groups
 from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

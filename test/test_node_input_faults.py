@@ -27,7 +27,7 @@ from sensor_msgs.msg import Image, JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from dreamzero_ros.core.messages import stamp_seconds, to_ns
-from dreamzero_ros.core.node_config import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from test_core_robot_description import MOVEIT_LIMITS, panda_urdf
 
-from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
+from dreamzero_ros.core.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

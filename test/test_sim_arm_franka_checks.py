@@ -20,8 +20,8 @@ def test_the_simulated_arm_flags_what_a_franka_would_abort(closed_loop):
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from dreamzero_ros.core.panda import PANDA_READY
     from dreamzero_ros.ros.conversions import ROS_MESSAGES
-    from dreamzero_ros.ros.sim_arm import PANDA_READY
 
     loop = closed_loop('franka_check_harness')
     arm_log = loop.start_sim('gripper.interface:=none').log

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dreamzero_ros.core.gripper import GripperConfig
+from dreamzero_ros.core.gripper import GRIPPER_INTERFACES, GripperConfig
 
 __all__ = [
     'OUTPUTS',
@@ -54,7 +54,6 @@ __all__ = [
 OUTPUTS = ('joint_trajectory', 'follow_joint_trajectory', 'gripper', 'twist', 'none')
 #: Twist fields a velocity column can drive.
 TWIST_AXES = ('linear.x', 'linear.y', 'linear.z', 'angular.x', 'angular.y', 'angular.z')
-GRIPPER_INTERFACES = ('none', 'action', 'float64', 'joint_trajectory')
 
 #: Which columns (of a policy's action row) each output may take.
 _KIND = {
@@ -118,7 +117,8 @@ class GroupSpec:
         state_topic: sensor_msgs/JointState topic of its joints; empty: the node's
             ``joint_states_topic``.
         gripper_joint: a gripper group's joint in ``joint_states`` (and its trajectory).
-        gripper_interface: how a gripper group's command is sent (:data:`GRIPPER_INTERFACES`).
+        gripper_interface: how a gripper group's command is sent (one of
+            :data:`~dreamzero_ros.core.gripper.GRIPPER_INTERFACES`).
         gripper: a gripper group's position range and switching rule.
         max_effort: ``max_effort`` of GripperCommand goals.
         move_time: ``time_from_start`` of a one-point gripper trajectory, s.

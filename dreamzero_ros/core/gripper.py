@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: How a gripper command is sent: a control_msgs/action/GripperCommand goal, a std_msgs/Float64
+#: position, a one-point trajectory_msgs/JointTrajectory, or not at all.
+GRIPPER_INTERFACES = ('none', 'action', 'float64', 'joint_trajectory')
+
 
 @dataclass(frozen=True)
 class GripperConfig:

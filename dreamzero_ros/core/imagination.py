@@ -22,14 +22,12 @@ import inspect
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from dreamzero_ros.core.image_codec import RawImage, encode_compressed, encode_raw
 from dreamzero_ros.parameter_schema import parameter
-
-if TYPE_CHECKING:
-    from dreamzero_ros.core.image_codec import RawImage
 
 #: Image payloads the view topics carry: JPEG in sensor_msgs/CompressedImage, or raw rgb8.
 VIEW_ENCODINGS = ('jpeg', 'raw')
@@ -105,9 +103,6 @@ def predicted_frame_times(stamp: float, horizon_s: float, count: int) -> np.ndar
 
 def encode_frame(rgb: np.ndarray, encoding: str) -> bytes | RawImage:
     """One ``(H, W, 3)`` uint8 frame as JPEG bytes or a raw ``rgb8`` image."""
-    # imported here: image_codec imports the openpi package, whose server imports this module
-    from dreamzero_ros.core.image_codec import encode_compressed, encode_raw
-
     if encoding not in VIEW_ENCODINGS:
         raise ValueError(f'encoding {encoding!r} is not one of {VIEW_ENCODINGS}')
     rgb = np.ascontiguousarray(rgb)

@@ -55,17 +55,6 @@ class RefusalReason(StrEnum):
     BAD_JOINTS = 'bad_joints'
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """A reason code and a human-readable detail, e.g. ``stale: camera 'wrist' is 0.81 s old``."""
-
-    reason: RefusalReason
-    detail: str
-
-    def __str__(self) -> str:
-        return f'{self.reason.value}: {self.detail}'
-
-
 class DropReason(StrEnum):
     """Why one incoming message was not stored."""
 
@@ -75,14 +64,28 @@ class DropReason(StrEnum):
 
 
 @dataclass(frozen=True)
-class Drop:
-    """A message left out of the cache: reason code and detail."""
+class _Problem:
+    """A reason code and a human-readable detail, shown as ``<code>: <detail>``."""
 
-    reason: DropReason
+    reason: StrEnum
     detail: str
 
     def __str__(self) -> str:
         return f'{self.reason.value}: {self.detail}'
+
+
+@dataclass(frozen=True)
+class Refusal(_Problem):
+    """No observation could be built, e.g. ``stale: camera 'wrist' is 0.81 s old``."""
+
+    reason: RefusalReason
+
+
+@dataclass(frozen=True)
+class Drop(_Problem):
+    """A message left out of the cache."""
+
+    reason: DropReason
 
 
 @dataclass(frozen=True)

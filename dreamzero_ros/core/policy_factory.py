@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
-from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.core.serialized_policy import SerializedPolicy
 from dreamzero_ros.engine.workers.launch import EngineRanks, load_on_ranks

@@ -30,12 +30,26 @@ from collections.abc import Callable, MutableMapping
 import contextlib
 import os
 import select
+import signal
+import subprocess
 import sys
 import threading
 import time
 
 #: Environment variable in which a launcher gives the processes it starts its process id.
 PARENT_PID_ENV = 'DREAMZERO_PARENT_PID'
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a child as Ctrl-C does (SIGINT: a node holds, then exits); killed after ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def launcher_env() -> dict[str, str]:

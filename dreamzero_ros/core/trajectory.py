@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dreamzero_ros.core.panda import PANDA_MAX_VELOCITY, PANDA_STOP_DECELERATION
 from dreamzero_ros.core.spline_segments import (
     SegmentExtremes,
     sample_segments,
@@ -220,16 +221,6 @@ def bound_knots(
         f'{excess[segment, joint] * 1e3:.2f} mrad on segment {segment} (moving '
         f'{velocities[segment, joint]:+.3f} rad/s at its start)',
     )
-
-
-#: Franka Panda joint speed limits, rad/s (datasheet), the default of :class:`MotionConfig`.
-PANDA_MAX_VELOCITY = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
-#: Braking deceleration of a hold, rad/s^2: half the Panda's joint acceleration limits.
-PANDA_STOP_DECELERATION = (7.5, 3.75, 5.0, 6.25, 7.5, 10.0, 10.0)
-#: Franka Panda joint acceleration limits, rad/s^2 (datasheet).
-PANDA_MAX_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)
-#: Franka Panda joint jerk limits, rad/s^3 (datasheet).
-PANDA_MAX_JERK = (7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0)
 
 
 @dataclass(frozen=True)

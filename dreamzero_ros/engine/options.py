@@ -4,7 +4,7 @@
 """Every engine option a user sets, declared once: name, type, choices, default, help, range.
 
 :class:`EngineOptions` is the one declaration, and the one object that carries the options: the
-policy node's ``engine.*`` parameters (:class:`~dreamzero_ros.core.node_config.EngineSettings`
+policy node's ``engine.*`` parameters (:class:`~dreamzero_ros.core.node_parameters.EngineSettings`
 extends it with the node's own), the command-line options of every tool that loads an engine
 (:func:`.loader.add_engine_arguments`) and the engine launch arguments are generated from its
 fields (:mod:`~dreamzero_ros.parameter_schema`); the parsed instance is handed to the engine

@@ -16,13 +16,14 @@ import heapq
 from pathlib import Path
 from typing import Any
 
+from dreamzero_ros.closing import Closing
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader
 
 __all__ = ['BagGroup']
 
 
-class BagGroup:
+class BagGroup(Closing):
     """Read-only view of ``paths`` as one bag (the subset of :class:`BagReader` export uses)."""
 
     def __init__(self, paths: Sequence[Path], allow_partial: bool = False) -> None:
@@ -47,10 +48,8 @@ class BagGroup:
                     )
                 self._owner[topic] = reader
 
-    def __enter__(self) -> BagGroup:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
+    def close(self) -> None:
+        """Close every bag."""
         self._stack.close()
 
     @property

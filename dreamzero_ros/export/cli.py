@@ -13,7 +13,10 @@ import sys
 
 from dreamzero_ros.cli_options import add_image_transport, add_node_name, add_output, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment
 from dreamzero_ros.export.droid_columns import DroidColumns
@@ -218,7 +221,7 @@ def config_from_args(args: argparse.Namespace) -> ExportConfig:
     embodiment = embodiment_for_export(args.embodiment)
     layout = layout_for(embodiment, args.fps, args.action_horizon)
     robot = robot_layout(embodiment)
-    settings.check_policy(robot)
+    check_policy(settings, robot)
     cache = settings.cache_for(robot)
     limits = offline_loop(settings).limits
     node = f'/{args.node_name}'

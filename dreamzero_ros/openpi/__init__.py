@@ -8,6 +8,7 @@ background thread); ``RemoteOpenPIPolicy(uri)`` is a Policy backed by a remote s
 """
 
 from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
-from dreamzero_ros.openpi.server import OpenPIServer, ServerConfig, ServerHandle
+from dreamzero_ros.openpi.server import OpenPIServer, ServerHandle
+from dreamzero_ros.openpi.server_config import ServerConfig
 
 __all__ = ['OpenPIServer', 'RemoteOpenPIPolicy', 'ServerConfig', 'ServerHandle']

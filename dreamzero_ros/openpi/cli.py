@@ -25,7 +25,8 @@ from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.engine.workers.launch import load_from_arguments
 from dreamzero_ros.openpi import session_budget
-from dreamzero_ros.openpi.server import REPLY_FORMATS, OpenPIServer, ServerConfig
+from dreamzero_ros.openpi.server import OpenPIServer
+from dreamzero_ros.openpi.server_config import REPLY_FORMATS, ServerConfig
 
 API_KEY_ENV = BRIDGE_API_KEY_ENV
 LOG_LEVELS = ('DEBUG', 'INFO', 'WARNING', 'ERROR')

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect
 
+from dreamzero_ros.closing import Closing
 from dreamzero_ros.errors import MsgpackNumpyError, ServerConnectionError
 from dreamzero_ros.openpi import msgpack_numpy, observation_keys, protocol
 from dreamzero_ros.policy_types import (
@@ -58,7 +59,7 @@ def websocket_uri(text: str) -> str:
     return text
 
 
-class RemoteOpenPIPolicy:
+class RemoteOpenPIPolicy(Closing):
     """Client side of the OpenPI protocol, implementing :class:`Policy`.
 
     Args:
@@ -164,12 +165,6 @@ class RemoteOpenPIPolicy:
             if self._ws is not None:
                 self._ws.close()
                 self._ws = None
-
-    def __enter__(self) -> RemoteOpenPIPolicy:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _connect(self) -> dict[str, Any]:
         headers = {protocol.CLIENT_HEADER: 'dreamzero_ros'}

@@ -13,6 +13,7 @@ from rosbags.interfaces import Connection
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.typesys.store import Typestore
 
+from dreamzero_ros.closing import Closing
 from dreamzero_ros.errors import BagError, DefinitionError, McapError
 from dreamzero_ros.replay.bag_sources import open_source
 from dreamzero_ros.replay.bag_types import connection_typestore
@@ -26,7 +27,7 @@ __all__ = ['STORAGES', 'BagReader', 'BagWriter']
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 
 
-class BagReader:
+class BagReader(Closing):
     """A rosbag2 opened for reading; use as a context manager.
 
     Only the connections of the topics read are decoded: each with the bag's own definition of
@@ -53,12 +54,6 @@ class BagReader:
         if self._source.damaged and not allow_partial:
             self._source.close()
             raise self._damage_error(self._source.damaged)
-
-    def __enter__(self) -> BagReader:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the underlying storage."""
@@ -242,7 +237,7 @@ class BagReader:
         return self._stores[connection.id]
 
 
-class BagWriter:
+class BagWriter(Closing):
     """A new rosbag2 (version 9) for writing rosbags message objects; use as a context manager."""
 
     def __init__(self, path: str | Path, storage: str = 'mcap') -> None:
@@ -259,12 +254,6 @@ class BagWriter:
             self._writer.open()
         except WriterError as error:
             raise BagError(f'cannot create bag {self.path}: {error}') from error
-
-    def __enter__(self) -> BagWriter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Finish the bag: write its index and metadata.yaml, and the CRCs of an MCAP file."""

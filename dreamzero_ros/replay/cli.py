@@ -27,7 +27,10 @@ from dreamzero_ros.cli_options import (
 from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
 from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.node_validation import check_policy
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.core.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
@@ -230,7 +233,7 @@ def _replay(argv: list[str]) -> int:
     try:
         try:
             layout = RobotLayout.from_metadata(policy.metadata)
-            settings.check_policy(layout)
+            check_policy(settings, layout)
         except ValueError as error:
             print(f'dreamzero-replay: error: {error}', file=sys.stderr)
             return 2

@@ -37,7 +37,8 @@ from dreamzero_ros.core.messages import (
     is_hold,
     stamp_to_ns,
 )
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.topics import (

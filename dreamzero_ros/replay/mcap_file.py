@@ -29,6 +29,7 @@ import zlib
 
 from lz4.frame import decompress as lz4_decompress
 
+from dreamzero_ros.closing import Closing
 from dreamzero_ros.errors import McapError
 
 if sys.version_info >= (3, 14):
@@ -175,7 +176,7 @@ def _read_chunk(data, offset: int, body: int, end: int) -> _Chunk:
                   compression.decode(), at + 8, records_size)  # fmt: skip
 
 
-class McapFile:
+class McapFile(Closing):
     """An MCAP file opened for reading (memory-mapped); use as a context manager.
 
     Raises:
@@ -196,12 +197,6 @@ class McapFile:
         except (McapError, _MalformedError, struct.error, UnicodeDecodeError) as error:
             self._data.close()
             raise McapError(f'{self.path} is not a readable MCAP file: {error}') from error
-
-    def __enter__(self) -> McapFile:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Release the file."""

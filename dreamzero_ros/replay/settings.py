@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamzero_ros.core import node_config
-from dreamzero_ros.core.node_config import NodeSettings
+from dreamzero_ros.core.node_settings import NodeSettings
 
 
 def node_settings(

@@ -22,7 +22,8 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.core.arm_tracking import ArmTracking, TrackingReport
 from dreamzero_ros.core.latency_stats import LatencyStats
 from dreamzero_ros.core.messages import is_hold, stamp_seconds
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings
+from dreamzero_ros.core.node_config import NODE_NAME
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.ros.conversions import ActionChunkMsg, trajectory_from_msg
 
 _DEFAULTS = NodeSettings()

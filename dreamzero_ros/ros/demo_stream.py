@@ -24,7 +24,8 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 
 from dreamzero_ros.cli_options import add_image_transport, new_parser
 from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
-from dreamzero_ros.core.node_config import IMAGE_TRANSPORTS, NodeSettings
+from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS

@@ -20,8 +20,6 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 
-INTERFACES = ('none', 'action', 'float64', 'joint_trajectory')
-
 
 class GripperOutput:
     """Sends gripper positions through the configured interface of ``node``."""

@@ -49,11 +49,12 @@ from dreamzero_ros.core.image_codec import encode_compressed
 from dreamzero_ros.core.imagination import topic_token
 from dreamzero_ros.core.jtc import TrajectoryFollower
 from dreamzero_ros.ros.conversions import to_time
-from dreamzero_ros.ros.sim_arm import PARAMETERS as ARM_PARAMETERS
-from dreamzero_ros.ros.sim_arm import SimArm, _descriptor, parameters_parser, run_robot
+from dreamzero_ros.ros.sim_arm import SimArm
+from dreamzero_ros.ros.sim_robot_main import robot_parser, run_robot
 from dreamzero_ros.sim.cameras import CameraRenderer, RenderingError, load_mujoco
-from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES, build_scene
-from dreamzero_ros.sim.tasks import TASKS, TableTask
+from dreamzero_ros.sim.parameters import SimulatorParameters
+from dreamzero_ros.sim.scenes import build_scene
+from dreamzero_ros.sim.tasks import TableTask
 
 if TYPE_CHECKING:
     from dreamzero_ros.sim.frames import Frame
@@ -65,35 +66,13 @@ except ImportError:  # pragma: no cover - depends on the install
     TFMessage = None
 
 NODE_NAME = 'dreamzero_sim'
-PARAMETERS: dict[str, tuple[Any, str]] = {
-    'scene': ('droid', f'One of: {", ".join(SCENES)}.'),
-    'seed': (0, 'Seed of the next episode (object placement); each reset advances it by one.'),
-    'task.name': ('put_in', f'The task, one of: {", ".join(TASKS)} (dreamzero_ros/sim/tasks.py).'),
-    'task.object': ('', 'Object to move (a body of the scene); empty: drawn from the seed.'),
-    'task.container': ('', 'Container (a body of the scene); empty: drawn from the seed.'),
-    'cameras.rate_hz': (15.0, 'Camera frame rate, Hz of simulated time.'),
-    'cameras.topics': (
-        [''],
-        "Image topic of each of the scene's cameras, in its order; [''] names them after the "
-        'cameras (DROID: wrist_image_left, exterior_image_1_left, exterior_image_2_left; '
-        'bimanual: top_camera_images_rgb, left_camera_images_rgb, right_camera_images_rgb).',
-    ),
-    'cameras.height': (IMAGE_SIZE[0], 'Image height, pixels.'),
-    'cameras.width': (IMAGE_SIZE[1], 'Image width, pixels.'),
-    'clock_period': (0.01, 'Simulated seconds between /clock messages.'),
-    'real_time_factor': (
-        1.0,
-        'Most simulated seconds per wall-clock second (slower where rendering is); 0: as fast '
-        'as possible.',
-    ),
-}
 
 
 class MujocoSim(SimArm):
     """The simulated robot: SimArm's controllers in front of MuJoCo physics and cameras."""
 
     TIMER_DRIVEN = False
-    DECLARED = {**ARM_PARAMETERS, **PARAMETERS}
+    PARAMETERS = SimulatorParameters
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         self.world: SimWorld | None = None
@@ -103,28 +82,21 @@ class MujocoSim(SimArm):
         from dreamzero_ros.sim.frames import SceneFrames
         from dreamzero_ros.sim.physics import SimWorld
 
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, _descriptor(description))
-        value = self._value
+        settings: SimulatorParameters = self.settings
         if self.bases:
             raise ValueError('the simulated scenes have no mobile base: remove the twist groups')
-        for name in ('cameras.rate_hz', 'cameras.height', 'cameras.width', 'clock_period'):
-            if not value(name) > 0:
-                raise ValueError(f'{name} must be > 0, got {value(name)}')
-        if not value('real_time_factor') >= 0:
-            raise ValueError(f'real_time_factor must be >= 0, got {value("real_time_factor")}')
-        scene = build_scene(value('scene'), self.description or None)
+        scene = build_scene(settings.scene, self.description or None)
         self._check_joints(scene)
-        self.world = SimWorld(scene, gripper_speed=value('gripper.speed'))
+        self.world = SimWorld(scene, gripper_speed=settings.gripper.speed)
         self.task = TableTask(
             scene.objects,
-            value('task.object'),
-            value('task.container'),
+            settings.task.object,
+            settings.task.container,
             fingers=scene.fingers,
             workspace=scene.workspace,
-            kind=value('task.name'),
+            kind=settings.task.name,
         )
-        topics = list(value('cameras.topics'))
+        topics = list(settings.cameras.topics)
         if topics == ['']:
             topics = [topic_token(camera) for camera in scene.cameras]
         if len(topics) != len(scene.cameras):
@@ -150,7 +122,7 @@ class MujocoSim(SimArm):
         self._success_topic = self.create_publisher(Bool, '~/task_success', 10)
         self._frames = SceneFrames(self.world.model)
         self._tf = self._tf_static = None
-        if TFMessage is not None and value('publish_tf'):
+        if TFMessage is not None and settings.publish_tf:
             self._tf = self.create_publisher(TFMessage, '/tf', 10)
             self._tf_static = self.create_publisher(TFMessage, '/tf_static', latched)
         self.create_service(Trigger, '~/reset', self._on_reset)
@@ -168,7 +140,7 @@ class MujocoSim(SimArm):
         #: scene's home where a group layout leaves initial_positions to the default.
         arm = dict(zip(scene.arm_joints, scene.home, strict=True))
         joints = [joint for group in self.joint_groups for joint in group.rules.joints]
-        if not value('action_groups') or len(value('initial_positions')) == len(joints):
+        if not settings.action_groups or len(settings.initial_positions) == len(joints):
             for group in self.joint_groups:
                 arm.update(zip(group.rules.joints, group.follower.position, strict=True))
         self._initial = (arm, {g.spec.gripper_joint: g.position for g in self.grippers})
@@ -193,15 +165,16 @@ class MujocoSim(SimArm):
         """What the simulated robot serves and its cameras, logged once it is up."""
         return f'{super().ready_line()}; cameras on {", ".join(self.camera_topics.values())}'
 
-    def _now(self) -> float:
+    def now(self) -> float:
+        """Seconds of simulated time (the /clock it publishes)."""
         return self.world.time if self.world is not None else 0.0
 
     def _new_episode(self) -> None:
         """Robot at its initial positions, objects placed from ``seed``; seed advanced by one."""
         world = self.world
-        seed = int(self._value('seed'))
+        seed = int(self.get_parameter('seed').value)
         arm, grippers = self._initial
-        with self._lock:
+        with self.lock:
             self.task.reset(world, seed)
             for group in self.joint_groups:
                 positions = np.array([arm[joint] for joint in group.rules.joints])
@@ -267,11 +240,9 @@ class MujocoSim(SimArm):
         An error ends the simulation: logged, kept in :attr:`failure`, and the node shuts down
         (the other nodes then see joint states and the clock stop, and hold).
         """
-        value = self._value
+        cameras = self.settings.cameras
         try:
-            renderer = CameraRenderer(
-                self.world.model, int(value('cameras.height')), int(value('cameras.width'))
-            )
+            renderer = CameraRenderer(self.world.model, cameras.height, cameras.width)
         except OSError as error:
             self.failure = str(error)
             self._started.set()
@@ -289,12 +260,12 @@ class MujocoSim(SimArm):
             renderer.close()
 
     def _loop(self, renderer: CameraRenderer) -> None:
-        value = self._value
+        settings: SimulatorParameters = self.settings
         world = self.world
-        frame_period = 1.0 / value('cameras.rate_hz')
-        state_period = 1.0 / value('rate_hz')
-        clock_period = float(value('clock_period'))
-        speed = float(value('real_time_factor'))
+        frame_period = 1.0 / settings.cameras.rate_hz
+        state_period = 1.0 / settings.rate_hz
+        clock_period = settings.clock_period
+        speed = settings.real_time_factor
         due = {'frame': world.time, 'state': world.time, 'clock': world.time}
         wall_start, sim_start = time.monotonic(), world.time
         while not self._stop.is_set() and rclpy.ok():
@@ -321,7 +292,7 @@ class MujocoSim(SimArm):
     def _step(self) -> None:
         """The controllers' set-points at this step into the servos; one physics step."""
         world = self.world
-        with self._lock:
+        with self.lock:
             now = world.time
             for group in self.joint_groups:
                 follower = group.follower
@@ -335,7 +306,7 @@ class MujocoSim(SimArm):
                 gripper.velocity = float(world.velocities([gripper.spec.gripper_joint])[0])
             self.task.check(world)
 
-    def _gripper_reached(self, gripper: Any) -> bool:
+    def gripper_reached(self, gripper: Any) -> bool:
         """At the target within 1 mm, or stopped on an object (GripperActionController's stall)."""
         command = self.world.data.ctrl[self.world.model.actuator(gripper.spec.gripper_joint).id]
         settled = abs(command - gripper.target) < 1e-9 and abs(gripper.velocity) < 1e-3
@@ -344,8 +315,8 @@ class MujocoSim(SimArm):
     def _publish_state(self, now: float) -> None:
         world = self.world
         states: dict[str, tuple[list, list, list, list]] = {}
-        default_topic = self._value('joint_states_topic')
-        with self._lock:
+        default_topic = self.settings.joint_states_topic
+        with self.lock:
             joints = [(g.spec.state_topic, g.rules.joints) for g in self.joint_groups]
             joints += [(g.spec.state_topic, (g.spec.gripper_joint,)) for g in self.grippers]
             for topic, names in joints:
@@ -398,19 +369,19 @@ class MujocoSim(SimArm):
 
     def _publish_task(self) -> None:
         """The episode's instruction (once: a new one starts an episode) and its success."""
-        with self._lock:
+        with self.lock:
             instruction = self.task.instruction()
         self._task_topic.publish(String(data=instruction))
         self._publish_success()
 
     def _publish_success(self) -> None:
-        with self._lock:
+        with self.lock:
             success = self.task.succeeded_at is not None
         self._success_topic.publish(Bool(data=success))
 
     def task_report(self) -> dict[str, Any]:
         """Seed, instruction, success, when it succeeded and how long after the episode began."""
-        with self._lock:
+        with self.lock:
             done = self.task.succeeded_at
             return {
                 'seed': self.seed,
@@ -442,7 +413,7 @@ def _tf_message(frames: list[Frame], now: float) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-sim``: ROS arguments only."""
-    return parameters_parser('dreamzero-sim', __doc__, MujocoSim.DECLARED)
+    return robot_parser('dreamzero-sim', __doc__, SimulatorParameters)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -12,13 +12,14 @@ in parameter files and overrides (:func:`coerce_overrides`) and at run time
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import difflib
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from dreamzero_ros.core.node_config import BUILTIN_PARAMETERS
 from dreamzero_ros.parameter_schema import Kind, ParameterSpec
 
 _TYPES = {
@@ -131,29 +132,62 @@ def coerce_parameters(
     ]
 
 
-def refuse_unknown_overrides(node: Node, declared: Iterable[str]) -> None:
+def declare_parameters(
+    node: Node,
+    specs: Sequence[ParameterSpec],
+    explain_unknown: Callable[[list[str]], str] | None = None,
+) -> dict[str, ParameterSpec]:
+    """Declare ``specs`` on ``node`` with their descriptors, as its parameter files set them.
+
+    Parameter-file and ``-p`` values of undeclared names are refused
+    (:func:`refuse_unknown_overrides`), integers given for doubles widened and every value
+    checked (:func:`coerce_overrides`) before anything is declared. Returns ``name -> spec``.
+
+    Raises:
+        ValueError: an unknown parameter (``explain_unknown(names)`` says so, by default each
+            with the declared name closest to it), or a value of the wrong type, out of range or
+            not one of the choices.
+
+    """
+    by_name = {spec.name: spec for spec in specs}
+    refuse_unknown_overrides(node, by_name, explain_unknown)
+    overrides = node._parameter_overrides  # noqa: SLF001 - rclpy keeps them only here
+    node._parameter_overrides = coerce_overrides(overrides, by_name)  # noqa: SLF001
+    for spec in specs:
+        declare(node, spec)
+    return by_name
+
+
+def refuse_unknown_overrides(
+    node: Node,
+    declared: Iterable[str],
+    explain: Callable[[list[str]], str] | None = None,
+) -> None:
     """Refuse parameter-file and ``-p`` values of parameters that ``node`` does not declare.
 
     rclpy keeps them in the node's overrides and ignores them, so that a misspelt name
-    (``gripper.interfce``) would silently leave its parameter at the default.
+    (``gripper.interfce``) would silently leave its parameter at the default. The parameters
+    rclpy declares itself (``use_sim_time``, ...) and ``qos_overrides.*`` are known.
 
     Raises:
-        ValueError: naming each unknown parameter, with the declared name closest to it.
+        ValueError: ``explain(unknown names)``, by default naming each unknown parameter with
+            the declared name closest to it.
 
     """
-    from dreamzero_ros.core.node_config import BUILTIN_PARAMETERS
-
     names = set(declared) | BUILTIN_PARAMETERS
     unknown = sorted(
         name
         for name in node._parameter_overrides  # noqa: SLF001 - rclpy keeps them only here
         if name not in names and not name.startswith('qos_overrides.')
     )
-    if unknown:
-        hints = [
-            f'{name}: did you mean {close[0]}?'
-            for name in unknown
-            if (close := difflib.get_close_matches(name, sorted(names), n=1))
-        ]
-        hint = f' ({"; ".join(hints)})' if hints else ''
-        raise ValueError(f'unknown parameters {unknown}{hint}')
+    if not unknown:
+        return
+    if explain is not None:
+        raise ValueError(explain(unknown))
+    hints = [
+        f'{name}: did you mean {close[0]}?'
+        for name in unknown
+        if (close := difflib.get_close_matches(name, sorted(names), n=1))
+    ]
+    hint = f' ({"; ".join(hints)})' if hints else ''
+    raise ValueError(f'unknown parameters {unknown}{hint}')

@@ -12,7 +12,8 @@ Topics, all in ``frame_id`` (the robot's base frame):
   one marker per part (workspace box, table plane, keep-out boxes).
 
 The forward kinematics is a callable (:data:`~dreamzero_ros.core.plan_geometry.ForwardKinematics`);
-:meth:`PlanViews.from_description` makes it from the robot description (core/kinematics.py).
+:meth:`PlanViews.from_description` makes it from the robot description (core/kinematics.py);
+:func:`envelope_and_views` makes the policy node's safety envelope and views from its settings.
 Orientations are left as identity: the paths carry positions. Nothing is computed for a topic
 nobody subscribes to.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+import dataclasses
 
 from geometry_msgs.msg import Point, PoseStamped
 from nav_msgs.msg import Path
@@ -30,14 +32,17 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
 
-from dreamzero_ros.core.envelope import EnvelopeConfig
+from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.plan_geometry import (
     ExecutedPath,
     ForwardKinematics,
     description_fk,
     end_effector_path,
     envelope_outline,
+    plan_frames,
 )
+from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.ros.conversions import to_time
 
 LATCHED = QoSProfile(
@@ -187,3 +192,48 @@ class PlanViews:
         """Destroy the publishers."""
         for publisher in (self._plan, self._executed_pub, self._envelope):
             self._node.destroy_publisher(publisher)
+
+
+def envelope_and_views(
+    node: Node,
+    settings: NodeSettings,
+    description: RobotDescription | None,
+    arm_joints: Sequence[str],
+    views: bool = True,
+) -> tuple[Envelope | None, PlanViews | None]:
+    """The policy node's safety envelope and (with ``views``) plan views over ``arm_joints``.
+
+    ``arm_joints`` are every arm column's joint (all trajectory groups of a robot with several
+    arms), so the envelope's links may lie on any of them. The envelope is None when
+    envelope.enabled is false; the plan views where no ``description`` was read, plan.enabled
+    is false or ``views`` is (which checks what the views need without making them).
+
+    Raises:
+        ValueError: the description is missing or lacks a joint, link or frame named.
+
+    """
+    urdf = description.urdf if description is not None else None
+    envelope = plan_views = None
+    if settings.envelope.enabled:
+        if urdf is None:
+            raise ValueError(
+                'envelope.enabled needs the robot description: set '
+                'robot_description.source to topic (robot_state_publisher) or file'
+            )
+        envelope = Envelope.from_description(urdf, arm_joints, settings.envelope_config)
+        if views:
+            node.get_logger().info(
+                f'safety envelope on {", ".join(settings.envelope.links)} in '
+                f'{settings.envelope.frame or "the description root"}'
+            )
+    if urdf is not None and settings.plan.enabled:
+        arm = tuple(arm_joints)
+        link, frame = plan_frames(urdf, arm, settings.plan.link, settings.envelope.frame)
+        envelope_config = dataclasses.replace(settings.envelope_config, frame=frame)
+        if not views:
+            description_fk(urdf, arm, link, frame)  # raises as the views would
+        else:
+            plan_views = PlanViews.from_description(
+                node, urdf, arm, link, envelope_config, settings.envelope.enabled
+            )
+    return envelope, plan_views

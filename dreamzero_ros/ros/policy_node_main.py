@@ -70,28 +70,18 @@ class StopRequest:
             pass
 
 
-def _parameter_help() -> str:
-    from dreamzero_ros.core import node_config
-
-    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for spec in node_config.PARAMETERS:
-        extra = f'; in [{spec.range[0]}, {spec.range[1]}]' if spec.range else ''
-        if spec.choices:
-            extra += f'; one of {", ".join(spec.choices)}'
-        lines.append(f'  {spec.name} (default {spec.default!r}{extra}): {spec.description}')
-    return '\n'.join(lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-policy-node``: ROS arguments only."""
     from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
+    from dreamzero_ros.core.node_config import PARAMETERS
+    from dreamzero_ros.parameter_schema import parameters_help
 
     return new_parser(
         'dreamzero-policy-node',
         'DreamZero policy node (ROS 2 lifecycle node). Example:\n'
         '  dreamzero-policy-node --ros-args --params-file config/cpu_small.yaml \\\n'
         '      -p engine.checkpoint:=/path/to/ckpt',
-        epilog=f'{_parameter_help()}\n\n{EXIT_CODES_HELP}',
+        epilog=f'{parameters_help(PARAMETERS)}\n\n{EXIT_CODES_HELP}',
         formatter_class=ListingHelpFormatter,
     )
 

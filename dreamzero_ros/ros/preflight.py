@@ -39,7 +39,8 @@ from dreamzero_ros.console import add_debug_option, run_tool
 from dreamzero_ros.core import preflight, preflight_groups
 from dreamzero_ros.core.controller_watch import odometry_problem
 from dreamzero_ros.core.envelope import Envelope
-from dreamzero_ros.core.node_config import NODE_NAME, NodeSettings, build_settings, read_params_file
+from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
+from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.core.preflight import Check
 
 #: Longest --duration: a preflight listens for seconds, not for hours.

@@ -20,7 +20,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from dreamzero_ros.core.node_config import RobotDescriptionSettings
+from dreamzero_ros.core.node_parameters import RobotDescriptionSettings
 from dreamzero_ros.core.robot_description import RobotDescription
 from dreamzero_ros.ros.polled_inputs import PolledCallbackGroup
 

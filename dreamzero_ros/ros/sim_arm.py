@@ -68,9 +68,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
-import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -79,171 +78,69 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
 from dreamzero_ros.core.command_check import CommandLimits, FollowerCheck
 from dreamzero_ros.core.controller_identity import controller_node
-from dreamzero_ros.core.envelope import EnvelopeConfig
 from dreamzero_ros.core.gripper import GripperConfig
 from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
 from dreamzero_ros.core.kinematics import LinkPoints
 from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.core.process_lifetime import ParentWatchdog
 from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.core.sim_arm_parameters import SimArmParameters
 from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
-from dreamzero_ros.core.trajectory import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
+from dreamzero_ros.parameter_schema import build, parameter_specs
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg
 from dreamzero_ros.ros.description_tf import NO_TF, description_tf
-from dreamzero_ros.ros.parameters import refuse_unknown_overrides
-from dreamzero_ros.ros.ros_arguments import tool_arguments
+from dreamzero_ros.ros.parameters import declare_parameters
+from dreamzero_ros.ros.sim_action_servers import (
+    serve_follow_joint_trajectory,
+    serve_gripper_command,
+)
+from dreamzero_ros.ros.sim_controllers import (
+    SimBase,
+    SimGripper,
+    TrajectoryController,
+    odometry_msg,
+)
+from dreamzero_ros.ros.sim_robot_main import robot_parser, run_robot
 
-#: Franka Panda "ready" pose: the default start of the simulated arm.
-PANDA_READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
-GRIPPER_INTERFACES = ('action', 'float64', 'joint_trajectory', 'none')
-#: The points checked against the table: those the policy node's envelope checks (the
-#: Panda's flange and both fingertips), so that both report the same table.
-TABLE_POINTS = EnvelopeConfig()
-#: The exit codes, in --help.
-EXIT_CODES_HELP = 'exit codes: 0 stopped (Ctrl-C), 2 invalid arguments or parameters'
 #: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
 HARDWARE_ID = 'dreamzero_sim_arm'
-
-PARAMETERS: dict[str, tuple[Any, str]] = {
-    'joints': ([f'panda_joint{i}' for i in range(1, 8)], 'Joints of the arm controller.'),
-    'initial_positions': (PANDA_READY, 'Start positions of the joints, rad.'),
-    'controller': ('joint_trajectory_controller', 'Controller name (topic namespace).'),
-    'allow_partial_joints_goal': (False, 'JTC: accept trajectories naming some of the joints.'),
-    'allow_nonzero_velocity_at_trajectory_end': (
-        False,
-        'JTC: accept trajectories whose last point moves.',
-    ),
-    'joint_states_topic': ('joint_states', 'sensor_msgs/JointState output.'),
-    'rate_hz': (100.0, 'Update and joint_states rate, Hz.'),
-    'gripper.joint': ('panda_finger_joint1', 'Gripper joint in joint_states; empty: no gripper.'),
-    'gripper.interface': (
-        'joint_trajectory',
-        f'One of: {", ".join(GRIPPER_INTERFACES)} (action needs control_msgs).',
-    ),
-    'gripper.name': (
-        'gripper_controller/joint_trajectory',
-        'Action name (action) or topic (float64, joint_trajectory) of the gripper command.',
-    ),
-    'gripper.initial_position': (0.04, 'Start position of the gripper joint (Franka: open).'),
-    'gripper.speed': (0.1, 'Finger speed, joint units per second.'),
-    'robot_description_file': ('', 'URDF of the arm; empty: the packaged Franka Panda.'),
-    'publish_robot_description': (
-        True,
-        'Publish the description on robot_description (transient local), as '
-        'robot_state_publisher does.',
-    ),
-    'publish_tf': (
-        True,
-        "Publish the description's link frames on /tf (moving joints, with each joint state) "
-        'and /tf_static (fixed joints), as robot_state_publisher does; needs tf2_msgs.',
-    ),
-    'table.height': (
-        0.0,
-        'Height of the table plane in table.frame, m: points of table.links below it are '
-        'reported on /diagnostics.',
-    ),
-    'table.frame': ('panda_link0', 'Link of the description the table height is given in.'),
-    'table.links': (
-        list(TABLE_POINTS.links),
-        'Links whose points are checked against the table (as envelope.links: the flange and '
-        'fingertips).',
-    ),
-    'table.link_offsets': (
-        TABLE_POINTS.offsets.ravel().tolist(),
-        'x, y, z of each checked point in its link, m, 3 per link (Panda fingertips: 0.045).',
-    ),
-    'limits.max_acceleration': (
-        list(PANDA_MAX_ACCELERATION),
-        'Acceleration limit of each arm joint, rad/s^2, for the checks of the 1 kHz command '
-        '(Panda datasheet); position and velocity limits come from the description.',
-    ),
-    'limits.max_jerk': (
-        list(PANDA_MAX_JERK),
-        'Jerk limit of each arm joint, rad/s^3, for the checks of the 1 kHz command (Panda '
-        'datasheet).',
-    ),
-    'action_groups': (
-        '',
-        'Serve every group of this groups file or shipped embodiment tag (agibot, yam) '
-        'instead of the single arm and gripper above; joints start at initial_positions when '
-        'it has one value per trajectory joint, else at 0, grippers at their open position.',
-    ),
-    'base_timeout': (0.5, 'A base stops when no Twist came for this long, s.'),
-}
-
-
-class _JointGroup:
-    """One simulated joint_trajectory_controller: its rules, follower and counts."""
-
-    def __init__(self, spec: GroupSpec, rules: ControllerRules, start: np.ndarray) -> None:
-        self.spec = spec
-        self.rules = rules
-        self.follower = TrajectoryFollower(rules.joints, start)
-        self.accepted = 0
-        self.rejected = 0
-        #: Counts the trajectories accepted: an action goal runs while it is the newest.
-        self.generation = 0
-
-
-class _Gripper:
-    """One simulated gripper joint moving towards its target."""
-
-    def __init__(self, spec: GroupSpec, position: float) -> None:
-        self.spec = spec
-        self.position = position
-        self.target = position
-        self.velocity = 0.0
-        self.goal_generation = 0
-
-
-class _Base:
-    """A mobile base integrating its last Twist command into a planar pose."""
-
-    def __init__(self, spec: GroupSpec) -> None:
-        self.spec = spec
-        self.command = Twist()
-        self.commanded_at = -np.inf
-        self.pose = np.zeros(3)  # x, y, yaw
 
 
 class SimArm(Node):
     """The simulated robot: every group's controller.
 
     A subclass that moves the joints itself (``dreamzero-sim``: physics) sets ``TIMER_DRIVEN``
-    False, calls the controllers from its own loop and overrides :meth:`_gripper_reached`.
+    False, calls the controllers from its own loop and overrides :meth:`gripper_reached`.
     """
 
     #: Whether a timer at ``rate_hz`` moves the joints (:meth:`_tick`).
     TIMER_DRIVEN = True
-    #: Every parameter the node declares (a subclass adds its own): others are refused.
-    DECLARED: ClassVar[dict[str, tuple[Any, str]]] = PARAMETERS
+    #: The parameters the node declares (a subclass adds its own): others are refused.
+    PARAMETERS: ClassVar[type[SimArmParameters]] = SimArmParameters
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        refuse_unknown_overrides(self, self.DECLARED)
+        specs = declare_parameters(self, parameter_specs(self.PARAMETERS))
+        #: The parameters, read once at the start (``seed`` alone changes later).
+        values = {name: self.get_parameter(name).value for name in specs}
+        self.settings = build(self.PARAMETERS, values)
         #: The node's clock at its start: its internal times are seconds since (exact to
         #: nanoseconds, as the 1 kHz checks need).
         self._epoch_ns = self.get_clock().now().nanoseconds
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, _descriptor(description))
-        value = self._value
-        if value('gripper.interface') not in GRIPPER_INTERFACES:
-            raise ValueError(f'gripper.interface must be one of {GRIPPER_INTERFACES}')
-        controller = value('controller')
-        if value('action_groups'):
-            specs = load_groups(value('action_groups'), EMBODIMENTS_DIR)
+        settings = self.settings
+        controller = settings.controller
+        if settings.action_groups:
+            groups = load_groups(settings.action_groups, EMBODIMENTS_DIR)
         else:
-            specs = single_arm_groups(
-                value('joints'),
+            groups = single_arm_groups(
+                settings.joints,
                 f'{controller}/joint_trajectory',
-                value('gripper.joint'),
-                value('gripper.interface'),
-                value('gripper.name'),
+                settings.gripper.joint,
+                settings.gripper.interface,
+                settings.gripper.name,
                 GripperConfig(),
                 0.0,
                 0.5,
@@ -251,22 +148,22 @@ class SimArm(Node):
         self.accepted = 0
         self.rejected = 0
         self.last_rejection = ''
-        self.table_height = float(value('table.height'))
+        self.table_height = settings.table.height
         #: The single arm's description and the points checked against the table; a group
         #: layout (action_groups) has neither.
         self.description = ''
         self.table_points: LinkPoints | None = None
-        if not value('action_groups'):
-            path = value('robot_description_file')
+        if not settings.action_groups:
+            path = settings.robot_description_file
             self.description = RobotDescription.parse(  # bounded before pinocchio reads it
                 _read_description(path), source=path or 'the packaged Panda'
             ).urdf
             self.table_points = LinkPoints(
                 self.description,
-                value('joints'),
-                value('table.links'),
-                np.array(value('table.link_offsets')),
-                value('table.frame'),
+                settings.joints,
+                settings.table.links,
+                np.array(settings.table.link_offsets),
+                settings.table.frame,
             )
         #: A Franka's checks of the single arm's 1 kHz command (None for a group layout).
         self.check: FollowerCheck | None = None
@@ -274,12 +171,13 @@ class SimArm(Node):
         #: Updates with a point below the table; the lowest point reached (link, z).
         self.below_table = 0
         self.lowest: tuple[str, float] = ('', np.inf)
-        self._lock = threading.Lock()
-        self._last_update = self._now()
-        self._group = ReentrantCallbackGroup()
-        self.joint_groups: list[_JointGroup] = []
-        self.grippers: list[_Gripper] = []
-        self.bases: list[_Base] = []
+        #: Guards the controllers' state (followers, grippers, bases) and the table checks.
+        self.lock = threading.Lock()
+        self._last_update = self.now()
+        self.callback_group = ReentrantCallbackGroup()
+        self.joint_groups: list[TrajectoryController] = []
+        self.grippers: list[SimGripper] = []
+        self.bases: list[SimBase] = []
         self._states: dict[str, Any] = {}
         self._odometry: dict[str, Any] = {}
         #: The controller nodes, by fully qualified name (see the module's docstring).
@@ -288,7 +186,7 @@ class SimArm(Node):
         self._waiting: list[Future] = []
         self._rejections = self.create_publisher(String, '~/rejected', 10)
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        if self.description and value('publish_robot_description'):
+        if self.description and settings.publish_robot_description:
             latched = QoSProfile(
                 depth=1,
                 reliability=ReliabilityPolicy.RELIABLE,
@@ -297,30 +195,31 @@ class SimArm(Node):
             self._description = self.create_publisher(String, 'robot_description', latched)
             self._description.publish(String(data=self.description))
         self._tf = None
-        tf_wanted = bool(self.description and value('publish_tf') and self.TIMER_DRIVEN)
+        tf_wanted = bool(self.description and settings.publish_tf and self.TIMER_DRIVEN)
         if tf_wanted:
             self._tf = description_tf(self, self.description)
         #: Said in the ready line: why the link frames are not on tf though they should be.
         self._tf_note = NO_TF if tf_wanted and self._tf is None else ''
         self._status_name = f'{self.get_name()}: {controller}'
-        self._create_groups(specs, bool(value('action_groups')))
+        self._create_groups(groups, bool(settings.action_groups))
         if self.description:
             self.check = self._command_check(self.joint_groups[0].follower)
         if self.TIMER_DRIVEN:
-            self.create_timer(1.0 / value('rate_hz'), self._tick, callback_group=self._group)
-        self.create_timer(1.0, self._publish_diagnostics)
+            self.create_timer(
+                1.0 / settings.rate_hz, self._tick, callback_group=self.callback_group
+            )
+        self.create_timer(1.0, self.publish_diagnostics)
 
     # ------------------------------------------------------------------------ set-up
 
     def _create_groups(self, specs: tuple[GroupSpec, ...], from_groups: bool) -> None:
-        value = self._value
         joints = [j for spec in specs if spec.output != 'gripper' for j in spec.joints]
-        initial = list(value('initial_positions'))
+        initial = list(self.settings.initial_positions)
         if from_groups and len(initial) != len(joints):
             initial = [0.0] * len(joints)
         starts = iter(initial)
         for spec in specs:
-            topic = spec.state_topic or value('joint_states_topic')
+            topic = spec.state_topic or self.settings.joint_states_topic
             if topic not in self._states and (spec.joints or spec.output == 'gripper'):
                 self._states[topic] = self.create_publisher(JointState, topic, 10)
             if spec.output in ('joint_trajectory', 'follow_joint_trajectory', 'none'):
@@ -334,15 +233,15 @@ class SimArm(Node):
                 self._add_base(spec)
 
     def _add_joint_group(self, spec: GroupSpec, start: np.ndarray, from_groups: bool) -> None:
-        value = self._value
+        settings = self.settings
         rules = ControllerRules(
             spec.joints,
-            allow_partial_joints_goal=value('allow_partial_joints_goal'),
-            allow_nonzero_velocity_at_trajectory_end=value(
-                'allow_nonzero_velocity_at_trajectory_end'
+            allow_partial_joints_goal=settings.allow_partial_joints_goal,
+            allow_nonzero_velocity_at_trajectory_end=(
+                settings.allow_nonzero_velocity_at_trajectory_end
             ),
         )
-        group = _JointGroup(spec, rules, start)
+        group = TrajectoryController(spec, rules, start)
         self.joint_groups.append(group)
         host = self._controller(spec, joints=list(spec.joints))
         if spec.output == 'joint_trajectory':
@@ -353,33 +252,7 @@ class SimArm(Node):
                 10,
             )
         elif spec.output == 'follow_joint_trajectory':
-            try:
-                from control_msgs.action import FollowJointTrajectory
-            except ImportError as error:
-                raise RuntimeError(
-                    f'action group {spec.name!r}: follow_joint_trajectory needs control_msgs; '
-                    'install it (ros-<distro>-control-msgs) or use output joint_trajectory'
-                ) from error
-            from rclpy.action import ActionServer, CancelResponse, GoalResponse
-
-            self._trajectory_type = FollowJointTrajectory
-
-            def check(request: Any, group: _JointGroup = group) -> GoalResponse:
-                reason = self._check_trajectory(group, request.trajectory)
-                return GoalResponse.REJECT if reason else GoalResponse.ACCEPT
-
-            async def execute(handle: Any, group: _JointGroup = group) -> Any:
-                return await self._execute_trajectory_goal(group, handle)
-
-            ActionServer(
-                host,
-                FollowJointTrajectory,
-                self.resolve_topic_name(spec.target),
-                execute,
-                goal_callback=check,
-                cancel_callback=lambda goal: CancelResponse.ACCEPT,
-                callback_group=self._group,
-            )
+            serve_follow_joint_trajectory(self, host, group)
 
     def nodes(self) -> tuple[Node, ...]:
         """The nodes to spin: this one, then its controllers'."""
@@ -406,14 +279,14 @@ class SimArm(Node):
             for g in self.grippers
         ]
         parts += [f'a base on {b.spec.target}' for b in self.bases]
-        rate = self._value('rate_hz')
+        rate = self.settings.rate_hz
         tf_note = f'; {self._tf_note}' if self._tf_note else ''
         return f'ready: {", ".join(parts) or "nothing"}; joint states at {rate:g} Hz{tf_note}'
 
     def _add_gripper(self, spec: GroupSpec, from_groups: bool) -> None:
-        value = self._value
-        position = spec.gripper.open_position if from_groups else value('gripper.initial_position')
-        gripper = _Gripper(spec, float(position))
+        initial = self.settings.gripper.initial_position
+        position = spec.gripper.open_position if from_groups else initial
+        gripper = SimGripper(spec, float(position))
         self.grippers.append(gripper)
         interface, name = spec.gripper_interface, self.resolve_topic_name(spec.target)
         host = self
@@ -430,31 +303,10 @@ class SimArm(Node):
                 JointTrajectory, name, lambda msg: self._on_gripper_trajectory(gripper, msg), 10
             )
         elif interface == 'action':
-            try:
-                from control_msgs.action import GripperCommand
-            except ImportError as error:
-                raise RuntimeError(
-                    'gripper.interface action needs control_msgs (GripperCommand); install it '
-                    '(ros-<distro>-control-msgs) or choose float64 / joint_trajectory'
-                ) from error
-            from rclpy.action import ActionServer, CancelResponse
-
-            self._gripper_type = GripperCommand
-
-            async def execute(handle: Any) -> Any:
-                return await self._execute_gripper_goal(gripper, handle)
-
-            ActionServer(
-                host,
-                GripperCommand,
-                name,
-                execute,
-                cancel_callback=lambda goal: CancelResponse.ACCEPT,
-                callback_group=self._group,
-            )
+            serve_gripper_command(self, host, name, gripper)
 
     def _add_base(self, spec: GroupSpec) -> None:
-        base = _Base(spec)
+        base = SimBase(spec)
         self.bases.append(base)
         self._controller(spec).create_subscription(
             Twist, self.resolve_topic_name(spec.target), lambda msg: self._on_twist(base, msg), 10
@@ -467,10 +319,10 @@ class SimArm(Node):
         limits = CommandLimits.of_description(
             RobotDescription.parse(self.description),
             follower.joints,
-            self._value('limits.max_acceleration'),
-            self._value('limits.max_jerk'),
+            self.settings.limits.max_acceleration,
+            self.settings.limits.max_jerk,
         )
-        return FollowerCheck(follower, limits, self._now())
+        return FollowerCheck(follower, limits, self.now())
 
     def _controller(self, spec: GroupSpec, **parameters: Any) -> Node:
         """The node serving ``spec``'s target: its controller's, or this one without a name.
@@ -497,20 +349,18 @@ class SimArm(Node):
                 value = [*node.get_parameter(key).value, *value]
                 node.set_parameters([Parameter(key, value=value)])
             elif not node.has_parameter(key):
-                node.declare_parameter(key, value, _descriptor(f'{key} of the controller.'))
+                described = ParameterDescriptor(description=f'{key} of the controller.')
+                node.declare_parameter(key, value, described)
         return node
 
-    def _next_update(self) -> Future:
+    def next_update(self) -> Future:
         """A future that the next update of the simulation completes."""
         future = Future()
-        with self._lock:
+        with self.lock:
             self._waiting.append(future)
         return future
 
-    def _value(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
-    def _now(self) -> float:
+    def now(self) -> float:
         """Seconds since the node's start on its clock."""
         return (self.get_clock().now().nanoseconds - self._epoch_ns) * 1e-9
 
@@ -525,62 +375,33 @@ class SimArm(Node):
         """Position of the first gripper (the single arm's)."""
         return self.grippers[0].position if self.grippers else 0.0
 
-    def _set_target(self, gripper: _Gripper, position: float) -> None:
-        with self._lock:
+    def _set_target(self, gripper: SimGripper, position: float) -> None:
+        with self.lock:
             gripper.target = float(position)
 
-    def _on_gripper_trajectory(self, gripper: _Gripper, msg: JointTrajectory) -> None:
+    def _on_gripper_trajectory(self, gripper: SimGripper, msg: JointTrajectory) -> None:
         joint = gripper.spec.gripper_joint
         if joint in msg.joint_names and msg.points:
             index = list(msg.joint_names).index(joint)
             self._set_target(gripper, msg.points[-1].positions[index])
 
-    async def _execute_gripper_goal(self, gripper: _Gripper, goal_handle: Any) -> Any:
-        """Move to the goal's position; a newer goal preempts this one (it is aborted)."""
-        with self._lock:
-            gripper.goal_generation += 1
-            generation = gripper.goal_generation
-            gripper.target = float(goal_handle.request.command.position)
-        label = f' ({gripper.spec.name})' if len(self.grippers) > 1 else ''
-        self.get_logger().info(f'gripper goal{label}: position {gripper.target:.4f}')
-        result = self._gripper_type.Result()
-        while rclpy.ok():
-            with self._lock:
-                preempted = generation != gripper.goal_generation
-                position, reached = gripper.position, self._gripper_reached(gripper)
-            result.position, result.reached_goal = position, reached
-            if preempted:
-                goal_handle.abort()
-                return result
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-                return result
-            if result.reached_goal:
-                goal_handle.succeed()
-                return result
-            feedback = self._gripper_type.Feedback(position=position)
-            goal_handle.publish_feedback(feedback)
-            await self._next_update()
-        goal_handle.abort()
-        return result
-
-    def _gripper_reached(self, gripper: _Gripper) -> bool:
+    def gripper_reached(self, gripper: SimGripper) -> bool:
         """Whether a gripper goal is done (under the lock): the fingers at their target."""
         return abs(gripper.position - gripper.target) < 1e-6
 
-    def _on_twist(self, base: _Base, msg: Twist) -> None:
-        with self._lock:
+    def _on_twist(self, base: SimBase, msg: Twist) -> None:
+        with self.lock:
             base.command = msg
-            base.commanded_at = self._now()
+            base.commanded_at = self.now()
 
-    def _on_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> None:
-        if not self._check_trajectory(group, msg):
-            self._accept(group, msg)
-        self._publish_diagnostics()
+    def _on_trajectory(self, group: TrajectoryController, msg: JointTrajectory) -> None:
+        if not self.check_trajectory(group, msg):
+            self.accept(group, msg)
+        self.publish_diagnostics()
 
-    def _check_trajectory(self, group: _JointGroup, msg: JointTrajectory) -> str:
+    def check_trajectory(self, group: TrajectoryController, msg: JointTrajectory) -> str:
         """Why JTC would reject ``msg`` now (logged, published and counted), or ''."""
-        reason = validate(trajectory_from_msg(msg, self._epoch_ns), group.rules, self._now())
+        reason = validate(trajectory_from_msg(msg, self._epoch_ns), group.rules, self.now())
         if reason:
             if len(self.joint_groups) > 1:
                 reason = f'{group.spec.name}: {reason}'
@@ -591,11 +412,11 @@ class SimArm(Node):
             self._rejections.publish(String(data=reason))
         return reason
 
-    def _accept(self, group: _JointGroup, msg: JointTrajectory) -> int:
+    def accept(self, group: TrajectoryController, msg: JointTrajectory) -> int:
         """Follow ``msg`` from now on; the number of the goal it preempts the others with."""
-        now = self._now()
+        now = self.now()
         trajectory = trajectory_from_msg(msg, self._epoch_ns)
-        with self._lock:
+        with self.lock:
             if self.check is not None and group.follower is self.check.follower:
                 self.check.accept(trajectory, now)
             else:
@@ -606,40 +427,11 @@ class SimArm(Node):
             group.generation += 1
             return group.generation
 
-    async def _execute_trajectory_goal(self, group: _JointGroup, goal_handle: Any) -> Any:
-        """Follow an accepted goal until its last point (succeeded) or the next goal (canceled)."""
-        from rclpy.impl.implementation_singleton import rclpy_implementation
-
-        generation = self._accept(group, goal_handle.request.trajectory)
-        self._publish_diagnostics()
-        result = self._trajectory_type.Result()
-        while rclpy.ok():
-            with self._lock:
-                preempted = generation != group.generation
-                end = group.follower.end_time
-            if preempted or goal_handle.is_cancel_requested:
-                # JTC cancels a preempted goal with INVALID_GOAL and this string
-                if not goal_handle.is_cancel_requested:
-                    # as rclpy's server does on a cancel request
-                    goal_handle._update_state(rclpy_implementation.GoalEvent.CANCEL_GOAL)
-                result.error_code = result.INVALID_GOAL if preempted else result.SUCCESSFUL
-                result.error_string = (
-                    'Current goal cancelled due to new incoming action.' if preempted else ''
-                )
-                goal_handle.canceled()
-                return result
-            if end is not None and self._now() >= end:
-                result.error_code = result.SUCCESSFUL
-                goal_handle.succeed()
-                return result
-            await self._next_update()
-        goal_handle.abort()
-        return result
-
     # ------------------------------------------------------------------------ state
 
-    def _publish_diagnostics(self) -> None:
-        with self._lock:
+    def publish_diagnostics(self) -> None:
+        """``/diagnostics``: trajectories accepted and rejected, the table, the 1 kHz checks."""
+        with self.lock:
             gripper = self.gripper_position
             below, (lowest_link, lowest_z) = self.below_table, self.lowest
             command = self._command_values()
@@ -668,7 +460,7 @@ class SimArm(Node):
         report = StatusReport(level, message, tuple(values))
         self._diagnostics.publish(
             diagnostics_msg(
-                self._epoch_ns * 1e-9 + self._now(), self._status_name, report, HARDWARE_ID
+                self._epoch_ns * 1e-9 + self.now(), self._status_name, report, HARDWARE_ID
             )
         )
 
@@ -683,11 +475,11 @@ class SimArm(Node):
         return monitor.diagnostics()
 
     def _tick(self) -> None:
-        now = self._now()
+        now = self.now()
         states: dict[str, tuple[list, list, list]] = {}
-        default_topic = self._value('joint_states_topic')
+        default_topic = self.settings.joint_states_topic
         odometry = []
-        with self._lock:
+        with self.lock:
             elapsed = max(0.0, now - self._last_update)
             self._last_update = now
             if self.check is not None:
@@ -702,7 +494,7 @@ class SimArm(Node):
                 velocities += list(group.follower.velocity)
             if self.table_points is not None:
                 self._check_table(self.joint_groups[0].follower.position)
-            step = self._value('gripper.speed') * elapsed
+            step = self.settings.gripper.speed * elapsed
             for gripper in self.grippers:
                 delta = float(np.clip(gripper.target - gripper.position, -step, step))
                 gripper.position += delta
@@ -712,10 +504,9 @@ class SimArm(Node):
                 names.append(gripper.spec.gripper_joint)
                 positions.append(gripper.position)
                 velocities.append(delta / elapsed if elapsed > 0 else 0.0)
-            timeout = self._value('base_timeout')
+            timeout = self.settings.base_timeout
             for base in self.bases:
-                command = base.command if now - base.commanded_at <= timeout else Twist()
-                base.pose += _planar_step(base.pose[2], command, elapsed)
+                command = base.move(now, elapsed, timeout)
                 odometry.append((base, command))
             waiting, self._waiting = self._waiting, []
         for topic, (names, positions, velocities) in states.items():
@@ -726,7 +517,7 @@ class SimArm(Node):
                 self._tf.publish(msg.header.stamp, names, positions)
         for base, command in odometry:
             self._odometry[base.spec.name].publish(
-                _odometry_msg(self._stamp(now), base.pose, command)
+                odometry_msg(self._stamp(now), base.pose, command)
             )
         for future in waiting:  # the action goals see this update
             future.set_result(None)
@@ -741,26 +532,6 @@ class SimArm(Node):
             self.below_table += 1
 
 
-def _planar_step(yaw: float, twist: Twist, seconds: float) -> np.ndarray:
-    """Change of ``(x, y, yaw)`` over ``seconds`` at ``twist`` (body frame)."""
-    forward, sideways = twist.linear.x, twist.linear.y
-    dx = (forward * np.cos(yaw) - sideways * np.sin(yaw)) * seconds
-    dy = (forward * np.sin(yaw) + sideways * np.cos(yaw)) * seconds
-    return np.array([dx, dy, twist.angular.z * seconds])
-
-
-def _odometry_msg(stamp: Any, pose: np.ndarray, twist: Twist) -> Odometry:
-    msg = Odometry()
-    msg.header.stamp = stamp
-    msg.header.frame_id = 'odom'
-    msg.child_frame_id = 'base_link'
-    msg.pose.pose.position.x, msg.pose.pose.position.y = float(pose[0]), float(pose[1])
-    msg.pose.pose.orientation.z = float(np.sin(pose[2] / 2))
-    msg.pose.pose.orientation.w = float(np.cos(pose[2] / 2))
-    msg.twist.twist = twist
-    return msg
-
-
 def _read_description(path: str) -> str:
     """The URDF in ``path``, or the packaged Franka Panda's."""
     if path:
@@ -771,74 +542,9 @@ def _read_description(path: str) -> str:
     return (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 
 
-def _descriptor(description: str) -> Any:
-    from rcl_interfaces.msg import ParameterDescriptor
-
-    return ParameterDescriptor(description=description)
-
-
-def parameters_parser(
-    prog: str, description: str, parameters: dict[str, tuple[Any, str]]
-) -> argparse.ArgumentParser:
-    """Command-line interface of a simulated robot: ROS arguments only, its parameters listed."""
-    lines = ['parameters (set with --ros-args -p name:=value or --params-file file.yaml):']
-    for name, (default, text) in parameters.items():
-        lines.append(f'  {name} (default {default!r}): {text}')
-    lines.append(f'\n{EXIT_CODES_HELP}')
-    return new_parser(
-        prog,
-        description,
-        usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
-        epilog='\n'.join(lines),
-        formatter_class=ListingHelpFormatter,
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
-    return parameters_parser('dreamzero-sim-arm', __doc__, PARAMETERS)
-
-
-def run_robot(
-    prog: str, parser: argparse.ArgumentParser, make: type[SimArm], args: list[str] | None
-) -> int:
-    """Run a simulated robot node (``make()``) until Ctrl-C; a bad parameter ends in one line.
-
-    It ends with its parent process too (``ros2 launch`` killed: no simulated robot left).
-    """
-    watchdog = ParentWatchdog(None).start()
-    argv = sys.argv[1:] if args is None else args
-    try:
-        parser.parse_args(tool_arguments(argv))
-    except ValueError as error:
-        parser.error(str(error))
-    rclpy.init(args=[prog, *argv])
-    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
-    node = None
-    try:
-        node = make()
-        node.start()
-    except (OSError, RuntimeError, ValueError) as error:
-        print(f'{prog}: {error}', file=sys.stderr)
-        if node is not None:
-            node.stop()
-            node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=2)
-    for each in node.nodes():
-        executor.add_node(each)
-    node.get_logger().info(node.ready_line())
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.stop()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return robot_parser('dreamzero-sim-arm', __doc__, SimArmParameters)
 
 
 def main(args: list[str] | None = None) -> int:

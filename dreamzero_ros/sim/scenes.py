@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from dreamzero_ros.droid_clips import FRANKA_HOME
+from dreamzero_ros.core.panda import PANDA_READY
 from dreamzero_ros.sim.urdf_model import LinkMeshes, robot_mjcf
 
 MODELS = Path(str(resources.files('dreamzero_ros') / 'sim' / 'models'))
@@ -347,7 +347,7 @@ def droid_scene(description: str | None = None) -> Scene:
         ('panda_finger_joint1',),
         (WRIST_CAMERA.name, *(camera.name for camera in DROID_CAMERAS)),
         DROID_OBJECTS,
-        tuple(float(q) for q in FRANKA_HOME),
+        PANDA_READY,
         description,
         ('panda_finger_joint1_tcp',),
         ('panda_leftfinger', 'panda_rightfinger'),

@@ -90,6 +90,19 @@ def _phi_coefficients(hh: float, order: int) -> list[float]:
     return b
 
 
+def _first_order(s0: float, t: float) -> tuple[float, float, float, float]:
+    """The first-order (bh2) step from sigma ``s0`` to ``t``, which both solvers start from.
+
+    Returns ``(h, scale, w_sample, w_x0)``: the log-SNR change ``h``, ``scale`` =
+    ``alpha_t * B(h)`` with ``B(h) = e^-h - 1`` (what the higher-order terms are weighted by),
+    and the weights of the sample and of the x0 prediction at ``s0``.
+    """
+    alpha_t = 1.0 - t
+    h = _log_snr(t) - _log_snr(s0)
+    b_h = math.expm1(-h)
+    return h, alpha_t * b_h, t / s0, -alpha_t * b_h
+
+
 def _predictor_weights(sigmas: list[float], i: int, order: int) -> tuple[float, float, float]:
     """UniP step from ``sigmas[i]`` to ``sigmas[i + 1]``: weights of (sample, x0_i, x0_{i-1})."""
     s0, t = sigmas[i], sigmas[i + 1]
@@ -98,18 +111,12 @@ def _predictor_weights(sigmas: list[float], i: int, order: int) -> tuple[float, 
         if order != 1:
             raise ValueError('a step to sigma 0 must be of order 1')
         return 0.0, 1.0, 0.0
-    alpha_t = 1.0 - t
-    h = _log_snr(t) - _log_snr(s0)
-    hh = -h
-    h_phi_1 = math.expm1(hh)
-    b_h = math.expm1(hh)
-    w_sample = t / s0
-    w_x0 = -alpha_t * h_phi_1
+    h, scale, w_sample, w_x0 = _first_order(s0, t)
     w_x0_prev = 0.0
     if order == 2:
         rk = (_log_snr(sigmas[i - 1]) - _log_snr(s0)) / h
         # D1 = (x0_{i-1} - x0_i) / rk, weighted by rho_p = 1/2.
-        coeff = alpha_t * b_h * 0.5 / rk
+        coeff = scale * 0.5 / rk
         w_x0 += coeff
         w_x0_prev -= coeff
     elif order != 1:
@@ -122,30 +129,24 @@ def _corrector_weights(
 ) -> tuple[float, float, float, float]:
     """UniC correction at step ``i``: weights of (last_sample, x0_{i-1}, x0_{i-2}, x0_i)."""
     t, s0 = sigmas[i], sigmas[i - 1]
-    alpha_t = 1.0 - t
-    h = _log_snr(t) - _log_snr(s0)
-    hh = -h
-    h_phi_1 = math.expm1(hh)
-    b_h = math.expm1(hh)
-    w_last = t / s0
-    w_m0 = -alpha_t * h_phi_1
+    h, scale, w_last, w_m0 = _first_order(s0, t)
     w_m1 = 0.0
     if order == 1:
         rho_t = 0.5
     elif order == 2:
         rk = (_log_snr(sigmas[i - 2]) - _log_snr(s0)) / h
-        b1, b2 = _phi_coefficients(hh, 2)
+        b1, b2 = _phi_coefficients(-h, 2)
         # Solve [[1, 1], [rk, 1]] @ rho = b.
         rho_1 = (b1 - b2) / (1.0 - rk)
         rho_t = b1 - rho_1
         # D1 = (x0_{i-2} - x0_{i-1}) / rk.
-        w_m1 -= alpha_t * b_h * rho_1 / rk
-        w_m0 += alpha_t * b_h * rho_1 / rk
+        w_m1 -= scale * rho_1 / rk
+        w_m0 += scale * rho_1 / rk
     else:
         raise ValueError(f'unsupported solver order {order}')
     # D1_t = x0_i - x0_{i-1}.
-    w_now = -alpha_t * b_h * rho_t
-    w_m0 += alpha_t * b_h * rho_t
+    w_now = -scale * rho_t
+    w_m0 += scale * rho_t
     return w_last, w_m0, w_m1, w_now
 
 

@@ -1,0 +1,82 @@
+# Copyright 2026 The dreamzero_ros Authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""The process of a simulated robot: its command line, and its run until Ctrl-C.
+
+``dreamzero-sim-arm`` and ``dreamzero-sim`` take ROS arguments only; ``--help`` lists their
+declared parameters. A bad parameter ends the process in one line (exit code 2); it ends with
+its parent process too (``ros2 launch`` killed: no simulated robot left behind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+
+from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
+from dreamzero_ros.core.process_lifetime import ParentWatchdog
+from dreamzero_ros.parameter_schema import parameter_specs, parameters_help
+from dreamzero_ros.ros.ros_arguments import tool_arguments
+
+if TYPE_CHECKING:
+    from dreamzero_ros.ros.sim_arm import SimArm
+
+#: The exit codes, in --help.
+EXIT_CODES_HELP = 'exit codes: 0 stopped (Ctrl-C), 2 invalid arguments or parameters'
+
+
+def robot_parser(prog: str, description: str, parameters: type) -> argparse.ArgumentParser:
+    """Command line of a simulated robot: ROS arguments only, ``parameters``' fields listed."""
+    return new_parser(
+        prog,
+        description,
+        usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
+        epilog=f'{parameters_help(parameter_specs(parameters))}\n\n{EXIT_CODES_HELP}',
+        formatter_class=ListingHelpFormatter,
+    )
+
+
+def run_robot(
+    prog: str, parser: argparse.ArgumentParser, make: type[SimArm], args: list[str] | None
+) -> int:
+    """Run a simulated robot node (``make()``) until Ctrl-C; a bad parameter ends in one line.
+
+    It ends with its parent process too (``ros2 launch`` killed: no simulated robot left).
+    """
+    watchdog = ParentWatchdog(None).start()
+    argv = sys.argv[1:] if args is None else args
+    try:
+        parser.parse_args(tool_arguments(argv))
+    except ValueError as error:
+        parser.error(str(error))
+    rclpy.init(args=[prog, *argv])
+    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
+    node = None
+    try:
+        node = make()
+        node.start()
+    except (OSError, RuntimeError, ValueError) as error:
+        print(f'{prog}: {error}', file=sys.stderr)
+        if node is not None:
+            node.stop()
+            node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=2)
+    for each in node.nodes():
+        executor.add_node(each)
+    node.get_logger().info(node.ready_line())
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.stop()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
