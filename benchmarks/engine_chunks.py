@@ -12,6 +12,7 @@ from typing import Any
 
 from bench_timing import peak_memory_gib
 from engine_flops import chunk_flops
+from kernel_classes import class_table
 import numpy as np
 import torch
 
@@ -106,8 +107,10 @@ def profile_chunk(infer: Any, device: torch.device, path: str, label: str) -> No
         infer()
     sort = 'cuda_time_total' if device.type == 'cuda' else 'cpu_time_total'
     table = prof.key_averages().table(sort_by=sort, row_limit=60, max_name_column_width=90)
+    classes = class_table(prof, label='in the chunk') if device.type == 'cuda' else ''
+    print(f'\n[{label}] profiled chunk\n{classes}')
     with open(path, 'a') as handle:
-        handle.write(f'\n===== {label}: one chunk =====\n{table}\n')
+        handle.write(f'\n===== {label}: one chunk =====\n{classes}\n{table}\n')
 
 
 def summarise(chunks: list[dict]) -> dict:
