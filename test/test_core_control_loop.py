@@ -43,6 +43,15 @@ def chunk_for(query, value=0.1, horizon=24):
     return ActionChunk(actions, stamp=query.observation.stamp, step_duration=DT)
 
 
+def playing_loop():
+    """A loop (and its cache) playing the answer to its first query (fed at 1.0) since 1.1."""
+    loop, cache = make_loop()
+    feed(cache, 1.0)
+    query = loop.poll(1.0).query
+    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    return loop, cache
+
+
 def test_one_query_in_flight_then_plan():
     loop, cache = make_loop()
     feed(cache, 1.0)
@@ -85,10 +94,7 @@ def test_an_answered_observation_is_not_sent_again_until_new_input_or_a_new_gene
 
 
 def test_stale_input_holds_once_and_discards_the_answer():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     feed(cache, 1.1)
     query = loop.poll(1.1).query
     result = loop.poll(1.7)  # inputs 0.6 s old
@@ -108,10 +114,7 @@ def test_stale_input_holds_once_and_discards_the_answer():
 
 
 def test_holding_ends_with_the_next_good_chunk():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     loop.poll(2.0)
     assert loop.holding
     feed(cache, 2.1)
@@ -143,10 +146,7 @@ def test_prompt_change_discards_and_new_queries_carry_the_prompt():
 
 
 def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_resumed():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     feed(cache, 1.1)
     in_flight = loop.poll(1.1).query
     hold = loop.pause(1.2, 'task canceled')
