@@ -179,9 +179,8 @@ def test_with_tight_position_limits_the_evaluated_spline_never_leaves_them(seed)
     limits = dataclasses.replace(LOOP.limits, lower=lower, upper=upper)
     loop = dataclasses.replace(LOOP, limits=limits)
     records = _records(seed, count=12, period=0.5, amplitude=0.7, center=READY)
-    records = [
-        record._replace(state=np.append(READY, 0.5)) for record in records
-    ]  # the arm starts inside them
+    # the arm starts inside them
+    records = [record._replace(state=np.append(READY, 0.5)) for record in records]
     timed = timed_command_plans(records, loop)
     assert len(timed) >= 10
     for _, plan in timed:  # every plan, its lead-in points included
