@@ -33,7 +33,6 @@ from collections import Counter
 import statistics
 import sys
 import time
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -54,7 +53,7 @@ from dreamzero_ros.core.node_config import build_settings
 from dreamzero_ros.core.panda import PANDA_READY
 from dreamzero_ros.core.safety import apply_limits
 from dreamzero_ros.core.spline_segments import segment_extremes
-from dreamzero_ros.replay.handover import RECEIPT_DELAY
+from dreamzero_ros.replay.handover import RECEIPT_DELAY, ChunkArrival
 
 DT = 1 / 15
 ARM = 7
@@ -62,7 +61,7 @@ ARM = 7
 READY = np.array(PANDA_READY)
 
 
-def records(seed: int, count: int) -> list[SimpleNamespace]:
+def records(seed: int, count: int) -> list[ChunkArrival]:
     """Chunks of a moving, noisy policy at DROID timing, as replay records."""
     rng = np.random.default_rng(seed)
     out = []
@@ -73,14 +72,7 @@ def records(seed: int, count: int) -> list[SimpleNamespace]:
         actions[:, :ARM] = READY + 0.4 * np.sin(1.5 * steps[:, None] + np.arange(ARM))
         actions[:, :ARM] += rng.normal(0, 0.03, (24, ARM))
         out.append(
-            SimpleNamespace(
-                query_time=stamp,
-                stamp=stamp,
-                latency_s=float(rng.uniform(0.2, 0.6)),
-                step_duration=DT,
-                actions=actions,
-                state=actions[0],
-            )
+            ChunkArrival(stamp, stamp, float(rng.uniform(0.2, 0.6)), DT, actions, actions[0])
         )
         stamp += float(rng.uniform(0.5, 1.0))
     return out
@@ -142,7 +134,7 @@ def cubic_lead_in(plan: ActionPlan, previous: ActionPlan, now: float) -> ActionP
     )
 
 
-def cubic_plans(chunks: list[SimpleNamespace], loop: LoopConfig, spent: list[float]):
+def cubic_plans(chunks: list[ChunkArrival], loop: LoopConfig, spent: list[float]):
     """(arrival, plan) of each chunk with cubic points (before)."""
     timed: list[tuple[float, ActionPlan]] = []
     for record in chunks:
@@ -163,7 +155,7 @@ def cubic_plans(chunks: list[SimpleNamespace], loop: LoopConfig, spent: list[flo
     return timed
 
 
-def quintic_plans(chunks: list[SimpleNamespace], loop: LoopConfig, spent: list[float]):
+def quintic_plans(chunks: list[ChunkArrival], loop: LoopConfig, spent: list[float]):
     """(arrival, plan) of each chunk as the node builds it now (after)."""
     timed: list[tuple[float, ActionPlan]] = []
     for record in chunks:

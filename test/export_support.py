@@ -76,6 +76,21 @@ def video_frames(root: Path, meta: dict, episode: int, key: str, times: np.ndarr
     return np.stack([decoded[i][1] for i in indices])
 
 
+#: Upstream's statistics of a feature: name -> its reduction over the rows (axis 0).
+_UPSTREAM_REDUCTIONS = {
+    'mean': np.mean,
+    'std': np.std,
+    'min': np.min,
+    'max': np.max,
+    'q01': lambda values, axis: np.quantile(values, 0.01, axis=axis),
+    'q99': lambda values, axis: np.quantile(values, 0.99, axis=axis),
+}
+
+
+def _upstream_summary(values: np.ndarray) -> dict[str, list]:
+    return {name: reduce(values, axis=0).tolist() for name, reduce in _UPSTREAM_REDUCTIONS.items()}
+
+
 def upstream_stats(root: Path, info: dict) -> dict:
     """Upstream's ``calculate_dataset_statistics`` over ``data/*/*.parquet``, float features."""
     paths = sorted(root.glob('data/*/*.parquet'))
@@ -84,14 +99,7 @@ def upstream_stats(root: Path, info: dict) -> dict:
     stats = {}
     for name in features:
         values = np.vstack([np.asarray(x, dtype=np.float32) for x in data[name]])
-        stats[name] = {
-            'mean': np.mean(values, axis=0).tolist(),
-            'std': np.std(values, axis=0).tolist(),
-            'min': np.min(values, axis=0).tolist(),
-            'max': np.max(values, axis=0).tolist(),
-            'q01': np.quantile(values, 0.01, axis=0).tolist(),
-            'q99': np.quantile(values, 0.99, axis=0).tolist(),
-        }
+        stats[name] = _upstream_summary(values)
     return stats
 
 
@@ -106,14 +114,7 @@ def upstream_relative_stats(root: Path, meta: dict, key: str, horizon: int) -> d
         for i in range(len(frame) - max(deltas)):
             pooled.extend(action[[d + i for d in deltas]] - state[i])
     pooled = np.array(pooled)
-    return {
-        'max': np.max(pooled, axis=0).tolist(),
-        'min': np.min(pooled, axis=0).tolist(),
-        'mean': np.mean(pooled, axis=0).tolist(),
-        'std': np.std(pooled, axis=0).tolist(),
-        'q01': np.quantile(pooled, 0.01, axis=0).tolist(),
-        'q99': np.quantile(pooled, 0.99, axis=0).tolist(),
-    }
+    return _upstream_summary(pooled)
 
 
 def bag_messages(bag: Path, topic: str) -> list[tuple[int, object]]:

@@ -19,3 +19,14 @@ def seeded_weights(module: torch.nn.Module, ones: tuple[str, ...], seed: int = 0
         + (1.0 if key.endswith(ones) else 0.0)
         for key, value in sorted(module.state_dict().items())
     }
+
+
+def seeded(module: torch.nn.Module, ones: tuple[str, ...]) -> torch.nn.Module:
+    """``module`` in eval mode holding :func:`seeded_weights` (seed 0)."""
+    module.eval().load_state_dict(seeded_weights(module, ones))
+    return module
+
+
+def repeated_keys(prefix: str, count: int, block: dict) -> dict[str, tuple[int, ...]]:
+    """The keys of ``count`` identical blocks: ``{prefix}.{i}.{name}`` -> shape, i in order."""
+    return {f'{prefix}.{i}.{name}': shape for i in range(count) for name, shape in block.items()}

@@ -24,10 +24,15 @@ import time
 from node_support import end_process
 import numpy as np
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / 'scripts'
+#: The reference client's DROID loop and its check of a server's answers (run with openpi_python).
+LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
+CHECK = str(SCRIPTS / 'openpi_client_check.py')
+MIB = 2**20
 #: Overrides where the openpi-client interpreter is looked for.
 OPENPI_PYTHON_ENV = 'OPENPI_CLIENT_PYTHON'
 #: What every DreamZero server sends first by default.
@@ -186,3 +191,20 @@ class ServerProcess:
     def stop(self) -> None:
         """SIGTERM, then wait; kill if it does not end."""
         end_process(self.process, 30, signal.SIGTERM)
+
+
+def msgpack_bomb(size: int) -> bytes:
+    """``size`` bytes of msgpack: a map holding one array of one-byte empty maps.
+
+    Without limits, a decoder builds a Python dict per byte.
+    """
+    count = size - 8
+    return b'\x81\xa1x\xdd' + count.to_bytes(4, 'big') + b'\x80' * count
+
+
+def assert_closed(ws: ClientConnection, code: int, reason: str = '', timeout: float = 10.0) -> None:
+    """The server closes ``ws`` within ``timeout`` with ``code``, its reason holding ``reason``."""
+    with pytest.raises(ConnectionClosed) as closed:
+        ws.recv(timeout=timeout)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == code
+    assert reason in closed.value.rcvd.reason

@@ -5,17 +5,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+import json
 from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dreamzero_ros import droid_clips
+from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.policy_types import ActionChunk, Observation
+from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.bag_maker import BagSpec, make_bag
-from dreamzero_ros.replay.topics import ReplayTopics
+from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE, ReplayTopics
+from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 STEP = 1.0 / 15.0
+#: Log time of the first message of :func:`random_robot_bag`, s.
+START = 1_700_000_000.0
 
 
 def demo_bag(folder: Path, name: str = 'bag', **spec: object) -> Path:
@@ -103,3 +110,63 @@ class ScriptedPolicy:
 
 
 __all__ = ['BagSpec', 'ReplayTopics', 'ScriptedPolicy', 'demo_bag', 'demo_state', 'rewrite_bag']
+
+
+def random_robot_bag(
+    path: Path,
+    cameras: Mapping[str, str],
+    joints: Sequence[str],
+    positions: Callable[[float], Sequence[float]],
+    *,
+    frames: tuple[int, float, tuple[int, int]] = (60, 15.0, (24, 64)),
+    joint_states: tuple[int, float] = (200, 50.0),
+    seed: int = 0,
+) -> Path:
+    """A bag of random frames and joint states from :data:`START`, written in log-time order.
+
+    ``cameras``: camera key -> image topic; ``frames``: how many per camera, at what rate (Hz)
+    and of what size (height, width); ``joint_states``: how many of ``joints`` on
+    /joint_states at what rate, positions ``positions(t)`` at ``t`` s from the start.
+    """
+    rng = np.random.default_rng(seed)
+    count, rate, size = frames
+    records = []
+    for index in range(count):
+        stamp = to_ns(START + index / rate)
+        for key, topic in cameras.items():
+            frame = rng.integers(0, 255, (*size, 3), dtype=np.uint8)
+            records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, key)))
+    count, rate = joint_states
+    for index in range(count):
+        stamp = to_ns(START + index / rate)
+        state = BAG_MESSAGES.joint_state(stamp, list(joints), np.array(positions(index / rate)))
+        records.append((stamp, '/joint_states', state))
+    with BagWriter(path) as writer:
+        for topic in cameras.values():
+            writer.add_topic(topic, IMAGE_TYPE)
+        writer.add_topic('/joint_states', JOINT_STATE_TYPE)
+        for stamp, topic, message in sorted(records, key=lambda record: record[0]):
+            writer.write(topic, stamp, message)
+    return path
+
+
+def replay_arguments(
+    bag: Path, checkpoint: Path, out: Path, parameters: dict, *extra: str
+) -> list[str]:
+    """``dreamzero-replay`` of two chunks on the CPU in fp32; each parameter a ``--param``."""
+    overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]
+    return [
+        str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--dtype', 'float32',
+        '--max-chunks', '2', '--out', str(out), '--no-progress', *extra,
+        *(item for o in overrides for item in ('--param', o)),
+    ]  # fmt: skip
+
+
+def arm_speed_limits(joints: int, max_acceleration: float, max_jerk: float) -> dict:
+    """The safety.* speed limits of ``joints`` arm joints, loose enough for a random policy."""
+    return {
+        'safety.max_velocity': [3.0] * joints,
+        'safety.stop_deceleration': [10.0] * joints,
+        'safety.max_acceleration': [max_acceleration] * joints,
+        'safety.max_jerk': [max_jerk] * joints,
+    }

@@ -10,10 +10,10 @@ interrupted, so that late subscribers still get the description.
 import sys
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from std_msgs.msg import String
 
 from dreamzero_ros.ros.robot_description import DESCRIPTION_QOS
+from dreamzero_ros.ros.spin import spin_until_shutdown
 
 if __name__ == '__main__':
     path = sys.argv[1]
@@ -24,10 +24,4 @@ if __name__ == '__main__':
     with open(path) as urdf:
         publisher.publish(String(data=urdf.read()))
     print('published', flush=True)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_until_shutdown(node)

@@ -43,6 +43,20 @@ def chunk_for(query, value=0.1, horizon=24):
     return ActionChunk(actions, stamp=query.observation.stamp, step_duration=DT)
 
 
+def querying_loop(**options):
+    """A loop (:func:`make_loop` with ``options``), its cache and its first query (fed at 1.0)."""
+    loop, cache = make_loop(**options)
+    feed(cache, 1.0)
+    return loop, cache, loop.poll(1.0).query
+
+
+def playing_loop():
+    """A loop (and its cache) playing the answer to its first query since 1.1."""
+    loop, cache, query = querying_loop()
+    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    return loop, cache
+
+
 def test_one_query_in_flight_then_plan():
     loop, cache = make_loop()
     feed(cache, 1.0)
@@ -60,9 +74,7 @@ def test_one_query_in_flight_then_plan():
 
 
 def test_min_replan_period_spaces_queries():
-    loop, cache = make_loop(min_replan_period=0.5)
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop(min_replan_period=0.5)
     loop.on_chunk(query, chunk_for(query), 1.1)
     feed(cache, 1.2)
     assert loop.poll(1.2).query is None
@@ -70,9 +82,7 @@ def test_min_replan_period_spaces_queries():
 
 
 def test_an_answered_observation_is_not_sent_again_until_new_input_or_a_new_generation():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     loop.on_chunk(query, chunk_for(query), 1.1)
     assert loop.poll(1.2).query is None and loop.poll(1.2).refusal is None
     cache.add_joint_state([*ARM, 'g'], [0.0] * 7 + [0.5], 1.2)  # newer joints: a new input
@@ -85,10 +95,7 @@ def test_an_answered_observation_is_not_sent_again_until_new_input_or_a_new_gene
 
 
 def test_stale_input_holds_once_and_discards_the_answer():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     feed(cache, 1.1)
     query = loop.poll(1.1).query
     result = loop.poll(1.7)  # inputs 0.6 s old
@@ -108,10 +115,7 @@ def test_stale_input_holds_once_and_discards_the_answer():
 
 
 def test_holding_ends_with_the_next_good_chunk():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     loop.poll(2.0)
     assert loop.holding
     feed(cache, 2.1)
@@ -121,9 +125,7 @@ def test_holding_ends_with_the_next_good_chunk():
 
 
 def test_reset_discards_answers_to_earlier_queries():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     loop.reset(1.05, session_id='episode-2')
     outcome = loop.on_chunk(query, chunk_for(query), 1.1)
     assert outcome.plan is None and 'reset' in outcome.discarded
@@ -132,9 +134,7 @@ def test_reset_discards_answers_to_earlier_queries():
 
 
 def test_prompt_change_discards_and_new_queries_carry_the_prompt():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     assert loop.set_prompt('pick', 1.0) is None  # unchanged prompt: nothing happens
     loop.set_prompt('place', 1.02)
     assert loop.on_chunk(query, chunk_for(query), 1.1).plan is None
@@ -143,10 +143,7 @@ def test_prompt_change_discards_and_new_queries_carry_the_prompt():
 
 
 def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_resumed():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
-    loop.on_chunk(query, chunk_for(query, 0.2), 1.1)
+    loop, cache = playing_loop()
     feed(cache, 1.1)
     in_flight = loop.poll(1.1).query
     hold = loop.pause(1.2, 'task canceled')
@@ -162,9 +159,7 @@ def test_pause_brakes_discards_the_answer_in_flight_and_stops_querying_until_res
 
 
 def test_late_chunk_is_counted_and_not_used():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     outcome = loop.on_chunk(query, chunk_for(query, horizon=3), 1.5)
     assert outcome.plan is None and outcome.discarded.startswith('late')
     assert loop.counters.chunks_late == 1 and loop.counters.steps_dropped == 3
@@ -213,9 +208,7 @@ def test_measured_joint_outside_limits_never_jumps_to_the_limit(mode):
 
 
 def test_safety_refusal_holds():
-    loop, cache = make_loop(delta_mode='refuse', max_delta=0.05)
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop(delta_mode='refuse', max_delta=0.05)
     outcome = loop.on_chunk(query, chunk_for(query, 0.01), 1.0)
     assert outcome.plan is not None
     feed(cache, 1.1)
@@ -226,25 +219,19 @@ def test_safety_refusal_holds():
 
 
 def test_malformed_chunk_is_discarded():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     bad = ActionChunk(np.zeros((24, 7), np.float32), stamp=1.0)
     assert 'expected (H, 8)' in loop.on_chunk(query, bad, 1.1).discarded
 
 
 def test_policy_error_is_recorded_and_frees_the_slot():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     loop.on_error(query, RuntimeError('boom'), 1.1)
     assert 'boom' in loop.last_error and not loop.in_flight
 
 
 def test_forget_plan_restarts_from_measurement():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     loop.on_chunk(query, chunk_for(query), 1.0)
     loop.forget_plan()
     assert loop.command_at(1.5) is None
@@ -270,9 +257,7 @@ def moving_chunk(query, offset=0.0, speed=0.9, horizon=24):
 
 
 def test_hand_over_is_continuous_in_position_and_velocity():
-    loop, cache = make_loop()
-    feed(cache, 1.0)
-    query = loop.poll(1.0).query
+    loop, cache, query = querying_loop()
     old = loop.on_chunk(query, moving_chunk(query), 1.2).plan
     feed(cache, 1.4, joints=0.3)
     query = loop.poll(1.4).query

@@ -77,20 +77,18 @@ def test_stale_when_oldest_source_exceeds_max_age():
     assert '0.510 s old' in result.detail
 
 
-def test_skew_between_sources_is_refused():
+@pytest.mark.parametrize(
+    ('filled', 'late_frame', 'now', 'detail'),
+    [(1.0, 1.15, 1.2, '0.150 s apart'), (5.0, None, 4.0, 'ahead of the clock')],
+    ids=['skew-between-sources', 'stamps-from-the-future'],
+)
+def test_skewed_stamps_are_refused(filled, late_frame, now, detail):
     cache = make_cache()
-    fill(cache, 1.0)
-    cache.add_image(DROID_CAMERAS[2], frame(), 1.15)
-    result = cache.build(now=1.2, prompt='')
-    assert result.reason is RefusalReason.SKEWED
-    assert '0.150 s apart' in result.detail
-
-
-def test_stamps_from_the_future_are_refused():
-    cache = make_cache()
-    fill(cache, 5.0)
-    result = cache.build(now=4.0, prompt='')
-    assert result.reason is RefusalReason.SKEWED and 'ahead of the clock' in result.detail
+    fill(cache, filled)
+    if late_frame is not None:
+        cache.add_image(DROID_CAMERAS[2], frame(), late_frame)
+    result = cache.build(now=now, prompt='')
+    assert result.reason is RefusalReason.SKEWED and detail in result.detail
 
 
 def test_wrong_size_marks_camera_bad_until_next_good_frame():

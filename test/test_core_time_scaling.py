@@ -9,7 +9,6 @@ holds and braking included.
 """
 
 import dataclasses
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from dreamzero_ros.core.safety import SafetyLimits
 from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.core.time_scaling import scale_time
 from dreamzero_ros.core.trajectory import MotionConfig
-from dreamzero_ros.replay.handover import timed_command_plans
+from dreamzero_ros.replay.handover import ChunkArrival, timed_command_plans
 
 DT = 1 / 15
 LOOP = build_settings({'engine.checkpoint': 'c'}).loop  # the Panda defaults
@@ -111,14 +110,7 @@ def _records(seed, count=8, period=0.4, amplitude=0.4, center=None):
         actions[:, :ARM] += center + rng.normal(0, 0.03, (24, ARM))
         actions[:, ARM] = 0.5
         out.append(
-            SimpleNamespace(
-                query_time=stamp,
-                stamp=stamp,
-                latency_s=float(rng.uniform(0.2, 0.6)),
-                step_duration=DT,
-                actions=actions,
-                state=actions[0],
-            )
+            ChunkArrival(stamp, stamp, float(rng.uniform(0.2, 0.6)), DT, actions, actions[0])
         )
     return out
 
@@ -187,8 +179,8 @@ def test_with_tight_position_limits_the_evaluated_spline_never_leaves_them(seed)
     limits = dataclasses.replace(LOOP.limits, lower=lower, upper=upper)
     loop = dataclasses.replace(LOOP, limits=limits)
     records = _records(seed, count=12, period=0.5, amplitude=0.7, center=READY)
-    for record in records:
-        record.state = np.append(READY, 0.5)  # the arm starts inside them
+    # the arm starts inside them
+    records = [record._replace(state=np.append(READY, 0.5)) for record in records]
     timed = timed_command_plans(records, loop)
     assert len(timed) >= 10
     for _, plan in timed:  # every plan, its lead-in points included
@@ -270,8 +262,7 @@ def test_holds_near_tight_position_limits_stay_inside_them():
         LOOP, limits=dataclasses.replace(LOOP.limits, lower=lower, upper=upper)
     )
     records = _records(1, count=12, period=0.5, amplitude=0.7, center=READY)
-    for record in records:
-        record.state = np.append(READY, 0.5)
+    records = [record._replace(state=np.append(READY, 0.5)) for record in records]
     followed = 0
     for arrival, plan in timed_command_plans(records, loop):
         for now in arrival + np.linspace(0.0, 0.5, 11):

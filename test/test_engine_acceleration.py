@@ -48,12 +48,6 @@ def test_speed_options_and_their_errors():
     assert config.options is config.replace(max_sessions=2).options  # held whole, not copied
     with pytest.raises(ConfigError, match='bfloat16'):
         EngineConfig.tiny(options=EngineOptions(dtype='float32', fp8_linear='rowwise'))
-    with pytest.raises(ConfigError, match='fp8_linear: must be one of'):
-        EngineOptions(fp8_linear='int4')
-    with pytest.raises(ConfigError, match='attention_backend: must be one of'):
-        EngineOptions(attention_backend='fa4')
-    with pytest.raises(ConfigError, match='compile: expected a bool'):
-        EngineOptions(compile='eager')
     with pytest.raises(ConfigError, match='options must be EngineOptions'):
         EngineConfig.tiny(options={'compile': True})
 

@@ -234,11 +234,8 @@ def test_any_floating_dtype_is_cast(checkpoint, tmp_path):
     assert torch.equal(modules['dit'].blocks[0].self_attn.q.weight, stored.float())
 
 
-def _nested_json(depth):
-    return '{"a": ' * depth + '1' + '}' * depth
-
-
-@pytest.mark.parametrize(
+#: The checkpoint's JSON files and the error each one's problems raise.
+JSON_FILES = pytest.mark.parametrize(
     ('file', 'error'),
     [
         ('config.json', ConfigError),
@@ -246,6 +243,13 @@ def _nested_json(depth):
         ('experiment_cfg/metadata.json', MetadataError),
     ],
 )
+
+
+def _nested_json(depth):
+    return '{"a": ' * depth + '1' + '}' * depth
+
+
+@JSON_FILES
 def test_json_nested_too_deeply_is_an_error_naming_the_file(checkpoint, tmp_path, file, error):
     folder = _copy(checkpoint, tmp_path / 'c')
     (folder / file).write_text(_nested_json(100_000))
@@ -253,14 +257,7 @@ def test_json_nested_too_deeply_is_an_error_naming_the_file(checkpoint, tmp_path
         DreamZeroEngine.from_pretrained(folder, EngineOptions(device='cpu', dtype='float32'))
 
 
-@pytest.mark.parametrize(
-    ('file', 'error'),
-    [
-        ('config.json', ConfigError),
-        (INDEX_FILE, CheckpointError),
-        ('experiment_cfg/metadata.json', MetadataError),
-    ],
-)
+@JSON_FILES
 def test_json_files_of_invalid_utf8_are_errors_naming_the_file(checkpoint, tmp_path, file, error):
     folder = _copy(checkpoint, tmp_path / 'c')
     (folder / file).write_bytes(b'{"a": "\xff\xfe"}')

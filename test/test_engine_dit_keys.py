@@ -14,6 +14,7 @@ They are written out literally here, not computed from our module.
 
 import dataclasses
 
+from network_support import repeated_keys
 import pytest
 import torch
 
@@ -99,10 +100,7 @@ PER_BLOCK_14B = {
 
 
 def expected_14b() -> dict[str, tuple[int, ...]]:
-    keys = dict(TOP_LEVEL_14B)
-    for i in range(40):
-        keys.update({f'blocks.{i}.{name}': shape for name, shape in PER_BLOCK_14B.items()})
-    return keys
+    return {**TOP_LEVEL_14B, **repeated_keys('blocks', 40, PER_BLOCK_14B)}
 
 
 def meta_state(config: DiTConfig) -> dict[str, tuple[int, ...]]:

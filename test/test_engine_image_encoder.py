@@ -3,7 +3,7 @@
 
 """The CLIP image encoder: upstream keys and shapes, preprocessing, penultimate-block output."""
 
-from network_support import seeded_weights, shapes
+from network_support import repeated_keys, seeded, shapes
 import pytest
 import torch
 
@@ -23,30 +23,26 @@ def upstream_keys(dim, layers, embed_dim, patch=14, tokens=257):
     }
     for norm in ('pre_norm', 'post_norm'):
         keys.update({f'model.visual.{norm}.weight': (dim,), f'model.visual.{norm}.bias': (dim,)})
-    for i in range(layers):
-        block = {
-            'norm1.weight': (dim,),
-            'norm1.bias': (dim,),
-            'attn.to_qkv.weight': (3 * dim, dim),
-            'attn.to_qkv.bias': (3 * dim,),
-            'attn.proj.weight': (dim, dim),
-            'attn.proj.bias': (dim,),
-            'norm2.weight': (dim,),
-            'norm2.bias': (dim,),
-            'mlp.0.weight': (4 * dim, dim),
-            'mlp.0.bias': (4 * dim,),
-            'mlp.2.weight': (dim, 4 * dim),
-            'mlp.2.bias': (dim,),
-        }
-        keys.update({f'model.visual.transformer.{i}.{k}': shape for k, shape in block.items()})
-    return keys
+    block = {
+        'norm1.weight': (dim,),
+        'norm1.bias': (dim,),
+        'attn.to_qkv.weight': (3 * dim, dim),
+        'attn.to_qkv.bias': (3 * dim,),
+        'attn.proj.weight': (dim, dim),
+        'attn.proj.bias': (dim,),
+        'norm2.weight': (dim,),
+        'norm2.bias': (dim,),
+        'mlp.0.weight': (4 * dim, dim),
+        'mlp.0.bias': (4 * dim,),
+        'mlp.2.weight': (dim, 4 * dim),
+        'mlp.2.bias': (dim,),
+    }
+    return {**keys, **repeated_keys('model.visual.transformer', layers, block)}
 
 
 @pytest.fixture(scope='module')
 def tiny():
-    encoder = CLIPImageEncoder(CLIPConfig.tiny()).eval()
-    encoder.load_state_dict(seeded_weights(encoder, NORM_SUFFIXES))
-    return encoder
+    return seeded(CLIPImageEncoder(CLIPConfig.tiny()), NORM_SUFFIXES)
 
 
 def test_vit_h_14_keys_and_shapes_match_upstream():

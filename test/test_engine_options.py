@@ -11,6 +11,7 @@ import pytest
 
 from dreamzero_ros.core import node_config
 from dreamzero_ros.core.launch_plan import ENGINE_LAUNCH_ARGUMENTS, engine_launch_arguments
+from dreamzero_ros.engine import ConfigError
 from dreamzero_ros.engine.options import ENGINE_OPTION_SECTIONS, EngineOptions, engine_option_specs
 from dreamzero_ros.openpi.cli import build_parser as build_server_parser
 from dreamzero_ros.parameter_schema import dest, flag
@@ -95,6 +96,23 @@ def test_options_are_checked_when_made_and_read_back_from_their_command_line():
     args = parser.parse_args(['bag', '--preset', 'tiny', *chosen.arguments()])
     assert EngineOptions.from_arguments(args) == chosen
     assert '--no-compile' in EngineOptions().arguments()
+
+
+@pytest.mark.parametrize(
+    ('values', 'message'),
+    [
+        ({'fp8_linear': 'int4'}, 'fp8_linear: must be one of'),
+        ({'attention_backend': 'fa4'}, 'attention_backend: must be one of'),
+        ({'compile': 'eager'}, 'compile: expected a bool'),
+        ({'text_encoder': 'disk'}, 'text_encoder: must be one of'),
+        ({'image_encoder': 'cpu'}, 'image_encoder: must be one of'),
+        ({'kv_cache': 'int8'}, 'kv_cache: must be one of'),
+        ({'memory_budget_gib': -1.0}, 'memory_budget_gib: -1.0 is outside the range'),
+    ],
+)
+def test_bad_option_values_are_refused_naming_the_option(values, message):
+    with pytest.raises(ConfigError, match=message):
+        EngineOptions(**values)
 
 
 def test_launch_arguments_are_generated_from_the_parameters():

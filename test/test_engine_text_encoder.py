@@ -3,7 +3,7 @@
 
 """The umT5 text encoder: upstream key names and shapes, padding semantics, reference values."""
 
-from network_support import seeded_weights, shapes
+from network_support import repeated_keys, seeded, shapes
 import pytest
 import torch
 
@@ -18,29 +18,28 @@ NORM_SUFFIXES = ('gamma', 'norm.weight', 'norm1.weight', 'norm2.weight')
 
 def upstream_keys(vocab, dim, dim_attn, dim_ffn, heads, layers, buckets):
     """Key -> shape of upstream ``WanTextEncoder`` (shared_pos=False)."""
-    keys = {'token_embedding.weight': (vocab, dim), 'norm.weight': (dim,)}
-    for i in range(layers):
-        block = {
-            'norm1.weight': (dim,),
-            'attn.q.weight': (dim_attn, dim),
-            'attn.k.weight': (dim_attn, dim),
-            'attn.v.weight': (dim_attn, dim),
-            'attn.o.weight': (dim, dim_attn),
-            'norm2.weight': (dim,),
-            'ffn.gate.0.weight': (dim_ffn, dim),
-            'ffn.fc1.weight': (dim_ffn, dim),
-            'ffn.fc2.weight': (dim, dim_ffn),
-            'pos_embedding.embedding.weight': (buckets, heads),
-        }
-        keys.update({f'blocks.{i}.{name}': shape for name, shape in block.items()})
-    return keys
+    block = {
+        'norm1.weight': (dim,),
+        'attn.q.weight': (dim_attn, dim),
+        'attn.k.weight': (dim_attn, dim),
+        'attn.v.weight': (dim_attn, dim),
+        'attn.o.weight': (dim, dim_attn),
+        'norm2.weight': (dim,),
+        'ffn.gate.0.weight': (dim_ffn, dim),
+        'ffn.fc1.weight': (dim_ffn, dim),
+        'ffn.fc2.weight': (dim, dim_ffn),
+        'pos_embedding.embedding.weight': (buckets, heads),
+    }
+    return {
+        'token_embedding.weight': (vocab, dim),
+        'norm.weight': (dim,),
+        **repeated_keys('blocks', layers, block),
+    }
 
 
 @pytest.fixture(scope='module')
 def tiny():
-    encoder = UMT5Encoder(T5Config.tiny()).eval()
-    encoder.load_state_dict(seeded_weights(encoder, NORM_SUFFIXES))
-    return encoder
+    return seeded(UMT5Encoder(T5Config.tiny()), NORM_SUFFIXES)
 
 
 def test_umt5_xxl_keys_and_shapes_match_upstream():

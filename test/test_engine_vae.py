@@ -5,7 +5,7 @@
 
 import dataclasses
 
-from network_support import seeded_weights, shapes
+from network_support import seeded, shapes
 import pytest
 import torch
 
@@ -93,9 +93,7 @@ def upstream_keys(dim, z_dim=16):
 
 @pytest.fixture(scope='module')
 def tiny():
-    vae = WanVAE(VAEConfig.tiny()).eval()
-    vae.load_state_dict(seeded_weights(vae, ('gamma',)))
-    return vae
+    return seeded(WanVAE(VAEConfig.tiny()), ('gamma',))
 
 
 def video(frames, height=16, width=24, seed=0):

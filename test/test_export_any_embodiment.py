@@ -15,16 +15,13 @@ import json
 from embodiment_support import shipped_embodiment
 from export_support import episode_frame, key_values, read_meta, upstream_relative_stats
 import numpy as np
+from replay_support import START, arm_speed_limits, random_robot_bag
 import yaml
 
-from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.export.cli import main
-from dreamzero_ros.replay.bag_io import BagWriter
-from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 ARMS = [f'{side}_joint{i}' for side in ('left', 'right') for i in range(1, 7)]
 GRIPPERS = ['left_gripper', 'right_gripper']
-START = 1_700_000_000.0
 
 
 def _positions(t: float) -> np.ndarray:
@@ -33,24 +30,15 @@ def _positions(t: float) -> np.ndarray:
 
 def _bag(path, cameras):
     topics = {key: f'/cameras/{key.replace("-", "_")}' for key in cameras}
-    rng = np.random.default_rng(0)
-    records = []
-    for index in range(45):
-        stamp = to_ns(START + index / 30)
-        for key, topic in topics.items():
-            frame = rng.integers(0, 255, (24, 64, 3), dtype=np.uint8)
-            records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, key)))
-    for index in range(150):
-        stamp = to_ns(START + index / 100)
-        message = BAG_MESSAGES.joint_state(stamp, [*ARMS, *GRIPPERS], _positions(index / 100))
-        records.append((stamp, '/joint_states', message))
-    with BagWriter(path) as writer:
-        for topic in topics.values():
-            writer.add_topic(topic, 'sensor_msgs/msg/Image')
-        writer.add_topic('/joint_states', 'sensor_msgs/msg/JointState')
-        for stamp, topic, message in sorted(records, key=lambda record: record[0]):
-            writer.write(topic, stamp, message)
-    return path, topics
+    bag = random_robot_bag(
+        path,
+        topics,
+        [*ARMS, *GRIPPERS],
+        _positions,
+        frames=(45, 30.0, (24, 64)),
+        joint_states=(150, 100.0),
+    )
+    return bag, topics
 
 
 def test_a_bimanual_robot_exports_its_own_keys(tmp_path):
@@ -66,10 +54,7 @@ def test_a_bimanual_robot_exports_its_own_keys(tmp_path):
         'safety.joint_lower': [-3.0] * 12 + [0.0] * 2,
         'safety.joint_upper': [3.0] * 12 + [1.0] * 2,
         'safety.max_step_delta': [0.2] * 14,
-        'safety.max_velocity': [3.0] * 12,
-        'safety.stop_deceleration': [10.0] * 12,
-        'safety.max_acceleration': [10.0] * 12,
-        'safety.max_jerk': [5000.0] * 12,
+        **arm_speed_limits(12, max_acceleration=10.0, max_jerk=5000.0),
     }
     options = [
         x for name, value in parameters.items() for x in ('-p', f'{name}={json.dumps(value)}')

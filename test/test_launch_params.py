@@ -4,11 +4,12 @@
 """The launch file's arguments, and the config files loaded into the real node through rclpy."""
 
 import ast
+from collections.abc import Callable, Iterator
+import contextlib
 import importlib.util
 import inspect
 import json
 import math
-import signal
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ import pytest
 
 from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
 from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
+from dreamzero_ros.core.process_lifetime import stop_process
 
 LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
 #: The launch files' node descriptions.
@@ -158,29 +160,37 @@ def test_launch_starts_the_node_with_its_config_and_arguments(harness, tmp_path)
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
-    log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, '-c', _RUN_LAUNCH, str(LAUNCH_FILE),
-         f'config:={CONFIG / "cpu_small.yaml"}', f'checkpoint:={checkpoint}', 'dry_run:=true',
-         'openpi_port:=8765'],
-        stdout=log, stderr=subprocess.STDOUT, env=ros_env(),
-    )  # fmt: skip
-    try:
+    with _launched(
+        tmp_path, f'checkpoint:={checkpoint}', 'dry_run:=true', 'openpi_port:=8765'
+    ) as launch_log:
         values = harness.wait_for(
             lambda: _parameters_if_up(harness),
             2 * NODE_START_S * load_factor(),
             'the launched node',
-            lambda: (tmp_path / 'launch.log').read_text(),
+            launch_log,
         )
         assert values['engine.checkpoint'] == str(checkpoint)
         assert values['dry_run'] is True and values['openpi_bridge.port'] == 8765
         assert values['max_age'] == read_params_file(CONFIG / 'cpu_small.yaml')['max_age']
+
+
+@contextlib.contextmanager
+def _launched(tmp_path, *arguments: str) -> Iterator[Callable[[], str]]:
+    """The launch file with config/cpu_small.yaml and ``arguments``; yields its log's reader.
+
+    Run as ``ros2 launch`` runs it, stopped as Ctrl-C stops it.
+    """
+    log_file = tmp_path / 'launch.log'
+    log = open(log_file, 'w')  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, '-c', _RUN_LAUNCH, str(LAUNCH_FILE),
+         f'config:={CONFIG / "cpu_small.yaml"}', *arguments],
+        stdout=log, stderr=subprocess.STDOUT, env=ros_env(),
+    )  # fmt: skip
+    try:
+        yield log_file.read_text
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process, 30.0)
         log.close()
 
 
@@ -333,20 +343,19 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
     checkpoint = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
     node = '/robot1/dreamzero_policy'
     harness.record('transitions', TransitionEvent, f'{node}/transition_event')
-    log = open(tmp_path / 'launch.log', 'w')  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, '-c', _RUN_LAUNCH, str(LAUNCH_FILE),
-         f'config:={CONFIG / "cpu_small.yaml"}', f'checkpoint:={checkpoint}', 'dry_run:=true',
-         'autostart:=false', 'namespace:=robot1'],
-        stdout=log, stderr=subprocess.STDOUT, env=ros_env(),
-    )  # fmt: skip
-    try:
+    with _launched(
+        tmp_path,
+        f'checkpoint:={checkpoint}',
+        'dry_run:=true',
+        'autostart:=false',
+        'namespace:=robot1',
+    ) as launch_log:
         names = lambda: {name for name, _ in harness.node.get_service_names_and_types()}  # noqa: E731
         harness.wait_for(
             lambda: f'{node}/change_state' in names(),
             2 * NODE_START_S * load_factor(),
             'the lifecycle services',
-            lambda: (tmp_path / 'launch.log').read_text(),
+            launch_log,
         )
         assert harness.lifecycle_state(node) == 'unconfigured'
         assert harness.change_state(node, 'configure') and harness.change_state(node, 'activate')
@@ -357,15 +366,8 @@ def test_launched_lifecycle_node_waits_for_transitions_with_autostart_false(harn
             ),
             10,
             'the transition events launch_ros listens to',
-            lambda: (tmp_path / 'launch.log').read_text(),
+            launch_log,
         )
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 def test_every_launched_process_is_given_the_launch_process_id():

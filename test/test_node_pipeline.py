@@ -247,6 +247,20 @@ def test_safety_choices_are_declared_parameters_with_descriptors(system):
     assert 'never in the arm trajectory' in described['gripper_joint_name'].description
 
 
+def _publish_prompt(system, publisher, prompt: str) -> None:
+    """Publish ``prompt`` and wait for the node's ``prompt`` parameter to become it."""
+    from std_msgs.msg import String
+
+    harness, _, node = system
+    publisher.publish(String(data=prompt))
+    harness.wait_for(
+        lambda: harness.get_parameters(NODE, ['prompt'])['prompt'] == prompt,
+        30,
+        f'prompt parameter to follow {prompt!r} on the topic',
+        node.log,
+    )
+
+
 def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):
     from std_msgs.msg import String
 
@@ -255,13 +269,7 @@ def test_prompt_from_a_plain_volatile_publisher_sets_the_parameter(system):
     harness.wait_for(
         lambda: publisher.get_subscription_count() > 0, 10, 'the prompt subscriber', node.log
     )
-    publisher.publish(String(data='open the drawer'))
-    harness.wait_for(
-        lambda: harness.get_parameters(NODE, ['prompt'])['prompt'] == 'open the drawer',
-        30,
-        'prompt parameter to follow a volatile publisher',
-        node.log,
-    )
+    _publish_prompt(system, publisher, 'open the drawer')
     # the latched subscription does not match it, the volatile one reads it: no false warning
     assert 'incompatible QoS' not in node.log() and 'No messages will' not in node.log()
     harness.node.destroy_publisher(publisher)
@@ -272,13 +280,7 @@ def test_prompt_topic_is_latched_and_sets_the_parameter(system):
 
     harness, _, node = system
     publisher = harness.node.create_publisher(String, f'{NODE}/prompt', latched_qos())
-    publisher.publish(String(data='put the marker in the cup'))
-    harness.wait_for(
-        lambda: harness.get_parameters(NODE, ['prompt'])['prompt'] == 'put the marker in the cup',
-        30,
-        'prompt parameter to follow the topic',
-        node.log,
-    )
+    _publish_prompt(system, publisher, 'put the marker in the cup')
     # both subscriptions read a latched publisher: the prompt is applied once
     time.sleep(1.0)  # the second delivery arrives within milliseconds of the first
     assert node.log().count("prompt: 'put the marker in the cup'") == 1, node.log()

@@ -16,10 +16,13 @@ import threading
 
 import msgpack
 from openpi_support import (
+    MIB,
     ServerProcess,
+    assert_closed,
     droid_frames,
     droid_request,
     loopback_address,
+    msgpack_bomb,
     open_client,
 )
 import pytest
@@ -28,7 +31,6 @@ from dreamzero_ros.openpi import msgpack_numpy
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-MIB = 2**20
 #: The default payload cap, less room for the frame header.
 BOMB_BYTES = 16 * MIB - 64
 
@@ -43,12 +45,6 @@ def server(tmp_path_factory):
 @pytest.fixture(scope='module')
 def request_bytes():
     return msgpack_numpy.packb(droid_request(droid_frames(1), 0, 'bystander'))
-
-
-def _bomb(size: int) -> bytes:
-    """A map holding one array of one-byte empty maps: without limits, a Python dict per byte."""
-    count = size - 8
-    return b'\x81\xa1x\xdd' + count.to_bytes(4, 'big') + b'\x80' * count
 
 
 def _round_trip(server: ServerProcess, payload: bytes) -> bytes | str:
@@ -69,7 +65,7 @@ def _error(reply: bytes | str) -> dict:
 def test_msgpack_bombs_cost_a_few_times_their_size_at_most(server, request_bytes, clients):
     assert isinstance(_round_trip(server, request_bytes), bytes)  # warm: weights paged in
     baseline = server.reset_peak_rss()
-    payload = _bomb(BOMB_BYTES)
+    payload = msgpack_bomb(BOMB_BYTES)
     replies = [None] * clients
 
     def send(index: int) -> None:
@@ -151,8 +147,6 @@ def test_a_connection_refused_again_and_again_is_throttled_then_closed(server, r
     """Defaults: 4 refusals at once, then 2 per second; closed after 16 in a row (1008)."""
     import time
 
-    from websockets.exceptions import ConnectionClosed
-
     bad = msgpack.packb({'endpoint': 'nonsense'})
     ws = open_client(server.url, loopback_address())
     good = open_client(server.url, loopback_address())
@@ -167,10 +161,7 @@ def test_a_connection_refused_again_and_again_is_throttled_then_closed(server, r
         assert times[15] > (16 - 4) / 2.0 - 0.5, times  # then 2 per second
         good.send(request_bytes)  # another connection is served meanwhile
         assert isinstance(good.recv(timeout=120), bytes)
-        with pytest.raises(ConnectionClosed) as closed:
-            ws.recv(timeout=10)
-        assert closed.value.rcvd.code == 1008
-        assert '16 requests in a row refused' in closed.value.rcvd.reason
+        assert_closed(ws, 1008, '16 requests in a row refused')
     finally:
         ws.close()
         good.close()

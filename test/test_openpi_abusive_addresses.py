@@ -22,11 +22,14 @@ import time
 from machine_load import load_factor
 import numpy as np
 from openpi_support import (
-    SCRIPTS,
+    LOOP,
+    MIB,
     ServerProcess,
+    assert_closed,
     droid_frames,
     droid_request,
     loopback_address,
+    msgpack_bomb,
     open_client,
     run_openpi,
 )
@@ -38,8 +41,6 @@ from dreamzero_ros.policy_types import ActionChunk
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-MIB = 2**20
-LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 BAD = msgpack_numpy.packb({'endpoint': 'nonsense'})  # refused: ObservationError
 
 
@@ -53,11 +54,6 @@ class ConstantPolicy:
 
     def reset(self, session_id='default'):
         pass
-
-
-def _bomb(size: int) -> bytes:
-    count = size - 8
-    return b'\x81\xa1x\xdd' + count.to_bytes(4, 'big') + b'\x80' * count
 
 
 def _refuse(ws, payload: bytes = BAD) -> dict:
@@ -94,9 +90,7 @@ def test_a_reconnect_gets_no_fresh_burst_and_a_refused_address_is_shut_out(serve
     assert time.monotonic() - start >= 4 / 2.0 - 0.25
     for _ in range(8):
         _refuse(second)
-    with pytest.raises(ConnectionClosed) as closed:
-        second.recv(timeout=10)
-    assert closed.value.rcvd.code == 1008
+    assert_closed(second, 1008)
     with pytest.raises(InvalidStatus) as shut_out:
         open_client(server.url, address)
     assert shut_out.value.response.status_code == 429
@@ -117,22 +111,20 @@ def _send_header_only(ws, size: int) -> None:
     header = struct.pack('!BBQ', 0x82, 0x80 | 127, size) + mask
     sock = ws.socket
     sock.sendall(header + b'\x81' + bytes(1023))
-    with pytest.raises(ConnectionClosed) as closed:
-        ws.recv(timeout=30 * load_factor())
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    assert_closed(ws, 1009, timeout=30 * load_factor())
 
 
 def test_a_large_frame_from_an_address_in_deficit_is_refused_from_its_header(server):
     address = loopback_address()
     ws = open_client(server.url, address)
     for _ in range(2):  # 30 MiB refused of the address's 32 MiB: 8 MiB frames at most now
-        assert 'msgpack objects' in _refuse(ws, _bomb(15 * MIB))['message']
+        assert 'msgpack objects' in _refuse(ws, msgpack_bomb(15 * MIB))['message']
     # A 12 MiB frame (under the 16 MiB cap) is refused as soon as its header arrives: the test
     # sends 1 KiB of its payload only, so a server that waited for the rest would time out.
     _send_header_only(ws, 12 * MIB)
     # A fresh address may send such a frame.
     fresh = open_client(server.url, loopback_address())
-    assert 'msgpack objects' in _refuse(fresh, _bomb(12 * MIB))['message']
+    assert 'msgpack objects' in _refuse(fresh, msgpack_bomb(12 * MIB))['message']
     fresh.close()
 
 
@@ -178,7 +170,7 @@ def test_memory_of_refused_frames_goes_back_once_the_abusers_stop(tmp_path):
         stop = time.monotonic() + 8.0
         frame = np.full((720, 1280, 3), 300, np.int16)  # decoded, then refused: out of range
         pixels = {f'observation/{camera}': frame for camera in droid_frames(1)}
-        payloads = [_bomb(15 * MIB), b'\xdd' + bytes(15 * MIB), msgpack_numpy.packb(pixels)]
+        payloads = [msgpack_bomb(15 * MIB), b'\xdd' + bytes(15 * MIB), msgpack_numpy.packb(pixels)]
 
         def abuse(address: str) -> None:
             index = 0

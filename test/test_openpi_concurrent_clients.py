@@ -16,8 +16,10 @@ import time
 
 import numpy as np
 from openpi_support import (
+    CHECK,
+    LOOP,
     REPO,
-    SCRIPTS,
+    assert_closed,
     droid_frames,
     droid_request,
     open_client,
@@ -33,8 +35,6 @@ from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
-CHECK = str(SCRIPTS / 'openpi_client_check.py')
 CLIENTS = 6
 
 
@@ -160,10 +160,7 @@ def test_an_idle_session_makes_room_for_a_new_client_and_its_owner_is_told(engin
         assert busy['error'] == 'ServerBusy'
         time.sleep(1.2)
         assert _infer(newcomer, frames, 'second')['chunk_id'] == 0
-        with pytest.raises(ConnectionClosed) as closed:
-            holder.recv(timeout=5)
-        assert closed.value.rcvd.code == 1013
-        assert 'needed a session' in closed.value.rcvd.reason
+        assert_closed(holder, 1013, 'needed a session', timeout=5)
     finally:
         holder.close()
         newcomer.close()

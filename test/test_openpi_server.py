@@ -22,9 +22,10 @@ import time
 from machine_load import load_factor
 import numpy as np
 from openpi_support import (
+    CHECK,
     CLIENT_CONFIG,
+    LOOP,
     REPO,
-    SCRIPTS,
     droid_frames,
     droid_request,
     healthz,
@@ -42,8 +43,6 @@ from dreamzero_ros.policy_types import Observation, ObservationError, PolicyErro
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
-CHECK = str(SCRIPTS / 'openpi_client_check.py')
-LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 #: A checkout (or git directory) of upstream dreamzero0/dreamzero whose RoboArena client and
 #: server the last two tests run against ours; they are skipped where it is not set.
 UPSTREAM_ENV = 'DREAMZERO_UPSTREAM_REPO'

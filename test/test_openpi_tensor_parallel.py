@@ -12,7 +12,7 @@ from node_support import alive, child_pids
 import numpy as np
 from openpi_support import (
     CLIENT_CONFIG,
-    SCRIPTS,
+    LOOP,
     ServerProcess,
     droid_frames,
     run_openpi,
@@ -25,8 +25,6 @@ from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.openpi import RemoteOpenPIPolicy
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
-
-LOOP = str(SCRIPTS / 'openpi_droid_client_loop.py')
 
 
 @pytest.fixture(scope='module')

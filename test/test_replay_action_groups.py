@@ -8,14 +8,11 @@ import json
 from embodiment_support import shipped_embodiment, write_shipped_checkpoint
 import numpy as np
 import pytest
+from replay_support import arm_speed_limits, random_robot_bag, replay_arguments
 
 from dreamzero_ros.core.action_groups import load_groups
-from dreamzero_ros.core.messages import to_ns
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
-from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.cli import replay_main
-from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE
-from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 
 def _joints(tag):
@@ -29,28 +26,14 @@ def _bag(path, tag):
     """4 s of the embodiment's cameras (24x64, 15 Hz) and its joints (50 Hz, one topic)."""
     embodiment = shipped_embodiment(tag)
     arm, grippers = _joints(tag)
-    rng = np.random.default_rng(1)
-    start = 1_700_000_000.0
-    with BagWriter(path) as writer:
-        for key in embodiment.camera_keys:
-            writer.add_topic(f'/cameras/{key.replace("-", "_")}', IMAGE_TYPE)
-        writer.add_topic('/joint_states', JOINT_STATE_TYPE)
-        records = []
-        for index in range(60):
-            stamp = to_ns(start + index / 15)
-            for key in embodiment.camera_keys:
-                frame = rng.integers(0, 255, (24, 64, 3), dtype=np.uint8)
-                topic = f'/cameras/{key.replace("-", "_")}'
-                records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, key)))
-        for index in range(200):
-            t = index / 50
-            stamp = to_ns(start + t)
-            positions = [0.1 * np.sin(t + j) for j in range(len(arm))] + [0.5] * len(grippers)
-            message = BAG_MESSAGES.joint_state(stamp, [*arm, *grippers], np.array(positions))
-            records.append((stamp, '/joint_states', message))
-        for stamp, topic, message in sorted(records, key=lambda record: record[0]):
-            writer.write(topic, stamp, message)
-    return path
+    cameras = {key: f'/cameras/{key.replace("-", "_")}' for key in embodiment.camera_keys}
+    return random_robot_bag(
+        path,
+        cameras,
+        [*arm, *grippers],
+        lambda t: [0.1 * np.sin(t + j) for j in range(len(arm))] + [0.5] * len(grippers),
+        seed=1,
+    )
 
 
 @pytest.mark.parametrize(('tag', 'velocities'), [('yam', 0), ('agibot', 2)])
@@ -69,19 +52,11 @@ def test_replay_scores_every_group_of_a_bimanual_robot(tmp_path, capsys, tag, ve
         'safety.joint_lower': [-3.0] * len(arm) + [0.0] * len(grippers) + [-0.2] * velocities,
         'safety.joint_upper': [3.0] * len(arm) + [1.0] * len(grippers) + [0.2] * velocities,
         'safety.max_step_delta': [0.2] * width,
-        'safety.max_velocity': [3.0] * len(arm),
-        'safety.stop_deceleration': [10.0] * len(arm),
-        'safety.max_acceleration': [10.0] * len(arm),
-        'safety.max_jerk': [5000.0] * len(arm),
+        **arm_speed_limits(len(arm), max_acceleration=10.0, max_jerk=5000.0),
         'max_age': 1.0,
     }
-    overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]
     out = tmp_path / 'out'
-    arguments = [
-        str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--dtype', 'float32',
-        '--max-chunks', '2', '--out', str(out), '--no-progress',
-        *(item for o in overrides for item in ('--param', o)),
-    ]  # fmt: skip
+    arguments = replay_arguments(bag, checkpoint, out, parameters)
     assert replay_main(arguments) == 0, capsys.readouterr().err
     metrics = json.loads((out / 'metrics.json').read_text())
     assert metrics['chunks'] == 2

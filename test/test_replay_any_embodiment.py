@@ -8,12 +8,9 @@ import json
 from embodiment_support import UR_TEMPLATE, write_ur_checkpoint
 import numpy as np
 import pytest
+from replay_support import arm_speed_limits, random_robot_bag, replay_arguments
 
-from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.cli import replay_main
-from dreamzero_ros.replay.topics import IMAGE_TYPE, JOINT_STATE_TYPE
-from dreamzero_ros.replay.typestore import BAG_MESSAGES
 
 ARM = [f'ur_joint{i}' for i in range(1, 7)]
 GRIPPER = 'robotiq_finger'
@@ -28,33 +25,13 @@ def checkpoint(tmp_path_factory):
 @pytest.fixture(scope='module')
 def bag(tmp_path_factory):
     """4 s of two 48x128 cameras at 15 Hz and 7 joint positions at 50 Hz."""
-    path = tmp_path_factory.mktemp('bags') / 'ur_bag'
-    rng = np.random.default_rng(0)
-    start = 1_700_000_000.0
-    with BagWriter(path) as writer:
-        for topic in TOPICS.values():
-            writer.add_topic(topic, IMAGE_TYPE)
-        writer.add_topic('/joint_states', JOINT_STATE_TYPE)
-        records = []
-        for index in range(60):
-            stamp = to_ns(start + index / 15)
-            for camera, topic in TOPICS.items():
-                frame = rng.integers(0, 255, (48, 128, 3), dtype=np.uint8)
-                records.append((stamp, topic, BAG_MESSAGES.image(stamp, frame, camera)))
-        for index in range(200):
-            t = index / 50
-            stamp = to_ns(start + t)
-            positions = np.array([0.1 * np.sin(t + j) for j in range(6)] + [0.04])
-            records.append(
-                (
-                    stamp,
-                    '/joint_states',
-                    BAG_MESSAGES.joint_state(stamp, [*ARM, GRIPPER], positions),
-                )
-            )
-        for stamp, topic, message in sorted(records, key=lambda record: record[0]):
-            writer.write(topic, stamp, message)
-    return path
+    return random_robot_bag(
+        tmp_path_factory.mktemp('bags') / 'ur_bag',
+        TOPICS,
+        [*ARM, GRIPPER],
+        lambda t: [0.1 * np.sin(t + j) for j in range(6)] + [0.04],
+        frames=(60, 15.0, (48, 128)),
+    )
 
 
 def _arguments(bag, checkpoint, out, arm=ARM):
@@ -66,18 +43,10 @@ def _arguments(bag, checkpoint, out, arm=ARM):
         'safety.joint_lower': [-6.0] * len(arm) + [0.0],
         'safety.joint_upper': [6.0] * len(arm) + [1.0],
         'safety.max_step_delta': [0.2] * len(arm) + [1.0],
-        'safety.max_velocity': [3.0] * len(arm),
-        'safety.stop_deceleration': [10.0] * len(arm),
-        'safety.max_acceleration': [1000.0] * len(arm),
-        'safety.max_jerk': [1.0e6] * len(arm),
+        **arm_speed_limits(len(arm), max_acceleration=1000.0, max_jerk=1.0e6),
         'max_age': 1.0,
     }
-    overrides = [f'{name}={json.dumps(value)}' for name, value in parameters.items()]
-    return [
-        str(bag), '--checkpoint', str(checkpoint), '--device', 'cpu', '--dtype', 'float32',
-        '--prompt-template', UR_TEMPLATE, '--max-chunks', '2', '--out', str(out),
-        '--no-progress', *(item for o in overrides for item in ('--param', o)),
-    ]  # fmt: skip
+    return replay_arguments(bag, checkpoint, out, parameters, '--prompt-template', UR_TEMPLATE)
 
 
 def test_replay_scores_a_six_joint_robot(tmp_path, checkpoint, bag, capsys):

@@ -3,15 +3,18 @@
 
 """Hand-over quality in replay: velocity and acceleration steps where chunks meet."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from dreamzero_ros.core.chunk_scheduler import BlendConfig
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.safety import SafetyLimits
-from dreamzero_ros.replay.handover import boundary_steps, command_plans, handover_quality
+from dreamzero_ros.replay.handover import (
+    ChunkArrival,
+    boundary_steps,
+    command_plans,
+    handover_quality,
+)
 
 DT = 1 / 15
 LOOP = LoopConfig(
@@ -29,16 +32,7 @@ def records(offset=0.05):
     for k in range(6):
         stamp = 1.0 + 0.5 * k
         actions = motion(stamp + DT * np.arange(24)) + offset * (k % 2)  # chunks disagree
-        out.append(
-            SimpleNamespace(
-                query_time=stamp,
-                stamp=stamp,
-                latency_s=0.2,
-                step_duration=DT,
-                actions=actions,
-                state=motion(stamp)[0],
-            )
-        )
+        out.append(ChunkArrival(stamp, stamp, 0.2, DT, actions, motion(stamp)[0]))
     return out
 
 

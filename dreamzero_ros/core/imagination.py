@@ -156,7 +156,40 @@ class ViewCounters:
         )
 
 
-class ViewWorker:
+class _QueueThread:
+    """A daemon thread serving a queue under one condition; errors go to ``on_error``.
+
+    Subclasses fill ``_queue`` and start ``_thread`` once set up; :meth:`close` stops it.
+    """
+
+    def __init__(self, name: str, on_error: Callable[[BaseException], None] | None) -> None:
+        self._on_error = on_error
+        self._queue: deque[Any] = deque()
+        self._wake = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Drop what waits, finish the item in hand (up to ``timeout``) and stop the thread."""
+        with self._wake:
+            self._stopped = True
+            self._queue.clear()
+            self._wake.notify()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _serve(self, call: Callable[[Any], None], item: Any) -> None:
+        """``call(item)`` on this thread; an exception goes to ``on_error``, never further."""
+        try:
+            call(item)
+        except Exception as error:  # noqa: BLE001 - reported, never raised into the node
+            if self._on_error is not None:
+                self._on_error(error)
+
+
+class ViewWorker(_QueueThread):
     """A daemon thread that runs ``handle(job)`` for submitted jobs, newest kept when full.
 
     :meth:`submit` never blocks: beyond ``max_pending`` waiting jobs the oldest waiting one is
@@ -175,57 +208,42 @@ class ViewWorker:
     ) -> None:
         if max_pending < 1:
             raise ValueError(f'max_pending must be >= 1, got {max_pending}')
+        super().__init__(name, on_error)
         self._handle = handle
-        self._on_error = on_error
-        self._pending: deque[Any] = deque()
         self._max_pending = max_pending
-        self._wake = threading.Condition()
-        self._stopped = False
         self._busy = False
         self._nice = nice
         #: The thread's scheduling priority once it runs (``os.getpriority``), None where unknown.
         self.priority: int | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, job: Any) -> bool:
         """Queue ``job``; False if an older waiting job was dropped for it."""
         with self._wake:
-            dropped = len(self._pending) >= self._max_pending
+            dropped = len(self._queue) >= self._max_pending
             if dropped:
-                self._pending.popleft()
-            self._pending.append(job)
+                self._queue.popleft()
+            self._queue.append(job)
             self._wake.notify()
         return not dropped
 
     def idle(self) -> bool:
         """True when no job is waiting or running."""
         with self._wake:
-            return not self._pending and not self._busy
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Drop waiting jobs, finish the running one (up to ``timeout``) and stop the thread."""
-        with self._wake:
-            self._stopped = True
-            self._pending.clear()
-            self._wake.notify()
-        self._thread.join(timeout)
+            return not self._queue and not self._busy
 
     def _run(self) -> None:
         self.priority = _lower_priority(self._nice)
         while True:
             with self._wake:
-                while not self._pending and not self._stopped:
+                while not self._queue and not self._stopped:
                     self._wake.wait()
                 if self._stopped:
                     return
-                job = self._pending.popleft()
+                job = self._queue.popleft()
                 self._busy = True
             try:
-                self._handle(job)
-            except Exception as error:  # noqa: BLE001 - reported, never raised into the node
-                if self._on_error is not None:
-                    self._on_error(error)
+                self._serve(self._handle, job)
             finally:
                 with self._wake:
                     self._busy = False
@@ -242,7 +260,7 @@ def _lower_priority(nice: int) -> int | None:
     return os.getpriority(os.PRIO_PROCESS, thread)
 
 
-class FramePacer:
+class FramePacer(_QueueThread):
     """Publishes scheduled items when their time comes, in a thread of its own.
 
     :meth:`replace` drops what is still scheduled (an older prediction) and schedules the new
@@ -265,50 +283,34 @@ class FramePacer:
         poll_s: float = 0.02,
         name: str = 'dreamzero-view-pacer',
     ) -> None:
+        super().__init__(name, on_error)
         self._publish = publish
         self._clock = clock
-        self._on_error = on_error
         self._poll_s = poll_s
-        self._items: deque[tuple[float, Any]] = deque()
-        self._wake = threading.Condition()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def replace(self, items: list[tuple[float, Any]]) -> int:
         """Schedule ``items`` (``(due, item)``) instead of what is left; how many were dropped."""
         with self._wake:
-            dropped = len(self._items)
-            self._items = deque(sorted(items, key=lambda entry: entry[0]))
+            dropped = len(self._queue)
+            self._queue = deque(sorted(items, key=lambda entry: entry[0]))
             self._wake.notify()
         return dropped
 
     def pending(self) -> int:
         """Items still scheduled."""
         with self._wake:
-            return len(self._items)
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Drop what is scheduled and stop the thread."""
-        with self._wake:
-            self._stopped = True
-            self._items.clear()
-            self._wake.notify()
-        self._thread.join(timeout)
+            return len(self._queue)
 
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._stopped and (not self._items or self._items[0][0] > self._clock()):
+                while not self._stopped and (not self._queue or self._queue[0][0] > self._clock()):
                     wait = self._poll_s
-                    if self._items:
-                        wait = min(wait, max(0.0, self._items[0][0] - self._clock()))
-                    self._wake.wait(wait if self._items else None)
+                    if self._queue:
+                        wait = min(wait, max(0.0, self._queue[0][0] - self._clock()))
+                    self._wake.wait(wait if self._queue else None)
                 if self._stopped:
                     return
-                _, item = self._items.popleft()
-            try:
-                self._publish(item)
-            except Exception as error:  # noqa: BLE001 - reported, never raised into the node
-                if self._on_error is not None:
-                    self._on_error(error)
+                _, item = self._queue.popleft()
+            self._serve(self._publish, item)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.robot_description import JointLimits, RobotDescription
+from dreamzero_ros.core.robot_description import JointLimits, RobotDescription, is_wider
 
 #: Slack of the "wider than the description" test, for values typed with fewer decimals.
 _SLACK = 1e-9
@@ -61,13 +61,13 @@ class ResolvedLimits:
         )
 
 
-#: bound -> (JointLimits field, parameter name, True where a larger value is wider)
-_BOUNDS = {
-    'lower': ('lower', 'safety.joint_lower', False),
-    'upper': ('upper', 'safety.joint_upper', True),
-    'max_velocity': ('max_velocity', 'safety.max_velocity', True),
-    'max_acceleration': ('max_acceleration', 'safety.max_acceleration', True),
-    'max_jerk': ('max_jerk', 'safety.max_jerk', True),
+#: JointLimits field (and ArmLimits field) -> the parameter that sets it.
+_PARAMETERS = {
+    'lower': 'safety.joint_lower',
+    'upper': 'safety.joint_upper',
+    'max_velocity': 'safety.max_velocity',
+    'max_acceleration': 'safety.max_acceleration',
+    'max_jerk': 'safety.max_jerk',
 }
 
 
@@ -90,16 +90,16 @@ def resolve_arm_limits(
     result: dict[str, list[float] | None] = {}
     taken: list[str] = []
     tightened: list[str] = []
-    for bound, (attribute, parameter, larger_is_wider) in _BOUNDS.items():
+    for bound, parameter in _PARAMETERS.items():
         values, typed_values = getattr(configured, bound), getattr(defaults, bound)
-        if values is None and all(getattr(j, attribute) is None for j in joints):
+        if values is None and all(getattr(j, bound) is None for j in joints):
             result[bound] = None
             continue
         column: list[float] = []
         for index, (name, joint) in enumerate(zip(joint_names, joints, strict=True)):
             value = None if values is None else float(values[index])
             default = None if typed_values is None else float(typed_values[index])
-            limit = _description_bound(joint, attribute)
+            limit = _description_bound(joint, bound)
             if limit is None:
                 if value is None:
                     raise ValueError(
@@ -112,8 +112,7 @@ def resolve_arm_limits(
                 column.append(limit)
                 taken.append(f'{name}.{bound}')
                 continue
-            wider = value > limit if larger_is_wider else value < limit
-            if wider and abs(value - limit) > _SLACK * max(1.0, abs(limit)):
+            if is_wider(bound, value, limit) and abs(value - limit) > _SLACK * max(1.0, abs(limit)):
                 raise ValueError(
                     f'{parameter}[{index}] = {value} for joint {name!r} is wider than the robot '
                     f"description's {bound} {limit}: a parameter may only tighten it"

@@ -196,13 +196,21 @@ def parse_urdf(
 
 
 _YAML_BOUNDS = {
-    # yaml key: (the flag that enables it, JointLimits field, tighter is smaller)
-    'min_position': ('has_position_limits', 'lower', False),
-    'max_position': ('has_position_limits', 'upper', True),
-    'max_velocity': ('has_velocity_limits', 'max_velocity', True),
-    'max_acceleration': ('has_acceleration_limits', 'max_acceleration', True),
-    'max_jerk': ('has_jerk_limits', 'max_jerk', True),
+    # yaml key: (the flag that enables it, JointLimits field)
+    'min_position': ('has_position_limits', 'lower'),
+    'max_position': ('has_position_limits', 'upper'),
+    'max_velocity': ('has_velocity_limits', 'max_velocity'),
+    'max_acceleration': ('has_acceleration_limits', 'max_acceleration'),
+    'max_jerk': ('has_jerk_limits', 'max_jerk'),
 }
+
+
+def is_wider(bound: str, value: float, than: float) -> bool:
+    """Whether ``value`` of the :class:`JointLimits` field ``bound`` is wider than ``than``.
+
+    A larger value is wider for every bound but ``lower``.
+    """
+    return value < than if bound == 'lower' else value > than
 
 
 def apply_joint_limits_yaml(joints: Mapping[str, JointLimits], text: str) -> dict[str, JointLimits]:
@@ -238,7 +246,7 @@ def apply_joint_limits_yaml(joints: Mapping[str, JointLimits], text: str) -> dic
 
 def _overlay(name: str, limits: JointLimits, entry: Mapping[str, Any]) -> JointLimits:
     changes: dict[str, float] = {}
-    for key, (flag, attribute, smaller) in _YAML_BOUNDS.items():
+    for key, (flag, attribute) in _YAML_BOUNDS.items():
         if key not in entry or not entry.get(flag, False):
             continue
         value = entry[key]
@@ -252,7 +260,7 @@ def _overlay(name: str, limits: JointLimits, entry: Mapping[str, Any]) -> JointL
         current = getattr(limits, attribute)
         if attribute in ('max_velocity', 'max_acceleration', 'max_jerk') and value <= 0:
             raise ValueError(f'joint_limits.yaml: {name}.{key} must be > 0, got {value}')
-        if current is not None and (value > current if smaller else value < current):
+        if current is not None and is_wider(attribute, value, current):
             raise ValueError(
                 f"joint_limits.yaml: {name}.{key} {value} is wider than the URDF's {current}"
             )

@@ -38,6 +38,9 @@ class BagGroup(Closing):
         except BaseException:
             self._stack.close()
             raise
+        #: Log time of the first message of any bag, and just past the last one, ns.
+        self.start_ns: int = min(reader.start_ns for reader in self._readers)
+        self.end_ns: int = max(reader.end_ns for reader in self._readers)
         self._owner: dict[str, BagReader] = {}
         for reader in self._readers:
             for topic in reader.topics:
@@ -56,16 +59,6 @@ class BagGroup(Closing):
     def topics(self) -> dict[str, str]:
         """Topic -> message type of every bag."""
         return {topic: self._owner[topic].topics[topic] for topic in self._owner}
-
-    @property
-    def start_ns(self) -> int:
-        """Log time of the first message of any bag."""
-        return min(reader.start_ns for reader in self._readers)
-
-    @property
-    def end_ns(self) -> int:
-        """Log time just past the last message of any bag."""
-        return max(reader.end_ns for reader in self._readers)
 
     def message_count(self, topic: str) -> int:
         """Messages the bags' indexes list on ``topic``."""

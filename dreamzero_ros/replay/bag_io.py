@@ -49,6 +49,9 @@ class BagReader(Closing):
             self._source = open_source(self.path)
         except Exception as error:  # storage backends (mcap, sqlite/apsw, yaml) raise many types
             raise BagError(f'cannot open bag {self.path}: {error}') from error
+        #: Log time of the first message, and just past the last one, ns.
+        self.start_ns: int = self._source.start_ns
+        self.end_ns: int = self._source.end_ns
         self._stores: dict[int, Typestore | None] = {}
         self._type_errors: dict[int, str] = {}
         if self._source.damaged and not allow_partial:
@@ -73,16 +76,6 @@ class BagReader(Closing):
     def topics(self) -> dict[str, str]:
         """Topic -> message type name (``pkg/msg/Type``)."""
         return {c.topic: c.msgtype for c in self._source.connections}
-
-    @property
-    def start_ns(self) -> int:
-        """Log time of the first message, ns."""
-        return self._source.start_ns
-
-    @property
-    def end_ns(self) -> int:
-        """Log time just past the last message, ns."""
-        return self._source.end_ns
 
     def message_count(self, topic: str) -> int:
         """Number of messages the bag's index lists on ``topic``."""

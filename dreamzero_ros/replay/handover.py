@@ -19,6 +19,7 @@ the jerk of the 1 kHz samples, and the checks a Franka applies to them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,6 +33,27 @@ from dreamzero_ros.core.command_check import (
 from dreamzero_ros.core.control_loop import LoopConfig
 from dreamzero_ros.core.spline_segments import segment_extremes
 from dreamzero_ros.replay.metrics import distribution
+
+
+class ChunkArrival(NamedTuple):
+    """What :func:`command_plans` reads of a chunk (a replay's ``ChunkRecord`` has it too).
+
+    Attributes:
+        query_time: when the policy was asked, s.
+        stamp: time of the chunk's first row, s.
+        latency_s: how long the answer took: it arrives at ``query_time + latency_s``.
+        step_duration: seconds between rows.
+        actions: the rows, ``(horizon, width)``.
+        state: the state measured when the policy was asked (the hold before the first chunk).
+
+    """
+
+    query_time: float
+    stamp: float
+    latency_s: float
+    step_duration: float
+    actions: np.ndarray
+    state: np.ndarray
 
 
 def command_plans(records: Sequence, loop: LoopConfig) -> list[ActionPlan]:

@@ -17,7 +17,6 @@ import sys
 
 import numpy as np
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
@@ -31,6 +30,7 @@ from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajector
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time
 from dreamzero_ros.ros.ros_arguments import tool_arguments
+from dreamzero_ros.ros.spin import spin_until_shutdown
 
 _DEFAULTS = NodeSettings()
 
@@ -175,18 +175,7 @@ def main(args: list[str] | None = None) -> int:
         f'publishing {source} ({len(next(iter(clips.values())))} frames, looped) '
         f'{"with joint states " if options.joint_states else ""}at {options.rate:g} Hz'
     )
-    try:
-        if options.duration > 0:
-            end = node.get_clock().now().nanoseconds * 1e-9 + options.duration
-            while rclpy.ok() and node.get_clock().now().nanoseconds * 1e-9 < end:
-                rclpy.spin_once(node, timeout_sec=0.1)
-        else:
-            rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_until_shutdown(node, options.duration)
     return 0
 
 

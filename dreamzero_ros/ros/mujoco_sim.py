@@ -29,7 +29,6 @@ positions, velocities and efforts, the fingers stop on what they grasp. Besides:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 import sys
 import threading
@@ -50,7 +49,7 @@ from dreamzero_ros.core.imagination import topic_token
 from dreamzero_ros.core.jtc import TrajectoryFollower
 from dreamzero_ros.ros.conversions import to_time
 from dreamzero_ros.ros.sim_arm import SimArm
-from dreamzero_ros.ros.sim_robot_main import robot_parser, run_robot
+from dreamzero_ros.ros.sim_robot_main import RobotCommand
 from dreamzero_ros.sim.cameras import CameraRenderer, RenderingError, load_mujoco
 from dreamzero_ros.sim.parameters import SimulatorParameters
 from dreamzero_ros.sim.scenes import build_scene
@@ -411,14 +410,10 @@ def _tf_message(frames: list[Frame], now: float) -> Any:
     return message
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line interface of ``dreamzero-sim``: ROS arguments only."""
-    return robot_parser('dreamzero-sim', __doc__, SimulatorParameters)
-
-
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-sim``."""
-    return run_robot('dreamzero-sim', build_parser(), MujocoSim, args)
+#: ``dreamzero-sim``: its command line (``build_parser``) and console script (``main``).
+COMMAND = RobotCommand('dreamzero-sim', __doc__, SimulatorParameters, MujocoSim)
+build_parser = COMMAND.build_parser
+main = COMMAND.main
 
 
 if __name__ == '__main__':

@@ -57,7 +57,6 @@ holding an executor thread.
 
 from __future__ import annotations
 
-import argparse
 from importlib import resources
 from pathlib import Path
 import sys
@@ -103,7 +102,7 @@ from dreamzero_ros.ros.sim_controllers import (
     TrajectoryController,
     odometry_msg,
 )
-from dreamzero_ros.ros.sim_robot_main import robot_parser, run_robot
+from dreamzero_ros.ros.sim_robot_main import RobotCommand
 
 #: ``hardware_id`` of the simulated arm's diagnostics (the policy node's is ``dreamzero``).
 HARDWARE_ID = 'dreamzero_sim_arm'
@@ -542,14 +541,10 @@ def _read_description(path: str) -> str:
     return (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line interface of ``dreamzero-sim-arm``: ROS arguments only."""
-    return robot_parser('dreamzero-sim-arm', __doc__, SimArmParameters)
-
-
-def main(args: list[str] | None = None) -> int:
-    """Console script ``dreamzero-sim-arm``."""
-    return run_robot('dreamzero-sim-arm', build_parser(), SimArm, args)
+#: ``dreamzero-sim-arm``: its command line (``build_parser``) and console script (``main``).
+COMMAND = RobotCommand('dreamzero-sim-arm', __doc__, SimArmParameters, SimArm)
+build_parser = COMMAND.build_parser
+main = COMMAND.main
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ its parent process too (``ros2 launch`` killed: no simulated robot left behind).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import sys
 from typing import TYPE_CHECKING
 
@@ -29,54 +30,69 @@ if TYPE_CHECKING:
 EXIT_CODES_HELP = 'exit codes: 0 stopped (Ctrl-C), 2 invalid arguments or parameters'
 
 
-def robot_parser(prog: str, description: str, parameters: type) -> argparse.ArgumentParser:
-    """Command line of a simulated robot: ROS arguments only, ``parameters``' fields listed."""
-    return new_parser(
-        prog,
-        description,
-        usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
-        epilog=f'{parameters_help(parameter_specs(parameters))}\n\n{EXIT_CODES_HELP}',
-        formatter_class=ListingHelpFormatter,
-    )
+@dataclass(frozen=True)
+class RobotCommand:
+    """The console script of a simulated robot: ROS arguments only, ``parameters`` listed.
 
+    Attributes:
+        prog: the script's name.
+        description: its --help text (the node module's docstring).
+        parameters: the dataclass of the node's declared parameters.
+        make: the node, built without arguments once rclpy is initialised.
 
-def run_robot(
-    prog: str, parser: argparse.ArgumentParser, make: type[SimArm], args: list[str] | None
-) -> int:
-    """Run a simulated robot node (``make()``) until Ctrl-C; a bad parameter ends in one line.
-
-    It ends with its parent process too (``ros2 launch`` killed: no simulated robot left).
     """
-    watchdog = ParentWatchdog(None).start()
-    argv = sys.argv[1:] if args is None else args
-    try:
-        parser.parse_args(tool_arguments(argv))
-    except ValueError as error:
-        parser.error(str(error))
-    rclpy.init(args=[prog, *argv])
-    watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
-    node = None
-    try:
-        node = make()
-        node.start()
-    except (OSError, RuntimeError, ValueError) as error:
-        print(f'{prog}: {error}', file=sys.stderr)
-        if node is not None:
+
+    prog: str
+    description: str
+    parameters: type
+    make: type[SimArm]
+
+    def build_parser(self) -> argparse.ArgumentParser:
+        """The command line: ROS arguments only, the parameters' fields listed in --help."""
+        return new_parser(
+            self.prog,
+            self.description,
+            usage='%(prog)s [-h] [--ros-args -p name:=value ...]',
+            epilog=f'{parameters_help(parameter_specs(self.parameters))}\n\n{EXIT_CODES_HELP}',
+            formatter_class=ListingHelpFormatter,
+        )
+
+    def main(self, args: list[str] | None = None) -> int:
+        """Run the node until Ctrl-C; a bad parameter ends in one line (exit code 2).
+
+        It ends with its parent process too (``ros2 launch`` killed: no simulated robot left).
+        """
+        prog, parser = self.prog, self.build_parser()
+        watchdog = ParentWatchdog(None).start()
+        argv = sys.argv[1:] if args is None else args
+        try:
+            parser.parse_args(tool_arguments(argv))
+        except ValueError as error:
+            parser.error(str(error))
+        rclpy.init(args=[prog, *argv])
+        watchdog.on_lost = rclpy.try_shutdown  # leave the graph, then exit
+        node = None
+        try:
+            node = self.make()
+            node.start()
+        except (OSError, RuntimeError, ValueError) as error:
+            print(f'{prog}: {error}', file=sys.stderr)
+            if node is not None:
+                node.stop()
+                node.destroy_node()
+            rclpy.try_shutdown()
+            return 2
+        executor = MultiThreadedExecutor(num_threads=2)
+        for each in node.nodes():
+            executor.add_node(each)
+        node.get_logger().info(node.ready_line())
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
             node.stop()
+            executor.shutdown()
             node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=2)
-    for each in node.nodes():
-        executor.add_node(each)
-    node.get_logger().info(node.ready_line())
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.stop()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+            rclpy.try_shutdown()
+        return 0

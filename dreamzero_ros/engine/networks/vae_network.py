@@ -331,6 +331,21 @@ def _run(
     return x
 
 
+def _stream(
+    conv1: CausalConv3d,
+    stages: tuple[nn.Sequential, ...],
+    head: nn.Sequential,
+    x: torch.Tensor,
+    state: StreamState,
+    norm_conv: NormConv,
+) -> torch.Tensor:
+    """The next piece through ``conv1``, the layers of ``stages``, then ``head``'s norm and conv."""
+    x = causal_conv(conv1, x, state)
+    for layers in stages:
+        x = _run(layers, x, state, norm_conv)
+    return norm_conv(head[0], head[2], x, state)
+
+
 class Encoder3d(nn.Module):
     """Video ``(B, 3, T, H, W)`` to latent moments ``(B, 2 z, T', H/8, W/8)``."""
 
@@ -357,10 +372,8 @@ class Encoder3d(nn.Module):
         self, x: torch.Tensor, state: StreamState, norm_conv: NormConv = norm_silu_conv
     ) -> torch.Tensor:
         """Encode the next piece of video (``norm_conv``: how norm, SiLU and convolution run)."""
-        x = causal_conv(self.conv1, x, state)
-        for layers in (self.downsamples, self.middle):
-            x = _run(layers, x, state, norm_conv)
-        return norm_conv(self.head[0], self.head[2], x, state)
+        stages = (self.downsamples, self.middle)
+        return _stream(self.conv1, stages, self.head, x, state, norm_conv)
 
 
 class Decoder3d(nn.Module):
@@ -391,10 +404,8 @@ class Decoder3d(nn.Module):
 
     def forward(self, x: torch.Tensor, state: StreamState) -> torch.Tensor:
         """Decode the next piece of latents."""
-        x = causal_conv(self.conv1, x, state)
-        for layers in (self.middle, self.upsamples):
-            x = _run(layers, x, state, norm_silu_conv)
-        return norm_silu_conv(self.head[0], self.head[2], x, state)
+        stages = (self.middle, self.upsamples)
+        return _stream(self.conv1, stages, self.head, x, state, norm_silu_conv)
 
 
 class VideoVAE(nn.Module):
