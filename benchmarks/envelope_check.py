@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Cost of the safety envelope check of one 24-point chunk (core/envelope.py), on one core.
+"""Cost of the safety envelope check of one 24-point chunk (core/motion/envelope.py), on one core.
 
 The packaged Panda URDF through pinocchio, the default envelope (flange and both fingertips,
 1 cm resolution) with a table and a keep-out box. Chunks of 24 rows at 15 Hz, smoothed as the
@@ -20,10 +20,10 @@ import statistics
 from bench_timing import one_core_options, timed_ms
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
-from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.panda import PANDA_ARM_JOINTS, PANDA_LOWER, PANDA_UPPER
-from dreamzero_ros.core.trajectory import MotionConfig
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, smooth_plan
+from dreamzero_ros.core.motion.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.motion.trajectory import MotionConfig
+from dreamzero_ros.core.robot.panda import PANDA_ARM_JOINTS, PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 
 ARM = PANDA_ARM_JOINTS

@@ -19,7 +19,7 @@ import rclpy
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_settings import NodeSettings
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 from dreamzero_ros.ros.conversions import to_time
 

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dreamzero_ros.core.image_codec import encode_raw
-from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
-from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
+from dreamzero_ros.core.observations.image_codec import encode_raw
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache
+from dreamzero_ros.core.robot.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.droid_clips import demo_clips
 
 SIZES = ((180, 320), (480, 640), (720, 1280), (1080, 1920))

@@ -6,22 +6,22 @@
 A policy that moves and disagrees with itself (a sinusoid around the Panda's ready pose plus
 0.03 rad noise per row) sends 24-row chunks at DROID timing: rows at 15 Hz, a new chunk every
 0.5-1 s, arriving 0.2-0.6 s after its observation, so only the first segments of each run. Each
-chunk goes through the node's hand-over and safety limits (core/chunk_scheduler.py,
-core/safety.py) and is timed within the Panda's datasheet limits two ways, in one run:
+chunk goes through the node's hand-over and safety limits (core/motion/chunk_scheduler.py,
+core/motion/safety.py) and is timed within the Panda's datasheet limits two ways, in one run:
 
 - before: points with positions and velocities (JTC draws cubics): the knot velocities of the C2
   cubic spline from the hand-over velocity to rest, segments stretched until each cubic is within
   the speed, acceleration and jerk limits, the lead-in carrying the plan in force's knots (the
   path before points carried accelerations);
 - after: points with accelerations too (JTC draws quintics): the node's path now
-  (:func:`~dreamzero_ros.core.chunk_scheduler.plan_chunk`).
+  (:func:`~dreamzero_ros.core.motion.chunk_scheduler.plan_chunk`).
 
-Both go through joint_trajectory_controller as sent (core/jtc.py, each received 1 ms after its
-chunk arrived) and its 1 kHz command is checked as a Franka checks it (core/command_check.py).
-Prints, per joint, p50 / p95 / max of the acceleration jump at each hand-over (rad/s^2) and of
-the 1 kHz jerk (rad/s^3, third differences) beside the jerk limits, the largest acceleration
-against its limits, the samples a Franka would abort for, and the median milliseconds of
-timing one chunk (the ratio against before).
+Both go through joint_trajectory_controller as sent (core/motion/jtc.py, each received 1 ms after
+its chunk arrived) and its 1 kHz command is checked as a Franka checks it
+(core/control/command_check.py). Prints, per joint, p50 / p95 / max of the acceleration jump at each
+hand-over (rad/s^2) and of the 1 kHz jerk (rad/s^3, third differences) beside the jerk limits, the
+largest acceleration against its limits, the samples a Franka would abort for, and the median
+milliseconds of timing one chunk (the ratio against before).
 
     python benchmarks/micro_time_scaling.py [--chunks 20] [--seeds 10]
 """
@@ -36,23 +36,23 @@ import time
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import (
-    ActionPlan,
-    merge_chunk,
-    plan_chunk,
-    with_lead_in,
-)
-from dreamzero_ros.core.command_check import (
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.control.command_check import (
     CommandLimits,
     CommandMonitor,
     differences,
     jtc_command,
 )
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.panda import PANDA_READY
-from dreamzero_ros.core.safety import apply_limits
-from dreamzero_ros.core.spline_segments import segment_extremes
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.motion.chunk_scheduler import (
+    ActionPlan,
+    merge_chunk,
+    plan_chunk,
+    with_lead_in,
+)
+from dreamzero_ros.core.motion.safety import apply_limits
+from dreamzero_ros.core.motion.spline_segments import segment_extremes
+from dreamzero_ros.core.robot.panda import PANDA_READY
 from dreamzero_ros.replay.handover import RECEIPT_DELAY, ChunkArrival
 
 DT = 1 / 15

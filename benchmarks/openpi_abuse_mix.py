@@ -39,7 +39,7 @@ import numpy as np
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from dreamzero_ros.core import image_resize
+from dreamzero_ros.core.observations import image_resize
 from dreamzero_ros.droid_clips import synthetic_clips
 from dreamzero_ros.openpi import OpenPIServer, ServerConfig, msgpack_numpy
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk, Observation

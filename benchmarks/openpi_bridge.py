@@ -20,7 +20,7 @@ import time
 import numpy as np
 from websockets.sync.client import connect
 
-from dreamzero_ros.core import image_resize
+from dreamzero_ros.core.observations import image_resize
 from dreamzero_ros.droid_clips import synthetic_clips
 from dreamzero_ros.engine.loader import load_engine
 from dreamzero_ros.engine.options import EngineOptions

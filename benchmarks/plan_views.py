@@ -22,8 +22,8 @@ from nav_msgs.msg import Path
 import numpy as np
 from rclpy.serialization import serialize_message
 
-from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
-from dreamzero_ros.core.plan_geometry import ExecutedPath, description_fk, end_effector_path
+from dreamzero_ros.core.motion.plan_geometry import ExecutedPath, description_fk, end_effector_path
+from dreamzero_ros.core.robot.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.droid_clips import demo_joint_trajectory
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.plan_views import EXECUTED_POINTS, path_msg, pose_msg

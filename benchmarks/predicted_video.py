@@ -31,7 +31,7 @@ from bench_timing import timed_ms
 import numpy as np
 import torch
 
-from dreamzero_ros.core.imagination import encode_frame
+from dreamzero_ros.core.observations.imagination import encode_frame
 from dreamzero_ros.engine import DreamZeroEngine, EngineConfig
 from dreamzero_ros.engine.checkpoint.synthetic_droid import random_observation
 from dreamzero_ros.engine.networks.vae import WanVAE

@@ -28,7 +28,7 @@ headless_gl()
 import numpy as np  # noqa: E402
 
 from dreamzero_ros.cli_options import new_parser  # noqa: E402
-from dreamzero_ros.core.jtc import Point, Trajectory, TrajectoryFollower  # noqa: E402
+from dreamzero_ros.core.motion.jtc import Point, Trajectory, TrajectoryFollower  # noqa: E402
 from dreamzero_ros.sim.cameras import CameraRenderer  # noqa: E402
 from dreamzero_ros.sim.physics import SimWorld  # noqa: E402
 from dreamzero_ros.sim.scenes import IMAGE_SIZE, droid_scene  # noqa: E402

@@ -18,7 +18,7 @@ import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage
 
-from dreamzero_ros.core.imagination import view_topics
+from dreamzero_ros.core.observations.imagination import view_topics
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 

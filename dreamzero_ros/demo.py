@@ -44,11 +44,11 @@ import numpy as np
 
 from dreamzero_ros.cli_options import add_image_transport, add_preset, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.panda import PANDA_ARM_JOINTS
-from dreamzero_ros.core.process_lifetime import launcher_env, stop_process
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.config.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.processes.process_lifetime import launcher_env, stop_process
+from dreamzero_ros.core.robot.panda import PANDA_ARM_JOINTS
 from dreamzero_ros.droid_clips import CLIP_FPS, CLIPS_ENV, find_clips_dir
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, cached_random_checkpoint
 

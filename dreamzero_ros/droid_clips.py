@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dreamzero_ros.core.panda import PANDA_READY
+from dreamzero_ros.core.robot.panda import PANDA_READY
 from dreamzero_ros.policy_types import DROID_ARM_DOF, DROID_CAMERAS
 
 CLIPS_ENV = 'DREAMZERO_DROID_CLIPS'

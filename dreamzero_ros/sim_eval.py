@@ -40,7 +40,7 @@ from dreamzero_ros.cli_options import (
     new_parser,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.process_lifetime import stop_process
+from dreamzero_ros.core.processes.process_lifetime import stop_process
 
 #: Node diagnostics counted as safety events, per episode (differences).
 SAFETY_COUNTERS = (
@@ -209,8 +209,8 @@ def _node_parameters(
 
 def run_evaluation(options: argparse.Namespace, output: Path) -> dict[str, Any]:
     """Start the simulator, the node and the policy; run the episodes; write the report."""
-    from dreamzero_ros.core.launch_plan import simulator_parameters
-    from dreamzero_ros.core.node_config import build_settings, read_params_file
+    from dreamzero_ros.core.config.launch_plan import simulator_parameters
+    from dreamzero_ros.core.config.node_config import build_settings, read_params_file
 
     params = options.params_file or None
     values = read_params_file(params) if params else {}
@@ -283,7 +283,7 @@ class _Harness:
     # ------------------------------------------------------------------------ set-up
 
     def _make_recorder(self) -> Any:
-        from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, TASK_EVENT_TYPE
+        from dreamzero_ros.core.observations.messages import ACTION_CHUNK_TYPE, TASK_EVENT_TYPE
         from dreamzero_ros.errors import BagError
         from dreamzero_ros.replay.episode_recorder import EpisodeRecorder
         from dreamzero_ros.replay.live_replay import message_class, node_topic
@@ -345,7 +345,7 @@ class _Harness:
                 self.arm_diagnostics = values
 
     def _on_predicted(self, message: Any) -> None:
-        from dreamzero_ros.core.image_codec import decode_compressed
+        from dreamzero_ros.core.observations.image_codec import decode_compressed
 
         if self.video is not None:
             stamp = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9

@@ -25,8 +25,8 @@ from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
 
-from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
-from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.core.config.launch_plan import engine_launch_arguments, plan_launch
+from dreamzero_ros.core.config.node_config import read_params_file
 from dreamzero_ros.ros.launch_actions import launch_description, policy_node
 from launch import LaunchDescription
 

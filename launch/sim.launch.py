@@ -29,8 +29,12 @@ from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
 
-from dreamzero_ros.core.launch_plan import plan_launch, sim_arm_parameters, simulator_parameters
-from dreamzero_ros.core.node_config import build_settings, read_params_file
+from dreamzero_ros.core.config.launch_plan import (
+    plan_launch,
+    sim_arm_parameters,
+    simulator_parameters,
+)
+from dreamzero_ros.core.config.node_config import build_settings, read_params_file
 from dreamzero_ros.ros.launch_actions import launch_description, policy_node, tool_node
 from launch import LaunchDescription
 

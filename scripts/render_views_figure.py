@@ -111,7 +111,7 @@ def render(collector: Collector, cameras: list[str], model_input, out: Path) -> 
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from dreamzero_ros.core.image_codec import decode_compressed, msg_to_rgb
+    from dreamzero_ros.core.observations.image_codec import decode_compressed, msg_to_rgb
 
     stamp = _seconds(model_input.header.stamp)
     figure = plt.figure(figsize=(16, 11))

@@ -38,7 +38,7 @@ from node_support import (
 import numpy as np
 import yaml
 
-from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.core.config.node_config import read_params_file
 from dreamzero_ros.engine.workers.protocol import free_port
 
 #: The simulated robots by kind, as sim.launch.py's ``simulator`` argument names them.

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from rosbags.rosbag2 import Reader
 
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.replay.typestore import replay_typestore
 
 
@@ -148,7 +148,7 @@ def task_event(
     stamp_s: float, goal: str, event: int, instruction: str, outcome: str = ''
 ) -> object:
     """A ``dreamzero_ros/msg/TaskEvent`` as the node publishes it."""
-    from dreamzero_ros.core.messages import to_ns
+    from dreamzero_ros.core.observations.messages import to_ns
     from dreamzero_ros.replay.typestore import BAG_MESSAGES, bag_message_type
 
     return bag_message_type('dreamzero_ros/msg/TaskEvent')(
@@ -191,7 +191,7 @@ def write_bag(
     states moved by ``stamp_shift[1]`` seconds against their log times.
     """
     from dreamzero_ros import droid_clips
-    from dreamzero_ros.core.messages import to_ns
+    from dreamzero_ros.core.observations.messages import to_ns
     from dreamzero_ros.replay.bag_io import BagWriter
     from dreamzero_ros.replay.typestore import BAG_MESSAGES
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from machine_load import load_factor
 
-from dreamzero_ros.core.messages import is_hold
+from dreamzero_ros.core.observations.messages import is_hold
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
@@ -169,7 +169,7 @@ class Harness:
         """
         import rclpy
 
-        from dreamzero_ros.core.controller_identity import controller_node
+        from dreamzero_ros.core.robot.controller_identity import controller_node
 
         namespace, _, name = f'/{controller_node(topic).lstrip("/")}'.rpartition('/')
         controller = rclpy.create_node(name, namespace=namespace or '/', context=self.context)
@@ -293,7 +293,7 @@ class RobotStream:
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
 
-        from dreamzero_ros.core.image_codec import encode_compressed
+        from dreamzero_ros.core.observations.image_codec import encode_compressed
 
         #: Topic -> frames (DROID's camera names are its topics by default).
         self.harness = harness
@@ -329,7 +329,7 @@ class RobotStream:
         import numpy as np
         from sensor_msgs.msg import CompressedImage, JointState
 
-        from dreamzero_ros.core.messages import to_ns
+        from dreamzero_ros.core.observations.messages import to_ns
         from dreamzero_ros.droid_clips import demo_joint_trajectory
         from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 

@@ -13,7 +13,7 @@ import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.policy_types import ActionChunk, Observation
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.bag_maker import BagSpec, make_bag

@@ -19,7 +19,7 @@ from package_support import ROOT, console_scripts
 import pytest
 
 from dreamzero_ros.cli_options import HelpFormatter
-from dreamzero_ros.core import node_config
+from dreamzero_ros.core.config import node_config
 from dreamzero_ros.engine.loader import RANDOM_PRESETS
 from dreamzero_ros.engine.options import engine_option_specs
 from dreamzero_ros.parameter_schema import dest, flag

@@ -19,8 +19,8 @@ from machine_load import load_factor
 from node_support import CONFIG, NODE, diagnostic_count
 import pytest
 
-from dreamzero_ros.core.launch_plan import sim_arm_parameters
-from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
+from dreamzero_ros.core.config.launch_plan import sim_arm_parameters
+from dreamzero_ros.core.config.node_config import PARAMETERS, defaults, read_params_file
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -9,16 +9,16 @@ from embodiment_support import droid_embodiment, statistics
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.action_groups import (
+from dreamzero_ros.core.config.node_config import build_settings, defaults
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.robot.action_groups import (
     GroupSpec,
     KeySlice,
     groups_from_mapping,
     load_groups,
     resolve_groups,
 )
-from dreamzero_ros.core.node_config import build_settings, defaults
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.engine.checkpoint.data_files import read_yaml
 from dreamzero_ros.engine.checkpoint.experiment_cfg import KNOWN_PROMPT_TEMPLATES
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment
@@ -188,10 +188,10 @@ def test_bad_group_entries_are_refused_naming_the_entry():
 
 
 def test_a_plan_starts_the_base_at_its_measured_velocity_and_ramps_within_the_limits():
-    from dreamzero_ros.core.chunk_scheduler import BlendConfig
-    from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
-    from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
-    from dreamzero_ros.core.safety import SafetyLimits
+    from dreamzero_ros.core.control.control_loop import ControlLoop, LoopConfig
+    from dreamzero_ros.core.motion.chunk_scheduler import BlendConfig
+    from dreamzero_ros.core.motion.safety import SafetyLimits
+    from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache
     from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 
     arm = tuple(f'j{i}' for i in range(7))

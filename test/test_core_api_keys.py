@@ -5,8 +5,8 @@
 
 import pytest
 
-from dreamzero_ros.core.api_keys import read_api_key
-from dreamzero_ros.core.node_config import PARAMETERS, build_settings, read_params_file
+from dreamzero_ros.core.config.node_config import PARAMETERS, build_settings, read_params_file
+from dreamzero_ros.core.policy.api_keys import read_api_key
 
 ENV = 'DREAMZERO_TEST_API_KEY'
 

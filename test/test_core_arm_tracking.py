@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from dreamzero_ros.core.arm_tracking import ArmTracking
-from dreamzero_ros.core.jtc import Point, Trajectory, TrajectoryFollower
+from dreamzero_ros.core.motion.arm_tracking import ArmTracking
+from dreamzero_ros.core.motion.jtc import Point, Trajectory, TrajectoryFollower
 
 JOINTS = ('a', 'b')
 

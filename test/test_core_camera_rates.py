@@ -5,9 +5,9 @@
 
 import pytest
 
-from dreamzero_ros.core.camera_rates import CameraRateMonitor
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.control.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.observations.camera_rates import CameraRateMonitor
 
 
 def _feed(monitor, camera, rate, start, seconds):

@@ -6,7 +6,7 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, BlendConfig, merge_chunk
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, BlendConfig, merge_chunk
 
 DT = 0.1
 

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.chunk_scheduler import BlendConfig
-from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
-from dreamzero_ros.core.latency_stats import LatencyStats
-from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
-from dreamzero_ros.core.safety import SafetyLimits
+from dreamzero_ros.core.control.control_loop import ControlLoop, LoopConfig
+from dreamzero_ros.core.control.latency_stats import LatencyStats
+from dreamzero_ros.core.motion.chunk_scheduler import BlendConfig
+from dreamzero_ros.core.motion.safety import SafetyLimits
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 
 ARM = tuple(f'j{i}' for i in range(7))

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from dreamzero_ros.core.action_groups import groups_from_mapping, load_groups
-from dreamzero_ros.core.controller_identity import (
+from dreamzero_ros.core.control.controller_watch import ControllerWatch, odometry_problem
+from dreamzero_ros.core.robot.action_groups import groups_from_mapping, load_groups
+from dreamzero_ros.core.robot.controller_identity import (
     ANY_SUBSCRIBER,
     claim_of,
     controller_node,
     identify,
 )
-from dreamzero_ros.core.controller_watch import ControllerWatch, odometry_problem
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 

@@ -15,8 +15,8 @@ from description_support import bimanual_panda_urdf, chain_urdf
 import pytest
 from test_core_robot_description import panda_urdf
 
-from dreamzero_ros.core.description_bounds import DescriptionBounds, check_description
-from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.core.robot.description_bounds import DescriptionBounds, check_description
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 
 PANDA = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 

@@ -9,12 +9,12 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
-from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
-from dreamzero_ros.core.trajectory import MotionConfig
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, smooth_plan
+from dreamzero_ros.core.motion.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.motion.trajectory import MotionConfig
+from dreamzero_ros.core.robot.kinematics import LinkPoints
+from dreamzero_ros.core.robot.panda import PANDA_LOWER, PANDA_UPPER
 
 URDF = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 ARM = tuple(f'panda_joint{i}' for i in range(1, 8))
@@ -186,9 +186,9 @@ def test_a_hold_plan_is_checked_too():
 
 
 def test_control_loop_cuts_a_chunk_towards_the_table_and_reports_it():
-    from dreamzero_ros.core.control_loop import ControlLoop
-    from dreamzero_ros.core.observation_cache import ObservationCache
-    from dreamzero_ros.core.status_report import build_report
+    from dreamzero_ros.core.control.control_loop import ControlLoop
+    from dreamzero_ros.core.control.status_report import build_report
+    from dreamzero_ros.core.observations.observation_cache import ObservationCache
     from dreamzero_ros.demo_policy import TowardTheTable
     from dreamzero_ros.policy_types import DROID_CAMERAS
 
@@ -220,7 +220,12 @@ def test_control_loop_cuts_a_chunk_towards_the_table_and_reports_it():
 
 
 def test_the_task_reports_envelope_cuts():
-    from dreamzero_ros.core.task_runner import ENVELOPE_HOLD, EXECUTING, CommandState, TaskRunner
+    from dreamzero_ros.core.control.task_runner import (
+        ENVELOPE_HOLD,
+        EXECUTING,
+        CommandState,
+        TaskRunner,
+    )
 
     runner = TaskRunner(2.0)
     runner.start('goal', 'wipe the table', 0.0, CommandState(True, True, False), 0.0)
@@ -303,9 +308,9 @@ def test_two_arms_one_envelope_either_hand_towards_the_table_is_cut():
 
 def test_a_hold_that_brakes_through_the_table_is_counted_and_reported():
     """Braking follows the motion's tangent: a hold during a fast approach may cross a bound."""
-    from dreamzero_ros.core.control_loop import ControlLoop
-    from dreamzero_ros.core.observation_cache import ObservationCache
-    from dreamzero_ros.core.status_report import build_report
+    from dreamzero_ros.core.control.control_loop import ControlLoop
+    from dreamzero_ros.core.control.status_report import build_report
+    from dreamzero_ros.core.observations.observation_cache import ObservationCache
 
     settings = build_settings({'gripper_joint_name': 'g', 'envelope.enabled': True})
     # the shoulder swings forward at 1.2 rad/s; a hold at t = 0.3 s brakes from there

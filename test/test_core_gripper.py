@@ -5,7 +5,7 @@
 
 import pytest
 
-from dreamzero_ros.core.gripper import GripperCommander, GripperConfig
+from dreamzero_ros.core.robot.gripper import GripperCommander, GripperConfig
 
 
 def test_policy_one_is_closed_on_a_franka_hand():

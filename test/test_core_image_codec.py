@@ -8,7 +8,7 @@ import array
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.image_codec import (
+from dreamzero_ros.core.observations.image_codec import (
     SUPPORTED_ENCODINGS,
     decode_compressed,
     decode_raw,

@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.image_codec import RawImage, decode_compressed
-from dreamzero_ros.core.imagination import (
+from dreamzero_ros.core.observations.image_codec import RawImage, decode_compressed
+from dreamzero_ros.core.observations.imagination import (
     FramePacer,
     ViewCounters,
     ViewWorker,
@@ -18,7 +18,7 @@ from dreamzero_ros.core.imagination import (
     predicted_frame_times,
     view_topics,
 )
-from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.policy.serialized_policy import SerializedPolicy
 
 
 def test_predicted_frames_are_stamped_over_the_horizon():

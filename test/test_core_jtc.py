@@ -6,7 +6,13 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.jtc import ControllerRules, Point, Trajectory, TrajectoryFollower, validate
+from dreamzero_ros.core.motion.jtc import (
+    ControllerRules,
+    Point,
+    Trajectory,
+    TrajectoryFollower,
+    validate,
+)
 
 JOINTS = tuple(f'panda_joint{i}' for i in range(1, 8))
 RULES = ControllerRules(JOINTS)
@@ -129,8 +135,8 @@ def test_before_the_first_point_jtc_starts_from_zero_acceleration_unless_from_de
 
 
 def test_a_franka_check_flags_the_acceleration_steps_of_cubic_segments():
-    from dreamzero_ros.core.command_check import FRANKA_ERRORS, CommandLimits, FollowerCheck
-    from dreamzero_ros.core.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
+    from dreamzero_ros.core.control.command_check import FRANKA_ERRORS, CommandLimits, FollowerCheck
+    from dreamzero_ros.core.robot.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_JERK
 
     limits = CommandLimits(
         max_acceleration=np.array(PANDA_MAX_ACCELERATION), max_jerk=np.array(PANDA_MAX_JERK)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from dreamzero_ros.core.launch_plan import (
+from dreamzero_ros.core.config.launch_plan import (
     parse_gpus,
     plan_launch,
     sim_arm_parameters,
     simulator_parameters,
 )
-from dreamzero_ros.core.node_config import read_params_file
+from dreamzero_ros.core.config.node_config import read_params_file
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.node_config import (
+from dreamzero_ros.core.config.node_config import (
     PARAMETERS,
     build_settings,
     defaults,
     read_params_file,
     unknown_parameters,
 )
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.parameter_schema import Kind
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
@@ -151,7 +151,7 @@ def test_node_documentation_lists_every_parameter_with_its_description():
 
 
 def test_local_engine_without_checkpoint_is_refused_at_configure():
-    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.core.policy.policy_factory import create_policy
 
     with pytest.raises(ValueError, match='engine.checkpoint is required'):
         create_policy(build_settings({}), log=lambda text: None)

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.image_codec import encode_raw
-from dreamzero_ros.core.image_resize import resize_with_pad
-from dreamzero_ros.core.messages import stamp_seconds
-from dreamzero_ros.core.observation_cache import (
+from dreamzero_ros.core.observations.image_codec import encode_raw
+from dreamzero_ros.core.observations.image_resize import resize_with_pad
+from dreamzero_ros.core.observations.messages import stamp_seconds
+from dreamzero_ros.core.observations.observation_cache import (
     CacheConfig,
     Drop,
     DropReason,

@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
-from dreamzero_ros.core.process_lifetime import PARENT_PID_ENV, launcher_env, parent_at_start
+from dreamzero_ros.core.processes.process_lifetime import (
+    PARENT_PID_ENV,
+    launcher_env,
+    parent_at_start,
+)
 
 
 def _ended_process_id() -> int:

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
-from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.control.joint_limits import ArmLimits, resolve_arm_limits, with_arm_limits
+from dreamzero_ros.core.robot.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 
 LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
 UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)

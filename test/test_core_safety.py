@@ -6,7 +6,7 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.safety import SafetyLimits, apply_limits
+from dreamzero_ros.core.motion.safety import SafetyLimits, apply_limits
 
 LIMITS = SafetyLimits(
     lower=np.array([-1.0, -1.0, 0.0]),

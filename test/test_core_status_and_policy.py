@@ -10,16 +10,16 @@ import time
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.chunk_scheduler import BlendConfig
-from dreamzero_ros.core.control_loop import ControlLoop, LoopConfig
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
-from dreamzero_ros.core.policy_factory import warmup_observation
-from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.core.safety import SafetyLimits
-from dreamzero_ros.core.serialized_policy import SerializedPolicy
-from dreamzero_ros.core.status_report import ERROR, OK, WARN, build_report
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.control.control_loop import ControlLoop, LoopConfig
+from dreamzero_ros.core.control.status_report import ERROR, OK, WARN, build_report
+from dreamzero_ros.core.motion.chunk_scheduler import BlendConfig
+from dreamzero_ros.core.motion.safety import SafetyLimits
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache
+from dreamzero_ros.core.policy.policy_factory import warmup_observation
+from dreamzero_ros.core.policy.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 
 ARM = tuple(f'j{i}' for i in range(7))
@@ -163,7 +163,7 @@ def test_step_duration_override_replays_chunks_in_slow_motion():
 
 
 def test_engine_speed_parameters_reach_the_engine(tmp_path):
-    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.core.policy.policy_factory import create_policy
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 
     folder = write_random_checkpoint(tmp_path / 'tiny', preset='tiny')
@@ -189,7 +189,7 @@ def test_engine_speed_parameters_reach_the_engine(tmp_path):
     importlib.util.find_spec('flash_attn_3') is not None, reason='FlashAttention-3 is installed'
 )
 def test_fa3_attention_without_flash_attn_3_is_refused_before_any_inference(tmp_path):
-    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.core.policy.policy_factory import create_policy
     from dreamzero_ros.engine import ConfigError
     from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 

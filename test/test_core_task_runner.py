@@ -5,7 +5,7 @@
 
 import pytest
 
-from dreamzero_ros.core.task_runner import (
+from dreamzero_ros.core.control.task_runner import (
     DRY_RUN,
     EXECUTING,
     INPUTS_UNUSABLE,
@@ -176,7 +176,7 @@ def test_a_goal_whose_client_never_appears_ends_and_a_zero_timeout_never_ends_on
 
 
 def test_instructions_beyond_the_length_cap_are_refused_and_long_ones_abbreviated():
-    from dreamzero_ros.core.task_runner import abbreviate
+    from dreamzero_ros.core.control.task_runner import abbreviate
 
     runner = TaskRunner(input_timeout=1.0, max_length=10)
     with pytest.raises(TaskRefusedError, match='11 characters, more than max_prompt_length'):

@@ -3,9 +3,9 @@
 
 """Time scaling: the curve the controller follows stays within the joint limits; rows never move.
 
-What joint_trajectory_controller commands at 1 kHz from the node's plans (core/command_check.py)
-is checked as a Franka checks it: acceleration and jerk by finite differences, hand-overs,
-holds and braking included.
+What joint_trajectory_controller commands at 1 kHz from the node's plans
+(core/control/command_check.py) is checked as a Franka checks it: acceleration and jerk by finite
+differences, hand-overs, holds and braking included.
 """
 
 import dataclasses
@@ -13,15 +13,20 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.braking import braking_hold
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
-from dreamzero_ros.core.command_check import CommandLimits, CommandMonitor, differences, jtc_command
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.safety import SafetyLimits
-from dreamzero_ros.core.spline_segments import segment_extremes
-from dreamzero_ros.core.time_scaling import scale_time
-from dreamzero_ros.core.trajectory import MotionConfig
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.control.command_check import (
+    CommandLimits,
+    CommandMonitor,
+    differences,
+    jtc_command,
+)
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.motion.braking import braking_hold
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, smooth_plan
+from dreamzero_ros.core.motion.safety import SafetyLimits
+from dreamzero_ros.core.motion.spline_segments import segment_extremes
+from dreamzero_ros.core.motion.time_scaling import scale_time
+from dreamzero_ros.core.motion.trajectory import MotionConfig
 from dreamzero_ros.replay.handover import ChunkArrival, timed_command_plans
 
 DT = 1 / 15
@@ -221,8 +226,8 @@ def test_the_loop_with_panda_limits_commands_nothing_a_franka_refuses():
     """Chunks, a refusal hold and a stale-input hold through the ROS-free loop, then JTC."""
     from test_core_control_loop import feed
 
-    from dreamzero_ros.core.control_loop import ControlLoop
-    from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache
+    from dreamzero_ros.core.control.control_loop import ControlLoop
+    from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache
     from dreamzero_ros.policy_types import ActionChunk
 
     cache = ObservationCache(CacheConfig(tuple(f'j{i}' for i in range(ARM)), 'g', max_age=0.5))
@@ -254,7 +259,7 @@ def test_the_loop_with_panda_limits_commands_nothing_a_franka_refuses():
 
 def test_holds_near_tight_position_limits_stay_inside_them():
     """Where braking at once would overshoot a limit, the hold follows the plan in force first."""
-    from dreamzero_ros.core.braking import braking_from
+    from dreamzero_ros.core.motion.braking import braking_from
 
     lower = np.append(READY - 0.5, 0.0)
     upper = np.append(READY + 0.5, 1.0)

@@ -6,10 +6,10 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.braking import braking_curve, braking_hold
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, smooth_plan
-from dreamzero_ros.core.spline_segments import segment_extremes
-from dreamzero_ros.core.trajectory import (
+from dreamzero_ros.core.motion.braking import braking_curve, braking_hold
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, smooth_plan
+from dreamzero_ros.core.motion.spline_segments import segment_extremes
+from dreamzero_ros.core.motion.trajectory import (
     MotionConfig,
     bound_knots,
     sample_knots,

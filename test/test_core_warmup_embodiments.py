@@ -11,10 +11,10 @@ engine on a random tiny checkpoint of each shipped layout.
 from embodiment_support import shipped_embodiment, write_shipped_checkpoint
 import pytest
 
-from dreamzero_ros.core.node_config import build_settings, defaults
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.policy_factory import create_policy, warm_up
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.config.node_config import build_settings, defaults
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.policy.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -104,8 +104,8 @@ def test_tensor_parallel_ranks_get_the_memory_options_and_serve_the_one_process_
     tiny_checkpoint,
 ):
     """The node's engine on TP 2 (this process is rank 0, the worker a process it starts)."""
-    from dreamzero_ros.core.node_config import build_settings
-    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.core.config.node_config import build_settings
+    from dreamzero_ros.core.policy.policy_factory import create_policy
 
     values = {
         'engine.checkpoint': str(tiny_checkpoint),
@@ -313,8 +313,8 @@ def test_loading_refuses_a_configuration_that_cannot_fit(tiny_checkpoint):
 
 
 def test_the_node_refuses_at_configure_with_an_injected_budget(tiny_checkpoint):
-    from dreamzero_ros.core.node_config import build_settings
-    from dreamzero_ros.core.policy_factory import create_policy
+    from dreamzero_ros.core.config.node_config import build_settings
+    from dreamzero_ros.core.policy.policy_factory import create_policy
 
     values = {
         'engine.checkpoint': str(tiny_checkpoint),

@@ -9,8 +9,8 @@ import ast
 from node_support import REPO
 import pytest
 
-from dreamzero_ros.core import node_config
-from dreamzero_ros.core.launch_plan import ENGINE_LAUNCH_ARGUMENTS, engine_launch_arguments
+from dreamzero_ros.core.config import node_config
+from dreamzero_ros.core.config.launch_plan import ENGINE_LAUNCH_ARGUMENTS, engine_launch_arguments
 from dreamzero_ros.engine import ConfigError
 from dreamzero_ros.engine.options import ENGINE_OPTION_SECTIONS, EngineOptions, engine_option_specs
 from dreamzero_ros.openpi.cli import build_parser as build_server_parser

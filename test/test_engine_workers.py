@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.config.node_config import build_settings
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.workers.launch import (
     EngineRanks,

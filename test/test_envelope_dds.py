@@ -18,8 +18,8 @@ from node_support import is_hold, latched_qos, node_diagnostics
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.envelope import EnvelopeConfig
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.motion.envelope import EnvelopeConfig
+from dreamzero_ros.core.observations.messages import stamp_seconds
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -30,7 +30,7 @@ ARM = [f'panda_joint{i}' for i in range(1, 8)]
 
 def _lowest_on(msg, points) -> float:
     """Lowest fingertip/flange height along the quintic the controller draws through ``msg``."""
-    from dreamzero_ros.core.chunk_scheduler import ActionPlan
+    from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan
 
     assert list(msg.joint_names) == ARM
     times = np.array([stamp_seconds(p.time_from_start) for p in msg.points])
@@ -50,7 +50,7 @@ def test_a_trajectory_towards_the_table_is_cut_into_a_hold_above_it(closed_loop)
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory
 
-    from dreamzero_ros.core.kinematics import LinkPoints
+    from dreamzero_ros.core.robot.kinematics import LinkPoints
 
     urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
     default = EnvelopeConfig()

@@ -23,7 +23,7 @@ from export_support import (
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.export.cli import main
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.bag_maker import BagSpec, make_bag

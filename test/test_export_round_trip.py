@@ -26,7 +26,7 @@ from export_support import (
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.core.observations.image_codec import msg_to_rgb
 from dreamzero_ros.engine.pipeline.model_inputs import prepare_views
 from dreamzero_ros.export.cli import build_parser, config_from_args, main
 from dreamzero_ros.export.episodes import EpisodeSpan, PromptTimeline

@@ -29,7 +29,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from control_msgs.action import FollowJointTrajectory as FJT
-from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, groups_from_mapping
+from dreamzero_ros.core.robot.action_groups import ActionGroup, GroupLayout, groups_from_mapping
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.controller_monitor import find_controllers, resolved_claims
 from dreamzero_ros.ros.group_outputs import GroupOutputs

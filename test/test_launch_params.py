@@ -17,9 +17,9 @@ from machine_load import load_factor
 from node_support import CONFIG, NODE, REPO, Harness, NodeProcess, ros_env
 import pytest
 
-from dreamzero_ros.core.launch_plan import engine_launch_arguments, plan_launch
-from dreamzero_ros.core.node_config import PARAMETERS, read_params_file
-from dreamzero_ros.core.process_lifetime import stop_process
+from dreamzero_ros.core.config.launch_plan import engine_launch_arguments, plan_launch
+from dreamzero_ros.core.config.node_config import PARAMETERS, read_params_file
+from dreamzero_ros.core.processes.process_lifetime import stop_process
 
 LAUNCH_FILE = REPO / 'launch' / 'dreamzero.launch.py'
 #: The launch files' node descriptions.

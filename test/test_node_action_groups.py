@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 import yaml
 
-from dreamzero_ros.core.action_groups import load_groups
-from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.robot.action_groups import load_groups
+from dreamzero_ros.core.robot.kinematics import LinkPoints
+from dreamzero_ros.core.robot.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

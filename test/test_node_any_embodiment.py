@@ -14,7 +14,7 @@ from node_support import NODE, NodeProcess
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.node_config import defaults
+from dreamzero_ros.core.config.node_config import defaults
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -14,7 +14,7 @@ from node_support import NODE
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.droid_clips import demo_clips
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 

@@ -23,7 +23,7 @@ from node_support import NODE, is_hold
 import pytest
 import yaml
 
-from dreamzero_ros.core.action_groups import load_groups
+from dreamzero_ros.core.robot.action_groups import load_groups
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message
 
-from dreamzero_ros.core.image_codec import msg_to_rgb
-from dreamzero_ros.core.messages import stamp_seconds, to_ns, trajectory_samples
-from dreamzero_ros.core.status_report import StatusReport
+from dreamzero_ros.core.control.status_report import StatusReport
+from dreamzero_ros.core.observations.image_codec import msg_to_rgb
+from dreamzero_ros.core.observations.messages import stamp_seconds, to_ns, trajectory_samples
 from dreamzero_ros.replay.typestore import BAG_MESSAGES, replay_typestore
 from dreamzero_ros.ros import conversions
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
@@ -156,7 +156,7 @@ def test_policy_status_message_from_a_report():
 
 
 def test_holds_and_chunk_trajectories_are_told_apart():
-    from dreamzero_ros.core.messages import is_hold
+    from dreamzero_ros.core.observations.messages import is_hold
 
     rows = np.zeros((3, 7))
     # a chunk: stamped at its observation, first point at its arrival 0.3 s later

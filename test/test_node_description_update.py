@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from test_core_robot_description import LOWER, panda_urdf
 
-from dreamzero_ros.core.messages import stamp_seconds
-from dreamzero_ros.core.panda import PANDA_READY
+from dreamzero_ros.core.observations.messages import stamp_seconds
+from dreamzero_ros.core.robot.panda import PANDA_READY
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

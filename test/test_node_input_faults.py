@@ -26,8 +26,8 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.messages import stamp_seconds, to_ns
-from dreamzero_ros.core.panda import PANDA_LOWER, PANDA_UPPER
+from dreamzero_ros.core.observations.messages import stamp_seconds, to_ns
+from dreamzero_ros.core.robot.panda import PANDA_LOWER, PANDA_UPPER
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, to_time
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -44,7 +44,7 @@ from node_support import (
 )
 import pytest
 
-from dreamzero_ros.core.process_lifetime import PARENT_PID_ENV
+from dreamzero_ros.core.processes.process_lifetime import PARENT_PID_ENV
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 

@@ -24,8 +24,8 @@ from node_support import (
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.messages import stamp_seconds
-from dreamzero_ros.core.node_config import PARAMETERS, defaults, read_params_file
+from dreamzero_ros.core.config.node_config import PARAMETERS, defaults, read_params_file
+from dreamzero_ros.core.observations.messages import stamp_seconds
 from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

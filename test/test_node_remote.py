@@ -11,7 +11,7 @@ from closed_loop import Peer
 from node_support import ARM, NODE, is_hold
 import pytest
 
-from dreamzero_ros.core.node_config import PARAMETERS
+from dreamzero_ros.core.config.node_config import PARAMETERS
 from dreamzero_ros.engine.workers.protocol import free_port
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

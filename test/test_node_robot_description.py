@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from test_core_robot_description import MOVEIT_LIMITS, panda_urdf
 
-from dreamzero_ros.core.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
+from dreamzero_ros.core.robot.panda import PANDA_MAX_ACCELERATION, PANDA_MAX_VELOCITY
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -65,7 +65,7 @@ def system(tmp_path_factory):
 
 
 def test_trajectories_follow_the_descriptions_acceleration_limits(system):
-    from dreamzero_ros.core.jtc import TrajectoryFollower
+    from dreamzero_ros.core.motion.jtc import TrajectoryFollower
     from dreamzero_ros.ros.conversions import trajectory_from_msg
 
     harness, node, receipts = system

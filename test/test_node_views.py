@@ -19,8 +19,8 @@ from node_support import NODE, REPO, is_hold, ros_env
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.image_codec import decode_compressed
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.observations.image_codec import decode_compressed
+from dreamzero_ros.core.observations.messages import stamp_seconds
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini

@@ -11,7 +11,7 @@ import numpy as np
 from openpi_support import openpi_python
 import pytest
 
-from dreamzero_ros.core import image_resize
+from dreamzero_ros.core.observations import image_resize
 from dreamzero_ros.openpi import images, observation_keys
 from dreamzero_ros.openpi.observation_keys import KeySet
 from dreamzero_ros.policy_types import DROID_CAMERAS, Observation, ObservationError

@@ -31,9 +31,9 @@ import sys
 
 import pytest
 
-from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV
-from dreamzero_ros.core.node_config import build_settings
-from dreamzero_ros.core.policy_factory import create_policy
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.policy.api_keys import REMOTE_API_KEY_ENV
+from dreamzero_ros.core.policy.policy_factory import create_policy
 
 PACKAGE = Path(__file__).resolve().parents[1] / 'dreamzero_ros'
 GENERATED = {'msg', 'action'}  # rosidl's modules, which import no hand-written code
@@ -215,7 +215,7 @@ def test_reference_model_and_its_configuration_do_not_import_triton(module):
 @pytest.mark.parametrize(
     'module',
     [
-        'dreamzero_ros.core.node_config',
+        'dreamzero_ros.core.config.node_config',
         'dreamzero_ros.engine.loader',
         'dreamzero_ros.engine.workers.launch',  # the tools' and the node's import of the ranks
     ],

@@ -19,7 +19,7 @@ from node_support import is_hold
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.observations.messages import stamp_seconds
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -53,7 +53,7 @@ def test_plan_executed_path_and_envelope_reach_subscribers(closed_loop):
     from trajectory_msgs.msg import JointTrajectory
     from visualization_msgs.msg import MarkerArray
 
-    from dreamzero_ros.core.kinematics import LinkPoints
+    from dreamzero_ros.core.robot.kinematics import LinkPoints
     from dreamzero_ros.ros.plan_views import LATCHED
 
     urdf = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()

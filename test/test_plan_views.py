@@ -13,8 +13,8 @@ from node_support import Harness
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.envelope import EnvelopeConfig
-from dreamzero_ros.core.plan_geometry import (
+from dreamzero_ros.core.motion.envelope import EnvelopeConfig
+from dreamzero_ros.core.motion.plan_geometry import (
     ExecutedPath,
     box_edges,
     description_fk,
@@ -150,7 +150,7 @@ def test_paths_and_envelope_reach_a_subscriber_over_dds():
 
 
 def test_plan_frames_fall_back_from_the_panda_defaults_on_another_robot():
-    from dreamzero_ros.core.plan_geometry import plan_frames
+    from dreamzero_ros.core.motion.plan_geometry import plan_frames
 
     urdf = (
         '<robot name="r"><link name="base"/><link name="a"/><link name="b"/>'

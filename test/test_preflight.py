@@ -17,8 +17,8 @@ from node_support import CONFIG, REPO, ros_env
 import numpy as np
 import pytest
 
-from dreamzero_ros.core import preflight
-from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.motion.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.processes import preflight
 
 URDF = (resources.files('dreamzero_ros') / 'descriptions' / 'panda.urdf').read_text()
 ARM = [f'panda_joint{i}' for i in range(1, 8)]

@@ -19,10 +19,10 @@ from interface_support import control_msgs_env
 from node_support import REPO, ros_env
 import pytest
 
-from dreamzero_ros.core import preflight, preflight_groups
-from dreamzero_ros.core.action_groups import load_groups
-from dreamzero_ros.core.controller_identity import claim_of, identify
-from dreamzero_ros.core.node_config import build_settings
+from dreamzero_ros.core.config.node_config import build_settings
+from dreamzero_ros.core.processes import preflight, preflight_groups
+from dreamzero_ros.core.robot.action_groups import load_groups
+from dreamzero_ros.core.robot.controller_identity import claim_of, identify
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 
 AGIBOT = load_groups('agibot', EMBODIMENTS_DIR)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from replay_support import arm_speed_limits, random_robot_bag, replay_arguments
 
-from dreamzero_ros.core.action_groups import load_groups
+from dreamzero_ros.core.robot.action_groups import load_groups
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.replay.cli import replay_main
 

@@ -12,8 +12,8 @@ from replay_support import demo_bag, demo_state
 from rosbags.highlevel import AnyReader
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.core.image_codec import msg_to_rgb
-from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, to_ns
+from dreamzero_ros.core.observations.image_codec import msg_to_rgb
+from dreamzero_ros.core.observations.messages import ACTION_CHUNK_TYPE, to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import DROID_CAMERAS, ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter

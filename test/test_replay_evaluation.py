@@ -8,7 +8,7 @@ import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag, demo_state
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.policy_types import ObservationError
 from dreamzero_ros.replay.bag_io import BagWriter

@@ -6,9 +6,9 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.chunk_scheduler import BlendConfig
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.safety import SafetyLimits
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.motion.chunk_scheduler import BlendConfig
+from dreamzero_ros.core.motion.safety import SafetyLimits
 from dreamzero_ros.replay.handover import (
     ChunkArrival,
     boundary_steps,
@@ -66,7 +66,7 @@ def test_chunks_that_agree_hand_over_as_smoothly_as_the_recorded_motion():
 
 
 def test_accelerations_jumps_and_jerk_are_reported_against_the_limits():
-    from dreamzero_ros.core.node_config import build_settings
+    from dreamzero_ros.core.config.node_config import build_settings
 
     panda = build_settings({'engine.checkpoint': 'c'}).loop  # Panda acceleration, jerk limits
     disagreeing = records(offset=0.3)
@@ -89,7 +89,7 @@ def test_accelerations_jumps_and_jerk_are_reported_against_the_limits():
 
 
 def test_the_report_shows_the_jumps_and_the_jerk_beside_the_limits():
-    from dreamzero_ros.core.node_config import build_settings
+    from dreamzero_ros.core.config.node_config import build_settings
     from dreamzero_ros.replay.report import hand_over_rows
 
     panda = build_settings({'engine.checkpoint': 'c'}).loop

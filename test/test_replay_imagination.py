@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from replay_support import demo_bag, evaluate_two_chunks
 
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.engine.checkpoint.random_checkpoint import write_random_checkpoint
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.live_replay import recorded_outputs

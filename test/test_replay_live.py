@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from replay_support import demo_bag, demo_state
 
-from dreamzero_ros.core.messages import ACTION_CHUNK_TYPE, stamp_to_ns, to_ns
+from dreamzero_ros.core.observations.messages import ACTION_CHUNK_TYPE, stamp_to_ns, to_ns
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.live_replay import LiveReplayConfig, _Recorder, node_topic
 from dreamzero_ros.replay.topics import ReplayTopics

@@ -12,7 +12,7 @@ import pytest
 from replay_support import STEP, ScriptedPolicy, demo_bag
 
 from dreamzero_ros.cli_options import parse_parameter
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.cli import make_bag_main

@@ -34,7 +34,7 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import JointState
-from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, load_groups
+from dreamzero_ros.core.robot.action_groups import ActionGroup, GroupLayout, load_groups
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.ros.controller_monitor import find_controllers, resolved_claims
 from dreamzero_ros.ros.conversions import ROS_MESSAGES

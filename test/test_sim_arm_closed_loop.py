@@ -13,8 +13,8 @@ from node_support import ARM, is_hold, node_diagnostics
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.command_check import FRANKA_ERRORS
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.control.command_check import FRANKA_ERRORS
+from dreamzero_ros.core.observations.messages import stamp_seconds
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -129,7 +129,7 @@ def test_the_simulated_arm_accepts_every_trajectory_and_follows_it(loop):
 
 
 def test_the_arm_receives_nothing_a_franka_would_abort(loop):
-    """The simulated arm checks its 1 kHz command as a Franka does (core/command_check.py)."""
+    """The simulated arm checks its 1 kHz command as a Franka does (core/control/command_check)."""
     harness, log = loop.harness, loop.log
 
     def motions():

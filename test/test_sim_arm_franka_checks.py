@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The simulated arm checks its 1 kHz command as a Franka does (core/command_check.py).
+"""The simulated arm checks its 1 kHz command as a Franka does (core/control/command_check.py).
 
 A harness publishes trajectories to ``dreamzero-sim-arm`` over DDS and reads its diagnostics:
 quintic points pass, the same motion as cubic points steps the acceleration and is flagged.
@@ -10,7 +10,7 @@ quintic points pass, the same motion as cubic points steps the acceleration and 
 from node_support import ARM, node_diagnostics
 import pytest
 
-from dreamzero_ros.core.command_check import FRANKA_ERRORS
+from dreamzero_ros.core.control.command_check import FRANKA_ERRORS
 
 pytestmark = pytest.mark.slow  # processes, DDS or many model runs: see pytest.ini
 
@@ -20,7 +20,7 @@ def test_the_simulated_arm_flags_what_a_franka_would_abort(closed_loop):
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from dreamzero_ros.core.panda import PANDA_READY
+    from dreamzero_ros.core.robot.panda import PANDA_READY
     from dreamzero_ros.ros.conversions import ROS_MESSAGES
 
     loop = closed_loop('franka_check_harness')

@@ -41,7 +41,7 @@ def _matrix(xyz, quaternion) -> np.ndarray:
 
 
 def test_sim_arm_publishes_its_links_on_tf_as_robot_state_publisher(tmp_path):
-    from dreamzero_ros.core.kinematics import LinkPoints
+    from dreamzero_ros.core.robot.kinematics import LinkPoints
 
     env = {**ros_env(), **tf2_msgs_env(), 'PYTHONUNBUFFERED': '1'}
     with start_sim(tmp_path, 'gripper.initial_position:=0.03', env=tf2_msgs_env()) as arm:

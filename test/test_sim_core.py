@@ -5,7 +5,7 @@
 
 The scene's Panda is built from the packaged URDF: its link frames must be the ones pinocchio
 computes from that URDF (the safety envelope's kinematics), its joint ranges and torque limits
-the URDF's. A trajectory followed with joint_trajectory_controller's follower (core/jtc.py)
+the URDF's. A trajectory followed with joint_trajectory_controller's follower (core/motion/jtc.py)
 through the position servos must be tracked closely and held; the task's seeded layouts must
 repeat and keep objects apart; the success check must pass only for an object resting inside
 the container; the scripted policy must complete the task on the physics; the cameras render
@@ -21,9 +21,9 @@ from importlib import resources  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dreamzero_ros.core.jtc import Point, Trajectory, TrajectoryFollower  # noqa: E402
-from dreamzero_ros.core.kinematics import LinkPoints  # noqa: E402
-from dreamzero_ros.core.trajectory import spline_knots  # noqa: E402
+from dreamzero_ros.core.motion.jtc import Point, Trajectory, TrajectoryFollower  # noqa: E402
+from dreamzero_ros.core.motion.trajectory import spline_knots  # noqa: E402
+from dreamzero_ros.core.robot.kinematics import LinkPoints  # noqa: E402
 from dreamzero_ros.policy_types import Observation  # noqa: E402
 from dreamzero_ros.sim.frames import SceneFrames  # noqa: E402
 from dreamzero_ros.sim.physics import SimWorld  # noqa: E402

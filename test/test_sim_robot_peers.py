@@ -28,7 +28,7 @@ def test_tf_gives_the_urdf_frames_and_the_objects(tmp_path):
 
     from interface_support import tf2_msgs_env
 
-    from dreamzero_ros.core.kinematics import LinkPoints
+    from dreamzero_ros.core.robot.kinematics import LinkPoints
 
     env = {**ros_env(), 'PYTHONUNBUFFERED': '1', **tf2_msgs_env()}
     with start_sim(tmp_path, 'real_time_factor:=1.0', simulator='mujoco', env=env) as sim:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from dreamzero_ros.core.imagination import view_topics
+from dreamzero_ros.core.observations.imagination import view_topics
 from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
 from dreamzero_ros.replay.live_replay import node_topic
 

@@ -405,7 +405,7 @@ def stitched_size(view_size: tuple[int, int], layout: str) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- helpers
-#: ``groups`` (the robot's controllers of each action key) is read by core/action_groups.py.
+#: ``groups`` (the robot's controllers of each action key) is read by core/robot/action_groups.py.
 _FILE_KEYS = frozenset(
     {
         'tag',

@@ -4,13 +4,14 @@
 """Every engine option a user sets, declared once: name, type, choices, default, help, range.
 
 :class:`EngineOptions` is the one declaration, and the one object that carries the options: the
-policy node's ``engine.*`` parameters (:class:`~dreamzero_ros.core.node_parameters.EngineSettings`
-extends it with the node's own), the command-line options of every tool that loads an engine
-(:func:`.loader.add_engine_arguments`) and the engine launch arguments are generated from its
-fields (:mod:`~dreamzero_ros.parameter_schema`); the parsed instance is handed to the engine
-whole (:func:`.loader.load_engine`), whose parts read the fields they need, and to its worker
-ranks as a command line (:meth:`EngineOptions.arguments`).  Free of torch, so that command lines
-and parameter declarations can offer them without loading it.
+policy node's ``engine.*`` parameters
+(:class:`~dreamzero_ros.core.config.node_parameters.EngineSettings` extends it with the node's own),
+the command-line options of every tool that loads an engine (:func:`.loader.add_engine_arguments`)
+and the engine launch arguments are generated from its fields
+(:mod:`~dreamzero_ros.parameter_schema`); the parsed instance is handed to the engine whole
+(:func:`.loader.load_engine`), whose parts read the fields they need, and to its worker ranks as a
+command line (:meth:`EngineOptions.arguments`).  Free of torch, so that command lines and parameter
+declarations can offer them without loading it.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ import sys
 
 from dreamzero_ros.cli_options import add_image_transport, add_node_name, add_output, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.config.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR, Embodiment
 from dreamzero_ros.export.droid_columns import DroidColumns
 from dreamzero_ros.export.episodes import EPISODE_SOURCES, EpisodeSources

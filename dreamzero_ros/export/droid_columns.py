@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dreamzero_ros.core.kinematics import LinkPoints
+from dreamzero_ros.core.robot.kinematics import LinkPoints
 
 __all__ = ['DroidColumns', 'euler_xyz']
 

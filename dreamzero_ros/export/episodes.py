@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 
-from dreamzero_ros.core.messages import NS_PER_S, TASK_EVENT_TYPE
+from dreamzero_ros.core.observations.messages import NS_PER_S, TASK_EVENT_TYPE
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader
 

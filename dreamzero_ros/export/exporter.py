@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.messages import NS_PER_S
-from dreamzero_ros.core.observation_cache import CacheConfig
+from dreamzero_ros.core.observations.messages import NS_PER_S
+from dreamzero_ros.core.observations.observation_cache import CacheConfig
 from dreamzero_ros.engine.embodiment import Embodiment
 from dreamzero_ros.errors import BagError, DatasetError
 from dreamzero_ros.export.bag_group import BagGroup

@@ -5,8 +5,8 @@
 
 Frame ``k`` of an episode is the observation the policy node would have built at
 ``start + k / fps`` (seconds of log time) from this bag: camera frames and joint states go
-through the node's own :class:`~dreamzero_ros.core.observation_cache.ObservationCache` by
-:func:`~dreamzero_ros.replay.observations.observations`, so the states are the latest at or
+through the node's own :class:`~dreamzero_ros.core.observations.observation_cache.ObservationCache`
+by :func:`~dreamzero_ros.replay.observations.observations`, so the states are the latest at or
 before the frame and the images the newest frame of each camera, letterboxed to its dataset
 resolution, exactly as live (no training/inference skew by construction).
 
@@ -36,8 +36,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dreamzero_ros.core.messages import NS_PER_S, stamp_seconds
-from dreamzero_ros.core.observation_cache import CacheConfig, Refusal, RefusalReason
+from dreamzero_ros.core.observations.messages import NS_PER_S, stamp_seconds
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, Refusal, RefusalReason
 from dreamzero_ros.export.episodes import EpisodeSpan, PromptTimeline
 from dreamzero_ros.policy_types import Observation
 from dreamzero_ros.replay.bag_io import BagReader

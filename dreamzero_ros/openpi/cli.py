@@ -21,7 +21,7 @@ import socket
 
 from dreamzero_ros.cli_options import add_api_key_file, add_policy_source, new_parser
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV
+from dreamzero_ros.core.policy.api_keys import BRIDGE_API_KEY_ENV
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.engine.workers.launch import load_from_arguments
 from dreamzero_ros.openpi import session_budget

@@ -4,8 +4,8 @@
 """Images of OpenPI clients: pixel format, and undoing ``resize_with_pad``.
 
 Real OpenPI clients (the DROID main loop, sim-evals, RoboArena) shrink camera frames with
-``openpi_client.image_tools.resize_with_pad`` (:mod:`dreamzero_ros.core.image_resize`): keep the
-aspect ratio, scale to fit, and centre the result on a black canvas (224x224 or 180x320).
+``openpi_client.image_tools.resize_with_pad`` (:mod:`dreamzero_ros.core.observations.image_resize`):
+keep the aspect ratio, scale to fit, and centre the result on a black canvas (224x224 or 180x320).
 NumPy only, so that remote clients need no torch.
 """
 

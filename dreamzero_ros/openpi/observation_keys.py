@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.image_resize import resize, resize_with_pad
+from dreamzero_ros.core.observations.image_resize import resize, resize_with_pad
 from dreamzero_ros.openpi import images
 from dreamzero_ros.policy_types import DROID_ARM_DOF, Observation, ObservationError
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.imagination import policy_keeps_views, predicted_frame_times
+from dreamzero_ros.core.observations.imagination import policy_keeps_views, predicted_frame_times
 from dreamzero_ros.errors import ProtocolError
 from dreamzero_ros.policy_types import ActionChunk
 

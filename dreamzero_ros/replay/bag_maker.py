@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from dreamzero_ros import droid_clips
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagWriter
 from dreamzero_ros.replay.topics import (

@@ -25,14 +25,14 @@ from dreamzero_ros.cli_options import (
     new_parser,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core.api_keys import REMOTE_API_KEY_ENV, read_api_key
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.robot_description import RobotDescription
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.config.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.policy.api_keys import REMOTE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.robot.robot_description import RobotDescription
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.engine.loader import RANDOM_PRESETS, add_engine_arguments
 from dreamzero_ros.engine.options import EngineOptions
 from dreamzero_ros.engine.workers.launch import load_from_arguments

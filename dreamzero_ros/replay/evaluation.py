@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from dreamzero_ros.core.action_groups import GroupLayout
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.messages import NS_PER_S
-from dreamzero_ros.core.observation_cache import CacheConfig, Refusal
-from dreamzero_ros.core.robot_layout import RobotLayout
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.observations.messages import NS_PER_S
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, Refusal
+from dreamzero_ros.core.robot.action_groups import GroupLayout
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.policy_types import ActionChunk, Observation, Policy, PolicyError
 from dreamzero_ros.replay import metrics
 from dreamzero_ros.replay.bag_io import BagReader
@@ -166,7 +166,7 @@ class Evaluation:
 
 
 def _default_loop() -> LoopConfig:
-    from dreamzero_ros.core.node_config import build_settings
+    from dreamzero_ros.core.config.node_config import build_settings
 
     return build_settings({}).loop
 

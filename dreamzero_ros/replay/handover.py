@@ -4,16 +4,16 @@
 """Hand-over quality of replayed chunks: velocity and acceleration steps where chunks meet.
 
 :func:`command_plans` rebuilds the arm command the policy node would have sent from the replayed
-chunks, with the node's own hand-over, safety limits and knots (core/chunk_scheduler,
-core/safety, core/trajectory), each chunk taking over at ``query_time + latency``.
+chunks, with the node's own hand-over, safety limits and knots (core/motion/chunk_scheduler,
+core/motion/safety, core/motion/trajectory), each chunk taking over at ``query_time + latency``.
 :func:`boundary_steps` measures, at every hand-over time ``t``, the change of velocity and of
 acceleration across ``t`` on a grid of one control step ``dt``: ``|v(t, t+dt) - v(t-dt, t)|``
 and the same for second differences. :func:`handover_quality` reports these figures for the
 command and, at the same times, for the recorded robot motion (the reference): a smooth
 hand-over shows steps no larger than the robot's own motion does; and what
-joint_trajectory_controller commands at 1 kHz from these plans (core/command_check.py), against
-the limits (:func:`command_figures`): accelerations, the acceleration jump at each hand-over,
-the jerk of the 1 kHz samples, and the checks a Franka applies to them.
+joint_trajectory_controller commands at 1 kHz from these plans (core/control/command_check.py),
+against the limits (:func:`command_figures`): accelerations, the acceleration jump at each
+hand-over, the jerk of the 1 kHz samples, and the checks a Franka applies to them.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan, plan_chunk, with_lead_in
-from dreamzero_ros.core.command_check import (
+from dreamzero_ros.core.control.command_check import (
     CommandLimits,
     CommandMonitor,
     differences,
     jtc_command,
 )
-from dreamzero_ros.core.control_loop import LoopConfig
-from dreamzero_ros.core.spline_segments import segment_extremes
+from dreamzero_ros.core.control.control_loop import LoopConfig
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, plan_chunk, with_lead_in
+from dreamzero_ros.core.motion.spline_segments import segment_extremes
 from dreamzero_ros.replay.metrics import distribution
 
 

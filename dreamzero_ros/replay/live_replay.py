@@ -29,16 +29,16 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 
-from dreamzero_ros.core.imagination import view_topics
-from dreamzero_ros.core.messages import (
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.observations.imagination import view_topics
+from dreamzero_ros.core.observations.messages import (
     ACTION_CHUNK_TYPE,
     NS_PER_S,
     TASK_EVENT_TYPE,
     is_hold,
     stamp_to_ns,
 )
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.node_settings import NodeSettings
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader, BagWriter
 from dreamzero_ros.replay.topics import (

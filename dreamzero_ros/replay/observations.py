@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dreamzero_ros.core.messages import NS_PER_S, to_ns
-from dreamzero_ros.core.observation_cache import CacheConfig, ObservationCache, Refusal
+from dreamzero_ros.core.observations.messages import NS_PER_S, to_ns
+from dreamzero_ros.core.observations.observation_cache import CacheConfig, ObservationCache, Refusal
 from dreamzero_ros.policy_types import Observation
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.topics import IMAGE_TYPES, JOINT_STATE_TYPE, ReplayTopics

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dreamzero_ros.core.messages import NS_PER_S, stamp_to_ns, trajectory_samples
+from dreamzero_ros.core.observations.messages import NS_PER_S, stamp_to_ns, trajectory_samples
 from dreamzero_ros.errors import BagError
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.topics import COMMAND_TYPES, JOINT_STATE_TYPE

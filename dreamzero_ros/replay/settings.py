@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dreamzero_ros.core import node_config
-from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.config import node_config
+from dreamzero_ros.core.config.node_settings import NodeSettings
 
 
 def node_settings(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_settings import NodeSettings
 from dreamzero_ros.policy_types import DROID_CAMERAS
 
 IMAGE_TYPE = 'sensor_msgs/msg/Image'

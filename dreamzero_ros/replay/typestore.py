@@ -17,7 +17,7 @@ import sys
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
-from dreamzero_ros.core.messages import MessageBuilder
+from dreamzero_ros.core.observations.messages import MessageBuilder
 
 PACKAGE_NAME = 'dreamzero_ros'
 #: The package's messages that replay registers.

@@ -19,8 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dreamzero_ros.core.image_codec import decode_compressed, encode_compressed, msg_to_rgb
-from dreamzero_ros.core.messages import stamp_seconds
+from dreamzero_ros.core.observations.image_codec import (
+    decode_compressed,
+    encode_compressed,
+    msg_to_rgb,
+)
+from dreamzero_ros.core.observations.messages import stamp_seconds
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.replay.bag_io import BagReader
 from dreamzero_ros.replay.evaluation import ChunkRecord
@@ -188,7 +192,7 @@ def predicted_chunk(stamp: float, horizon_s: float, chunk: ActionChunk) -> Predi
     ``video`` (``return_video``) is cut as DROID's stitched frame; its first frame, where it
     decodes the conditioning latent (``1 + 4k`` frames), is left out.
     """
-    from dreamzero_ros.core.imagination import predicted_frame_times
+    from dreamzero_ros.core.observations.imagination import predicted_frame_times
     from dreamzero_ros.engine.checkpoint.synthetic_droid import droid_embodiment
     from dreamzero_ros.engine.pipeline.predicted_video import unstitch
 

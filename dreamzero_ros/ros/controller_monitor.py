@@ -6,9 +6,9 @@
 :func:`find_controllers` reads, for every group with a controller, who subscribes to its
 command topic (and which of those publishes its state topic) or who serves its action (the
 publishers of ``<action>/_action/status``), and names the controller by
-:func:`~dreamzero_ros.core.controller_identity.identify`. :class:`ControllerMonitor` uses it at
-enable (refused, naming the groups, while a controller is missing or a base's odometry is bad)
-and every control step while commanding (:class:`~dreamzero_ros.core.controller_watch.
+:func:`~dreamzero_ros.core.robot.controller_identity.identify`. :class:`ControllerMonitor` uses it
+at enable (refused, naming the groups, while a controller is missing or a base's odometry is bad)
+and every control step while commanding (:class:`~dreamzero_ros.core.control.controller_watch.
 ControllerWatch`: a controller gone or a group's state stopped is a fault). Odometry is read
 through it: a message whose twist is not finite or far outside the base's limits is refused,
 counted and reported, never used as the measured velocity. ``dreamzero-preflight`` uses
@@ -24,13 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.action_groups import GroupLayout, GroupSpec
-from dreamzero_ros.core.controller_identity import ControllerClaim, Finding, claim_of, identify
-from dreamzero_ros.core.controller_watch import (
+from dreamzero_ros.core.control.controller_watch import (
     ControllerWatch,
     ControllerWatchSettings,
     Fault,
     odometry_problem,
+)
+from dreamzero_ros.core.robot.action_groups import GroupLayout, GroupSpec
+from dreamzero_ros.core.robot.controller_identity import (
+    ControllerClaim,
+    Finding,
+    claim_of,
+    identify,
 )
 
 #: How a node whose endpoints are discovered before the node itself is named here.

@@ -4,10 +4,10 @@
 """The node's messages: the shared builders bound to rclpy's classes, and the ROS-only ones.
 
 Trajectories, holds, joint states, images and action chunks come from
-:class:`~dreamzero_ros.core.messages.MessageBuilder` (the same code replay writes bags with),
-through :data:`ROS_MESSAGES`; this module adds the per-step command, diagnostics and status
-messages, which only the node publishes, and reads a JointTrajectory into core/jtc.py's
-:class:`~dreamzero_ros.core.jtc.Trajectory` (the simulated arm, the demo).
+:class:`~dreamzero_ros.core.observations.messages.MessageBuilder` (the same code replay writes bags
+with), through :data:`ROS_MESSAGES`; this module adds the per-step command, diagnostics and status
+messages, which only the node publishes, and reads a JointTrajectory into core/motion/jtc.py's
+:class:`~dreamzero_ros.core.motion.jtc.Trajectory` (the simulated arm, the demo).
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ import numpy as np
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.jtc import Point, Trajectory
-from dreamzero_ros.core.messages import MessageBuilder, stamp_seconds, stamp_to_ns, to_ns
-from dreamzero_ros.core.status_report import StatusReport
+from dreamzero_ros.core.control.status_report import StatusReport
+from dreamzero_ros.core.motion.jtc import Point, Trajectory
+from dreamzero_ros.core.observations.messages import (
+    MessageBuilder,
+    stamp_seconds,
+    stamp_to_ns,
+    to_ns,
+)
 
 try:  # built by scripts/build_interfaces.sh (or colcon) where rosidl works
     from dreamzero_ros.msg import ActionChunk as ActionChunkMsg

@@ -5,7 +5,7 @@
 
 With an arm (:class:`ArmTopics`), it also records the arm's joint states, its gripper commands
 and its controller's diagnostics (``dreamzero-sim-arm``: trajectories accepted and rejected), and
-checks that the arm reaches the trajectories' waypoints (core/arm_tracking.py).
+checks that the arm reaches the trajectories' waypoints (core/motion/arm_tracking.py).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.arm_tracking import ArmTracking, TrackingReport
-from dreamzero_ros.core.latency_stats import LatencyStats
-from dreamzero_ros.core.messages import is_hold, stamp_seconds
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.control.latency_stats import LatencyStats
+from dreamzero_ros.core.motion.arm_tracking import ArmTracking, TrackingReport
+from dreamzero_ros.core.observations.messages import is_hold, stamp_seconds
 from dreamzero_ros.ros.conversions import ActionChunkMsg, trajectory_from_msg
 
 _DEFAULTS = NodeSettings()

@@ -22,10 +22,14 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 from dreamzero_ros.cli_options import add_image_transport, new_parser
-from dreamzero_ros.core.image_codec import SUPPORTED_ENCODINGS, encode_compressed, encode_raw
-from dreamzero_ros.core.node_parameters import IMAGE_TRANSPORTS
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.process_lifetime import ParentWatchdog
+from dreamzero_ros.core.config.node_parameters import IMAGE_TRANSPORTS
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.observations.image_codec import (
+    SUPPORTED_ENCODINGS,
+    encode_compressed,
+    encode_raw,
+)
+from dreamzero_ros.core.processes.process_lifetime import ParentWatchdog
 from dreamzero_ros.droid_clips import CLIP_FPS, demo_clips, demo_joint_trajectory
 from dreamzero_ros.policy_types import DROID_CAMERAS
 from dreamzero_ros.ros.conversions import to_time

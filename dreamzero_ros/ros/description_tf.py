@@ -21,7 +21,12 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from dreamzero_ros.core.joint_frames import JointFrame, joint_frames, moving_positions, quaternion
+from dreamzero_ros.core.robot.joint_frames import (
+    JointFrame,
+    joint_frames,
+    moving_positions,
+    quaternion,
+)
 
 #: tf2's static broadcaster's QoS: late subscribers still get the fixed frames.
 STATIC_QOS = QoSProfile(

@@ -7,7 +7,7 @@
 (franka_gripper's ``gripper_action``, ros2_control's GripperActionController; a new goal
 preempts the previous one), ``float64`` publishes the position as std_msgs/Float64,
 ``joint_trajectory`` a one-point trajectory_msgs/JointTrajectory for a gripper trajectory
-controller, ``none`` nothing. What to send and when is decided by core/gripper.py.
+controller, ``none`` nothing. What to send and when is decided by core/robot/gripper.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.messages import to_ns
+from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 
 

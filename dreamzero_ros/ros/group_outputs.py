@@ -1,14 +1,14 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The policy node's controller outputs: one per action group (core/action_groups.py).
+"""The policy node's controller outputs: one per action group (core/robot/action_groups.py).
 
 - ``joint_trajectory``: trajectory_msgs/JointTrajectory on the group's topic, its joints only;
 - ``follow_joint_trajectory``: the same trajectory as a control_msgs/action/FollowJointTrajectory
   goal (a new goal preempts the previous one; needs control_msgs); a rejected goal or one that
   ends with an error code is logged and counted (:attr:`GroupOutputs.goal_failures`);
 - ``gripper``: :class:`~dreamzero_ros.ros.gripper_output.GripperOutput` with the group's own
-  :class:`~dreamzero_ros.core.gripper.GripperCommander`, sent every control step when due;
+  :class:`~dreamzero_ros.core.robot.gripper.GripperCommander`, sent every control step when due;
 - ``twist``: geometry_msgs/Twist on the group's topic every control step, zero while holding;
 - ``none``: nothing.
 
@@ -25,9 +25,9 @@ from geometry_msgs.msg import Twist
 from rclpy.duration import Duration
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.action_groups import ActionGroup, GroupLayout, GroupSpec
-from dreamzero_ros.core.gripper import GripperCommander
-from dreamzero_ros.core.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.control.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.robot.action_groups import ActionGroup, GroupLayout, GroupSpec
+from dreamzero_ros.core.robot.gripper import GripperCommander
 from dreamzero_ros.ros.conversions import ROS_MESSAGES
 from dreamzero_ros.ros.gripper_output import GripperOutput
 

@@ -3,10 +3,10 @@
 
 """Image messages -> RGB arrays: the package's codec, then cv_bridge where a ROS install has it.
 
-The codec (:mod:`dreamzero_ros.core.image_codec`) handles rgb8, bgr8, mono8, rgba8, bgra8, JPEG
-and PNG without ROS, and rosbag replay uses it alone. On a robot with a ROS install, cv_bridge
-also converts the raw encodings the codec refuses (``yuv422``, ``bayer_*``, 16-bit ...) to rgb8;
-without cv_bridge (the PyPI wheels) those frames are refused as bad images.
+The codec (:mod:`dreamzero_ros.core.observations.image_codec`) handles rgb8, bgr8, mono8, rgba8,
+bgra8, JPEG and PNG without ROS, and rosbag replay uses it alone. On a robot with a ROS install,
+cv_bridge also converts the raw encodings the codec refuses (``yuv422``, ``bayer_*``, 16-bit ...) to
+rgb8; without cv_bridge (the PyPI wheels) those frames are refused as bad images.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dreamzero_ros.core.image_codec import msg_to_rgb
+from dreamzero_ros.core.observations.image_codec import msg_to_rgb
 from dreamzero_ros.errors import ImageDecodeError
 
 try:

@@ -10,17 +10,17 @@ sensor_msgs/Image rgb8 on ``<name>``, as image_transport names them):
   stitching), stamped with the observation's stamp;
 - ``~/predicted_video``: the decoded predicted frames of each chunk, stitched as the model's
   input, each stamped at the time it stands for
-  (:func:`~dreamzero_ros.core.imagination.predicted_frame_times`) and published when that time
-  comes, so that an image panel plays the prediction as a video; a newer chunk's frames replace
-  those of an older one still to come;
+  (:func:`~dreamzero_ros.core.observations.imagination.predicted_frame_times`) and published when
+  that time comes, so that an image panel plays the prediction as a video; a newer chunk's frames
+  replace those of an older one still to come;
 - ``~/predicted_video/<camera_key>``: the same frames cut into each camera's view.
 
 Before each query :meth:`ImaginationViews.request` asks the policy to keep the latents and the
 input only for topics that have subscribers (``get_subscription_count``); with none, nothing is
 kept or decoded (``views_queries_unobserved`` counts those queries). After the node has
 published a chunk's trajectory, :meth:`ImaginationViews.on_chunk` hands the chunk to a worker
-thread (:class:`~dreamzero_ros.core.imagination.ViewWorker`) that decodes and encodes, and a
-pacer thread publishes: a slow decode or a slow subscriber never holds up a command. With
+thread (:class:`~dreamzero_ros.core.observations.imagination.ViewWorker`) that decodes and encodes,
+and a pacer thread publishes: a slow decode or a slow subscriber never holds up a command. With
 ``views.yield_to_engine`` the worker runs at a lower priority and decodes only while no
 inference is in flight (``engine_busy``), giving up between latent frames when one starts
 (``views_chunks_skipped``).
@@ -36,8 +36,8 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 
-from dreamzero_ros.core.image_codec import RawImage
-from dreamzero_ros.core.imagination import (
+from dreamzero_ros.core.observations.image_codec import RawImage
+from dreamzero_ros.core.observations.imagination import (
     FramePacer,
     ViewCounters,
     ViewSettings,

@@ -21,8 +21,8 @@ from typing import Any
 
 from rclpy.node import Node
 
-from dreamzero_ros.core.control_loop import Query
-from dreamzero_ros.core.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.control.control_loop import Query
+from dreamzero_ros.core.policy.serialized_policy import SerializedPolicy
 from dreamzero_ros.policy_types import ActionChunk
 
 

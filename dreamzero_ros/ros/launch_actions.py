@@ -8,8 +8,8 @@ their values (:func:`launch_description`); both start the policy node as one des
 (:func:`policy_node`: a launch_ros ``LifecycleNode``, brought up by its own ``autostart``
 parameter, never launch_ros's), and the simulator's processes as :func:`tool_node`. Every
 process is given launch's process id and ends with it
-(:func:`~dreamzero_ros.core.process_lifetime.launcher_env`), and SIGTERM stops them as Ctrl-C
-does (:func:`~dreamzero_ros.ros.launch_signals.stop_cleanly_on_sigterm`).
+(:func:`~dreamzero_ros.core.processes.process_lifetime.launcher_env`), and SIGTERM stops them as
+Ctrl-C does (:func:`~dreamzero_ros.ros.launch_signals.stop_cleanly_on_sigterm`).
 
 Needs ``launch`` and ``launch_ros`` (a ROS 2 install); imported only by launch files.
 """
@@ -23,9 +23,9 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 
-from dreamzero_ros.core.launch_plan import LaunchPlan
-from dreamzero_ros.core.node_config import NODE_NAME
-from dreamzero_ros.core.process_lifetime import launcher_env
+from dreamzero_ros.core.config.launch_plan import LaunchPlan
+from dreamzero_ros.core.config.node_config import NODE_NAME
+from dreamzero_ros.core.processes.process_lifetime import launcher_env
 from dreamzero_ros.ros.launch_signals import stop_cleanly_on_sigterm
 from launch import LaunchContext, LaunchDescription
 

@@ -44,9 +44,9 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from dreamzero_ros.core.image_codec import encode_compressed
-from dreamzero_ros.core.imagination import topic_token
-from dreamzero_ros.core.jtc import TrajectoryFollower
+from dreamzero_ros.core.motion.jtc import TrajectoryFollower
+from dreamzero_ros.core.observations.image_codec import encode_compressed
+from dreamzero_ros.core.observations.imagination import topic_token
 from dreamzero_ros.ros.conversions import to_time
 from dreamzero_ros.ros.sim_arm import SimArm
 from dreamzero_ros.ros.sim_robot_main import RobotCommand

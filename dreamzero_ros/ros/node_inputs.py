@@ -19,11 +19,11 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
-from dreamzero_ros.core.action_groups import GroupLayout
-from dreamzero_ros.core.camera_rates import CameraRateMonitor
-from dreamzero_ros.core.control_loop import ControlLoop
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.observation_cache import Drop, Refusal
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.control.control_loop import ControlLoop
+from dreamzero_ros.core.observations.camera_rates import CameraRateMonitor
+from dreamzero_ros.core.observations.observation_cache import Drop, Refusal
+from dreamzero_ros.core.robot.action_groups import GroupLayout
 from dreamzero_ros.ros.controller_monitor import ControllerMonitor
 from dreamzero_ros.ros.plan_views import PlanViews
 from dreamzero_ros.ros.polled_inputs import PolledSubscription

@@ -21,12 +21,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.action_groups import GroupLayout
-from dreamzero_ros.core.chunk_scheduler import ActionPlan
-from dreamzero_ros.core.control_loop import ChunkOutcome, Query
-from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.control.control_loop import ChunkOutcome, Query
+from dreamzero_ros.core.control.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan
+from dreamzero_ros.core.observations.messages import to_ns
+from dreamzero_ros.core.robot.action_groups import GroupLayout
 from dreamzero_ros.policy_types import ActionChunk
 from dreamzero_ros.ros import conversions
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, ActionChunkMsg

@@ -24,10 +24,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 from std_srvs.srv import SetBool, Trigger
 
-from dreamzero_ros.core.chunk_scheduler import ActionPlan
-from dreamzero_ros.core.node_config import PARAMETERS
-from dreamzero_ros.core.robot_description import RobotDescription
-from dreamzero_ros.core.task_runner import abbreviate, prompt_too_long
+from dreamzero_ros.core.config.node_config import PARAMETERS
+from dreamzero_ros.core.control.task_runner import abbreviate, prompt_too_long
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 from dreamzero_ros.ros.plan_views import envelope_and_views
 from dreamzero_ros.ros.ros_compat import SubscriptionEventCallbacks
 

@@ -19,7 +19,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from dreamzero_ros.core.node_config import BUILTIN_PARAMETERS
+from dreamzero_ros.core.config.node_config import BUILTIN_PARAMETERS
 from dreamzero_ros.parameter_schema import Kind, ParameterSpec
 
 _TYPES = {

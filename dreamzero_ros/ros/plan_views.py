@@ -11,11 +11,12 @@ Topics, all in ``frame_id`` (the robot's base frame):
 - ``~/envelope`` (visualization_msgs/MarkerArray, latched): the workspace envelope as lines,
   one marker per part (workspace box, table plane, keep-out boxes).
 
-The forward kinematics is a callable (:data:`~dreamzero_ros.core.plan_geometry.ForwardKinematics`);
-:meth:`PlanViews.from_description` makes it from the robot description (core/kinematics.py);
+The forward kinematics is a callable
+(:data:`~dreamzero_ros.core.motion.plan_geometry.ForwardKinematics`);
+:meth:`PlanViews.from_description` makes it from the robot description (core/robot/kinematics.py);
 :func:`envelope_and_views` makes the policy node's safety envelope and views from its settings.
-Orientations are left as identity: the paths carry positions. Nothing is computed for a topic
-nobody subscribes to.
+Orientations are left as identity: the paths carry positions. Nothing is computed for a topic nobody
+subscribes to.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
 
-from dreamzero_ros.core.envelope import Envelope, EnvelopeConfig
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.plan_geometry import (
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.motion.envelope import Envelope, EnvelopeConfig
+from dreamzero_ros.core.motion.plan_geometry import (
     ExecutedPath,
     ForwardKinematics,
     description_fk,
@@ -42,7 +43,7 @@ from dreamzero_ros.core.plan_geometry import (
     envelope_outline,
     plan_frames,
 )
-from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 from dreamzero_ros.ros.conversions import to_time
 
 LATCHED = QoSProfile(

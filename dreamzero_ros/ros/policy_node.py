@@ -58,23 +58,23 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import Bool
 from std_srvs.srv import SetBool, Trigger
 
-from dreamzero_ros.core import node_config
-from dreamzero_ros.core.action_groups import GroupLayout
-from dreamzero_ros.core.api_keys import BRIDGE_API_KEY_ENV, read_api_key
-from dreamzero_ros.core.chunk_scheduler import ActionPlan
-from dreamzero_ros.core.control_loop import ControlLoop
-from dreamzero_ros.core.imagination import policy_keeps_views
-from dreamzero_ros.core.node_config import NODE_NAME, build_settings
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.node_validation import check_policy
-from dreamzero_ros.core.observation_cache import Drop, ObservationCache, Refusal
-from dreamzero_ros.core.policy_factory import create_policy, warm_up
-from dreamzero_ros.core.repeat_limiter import RepeatLimiter
-from dreamzero_ros.core.robot_description import RobotDescription
-from dreamzero_ros.core.robot_layout import RobotLayout
-from dreamzero_ros.core.serialized_policy import SerializedPolicy
-from dreamzero_ros.core.status_report import build_report
-from dreamzero_ros.core.task_runner import CommandState, abbreviate
+from dreamzero_ros.core.config import node_config
+from dreamzero_ros.core.config.node_config import NODE_NAME, build_settings
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.config.node_validation import check_policy
+from dreamzero_ros.core.control.control_loop import ControlLoop
+from dreamzero_ros.core.control.repeat_limiter import RepeatLimiter
+from dreamzero_ros.core.control.status_report import build_report
+from dreamzero_ros.core.control.task_runner import CommandState, abbreviate
+from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan
+from dreamzero_ros.core.observations.imagination import policy_keeps_views
+from dreamzero_ros.core.observations.observation_cache import Drop, ObservationCache, Refusal
+from dreamzero_ros.core.policy.api_keys import BRIDGE_API_KEY_ENV, read_api_key
+from dreamzero_ros.core.policy.policy_factory import create_policy, warm_up
+from dreamzero_ros.core.policy.serialized_policy import SerializedPolicy
+from dreamzero_ros.core.robot.action_groups import GroupLayout
+from dreamzero_ros.core.robot.robot_description import RobotDescription
+from dreamzero_ros.core.robot.robot_layout import RobotLayout
 from dreamzero_ros.openpi.remote_policy import RemoteOpenPIPolicy
 from dreamzero_ros.ros import conversions, parameters
 from dreamzero_ros.ros.controller_monitor import ControllerMonitor

@@ -9,8 +9,8 @@ up in order. A second signal interrupts; after the parent's end the process exit
 :data:`PARENT_LOST_GRACE` seconds whatever the clean-up is doing.
 
 The parent is watched from the start: this module imports
-:mod:`~dreamzero_ros.core.process_lifetime` (which reads the parent's id) before anything slow,
-and ``main`` starts the watchdog before importing rclpy, the node or the engine; a parent that
+:mod:`~dreamzero_ros.core.processes.process_lifetime` (which reads the parent's id) before anything
+slow, and ``main`` starts the watchdog before importing rclpy, the node or the engine; a parent that
 exits before the node exists ends the process at once.
 """
 
@@ -25,7 +25,7 @@ import threading
 from typing import Any
 
 # Reads the parent's id: no slow import (rclpy, torch) at module level before it.
-from dreamzero_ros.core.process_lifetime import ParentWatchdog, flush_outputs
+from dreamzero_ros.core.processes.process_lifetime import ParentWatchdog, flush_outputs
 
 #: Longest time (wall-clock seconds) the executor waits before a stop request is seen.
 SIGNAL_POLL_PERIOD = 0.2
@@ -73,7 +73,7 @@ class StopRequest:
 def build_parser() -> argparse.ArgumentParser:
     """Command-line interface of ``dreamzero-policy-node``: ROS arguments only."""
     from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
-    from dreamzero_ros.core.node_config import PARAMETERS
+    from dreamzero_ros.core.config.node_config import PARAMETERS
     from dreamzero_ros.parameter_schema import parameters_help
 
     return new_parser(

@@ -4,16 +4,16 @@
 """``dreamzero-preflight``: check a live robot system before the policy node's first enable.
 
 Reads the node's parameters (``--params-file``, ``-p name:=value``), listens for ``--duration``
-seconds, and prints one line per check (core/preflight.py, core/preflight_groups.py) with what
-to fix: every camera topic publishing at ``control_rate_hz`` or faster and decodable; for every
-action group (``action_groups``, or the single arm and gripper of the parameters) its joints in
-the joint states of its topic (each at that rate), its controller by the rule ``~/enable``
-applies (ros/controller_monitor.py) and the joints that controller was configured with, a
-base's odometry; the robot description (``robot_description.*``) naming the arm joints, the
-arm's pose inside the safety envelope (with ``envelope.enabled``), and the engine's memory on
-its GPU. Exit code 0 when every check passed, 1 when one failed, 2 when the arguments or
-parameters are invalid (the parameter file missing, unreadable or not a ``ros__parameters`` map
-within the bounds of every configuration file included).
+seconds, and prints one line per check (core/processes/preflight.py,
+core/processes/preflight_groups.py) with what to fix: every camera topic publishing at
+``control_rate_hz`` or faster and decodable; for every action group (``action_groups``, or the
+single arm and gripper of the parameters) its joints in the joint states of its topic (each at that
+rate), its controller by the rule ``~/enable`` applies (ros/controller_monitor.py) and the joints
+that controller was configured with, a base's odometry; the robot description
+(``robot_description.*``) naming the arm joints, the arm's pose inside the safety envelope (with
+``envelope.enabled``), and the engine's memory on its GPU. Exit code 0 when every check passed, 1
+when one failed, 2 when the arguments or parameters are invalid (the parameter file missing,
+unreadable or not a ``ros__parameters`` map within the bounds of every configuration file included).
 
     ros2 run dreamzero_ros dreamzero-preflight --params-file config/droid.yaml
 """
@@ -36,12 +36,12 @@ from dreamzero_ros.cli_options import (
     seconds,
 )
 from dreamzero_ros.console import add_debug_option, run_tool
-from dreamzero_ros.core import preflight, preflight_groups
-from dreamzero_ros.core.controller_watch import odometry_problem
-from dreamzero_ros.core.envelope import Envelope
-from dreamzero_ros.core.node_config import NODE_NAME, build_settings, read_params_file
-from dreamzero_ros.core.node_settings import NodeSettings
-from dreamzero_ros.core.preflight import Check
+from dreamzero_ros.core.config.node_config import NODE_NAME, build_settings, read_params_file
+from dreamzero_ros.core.config.node_settings import NodeSettings
+from dreamzero_ros.core.control.controller_watch import odometry_problem
+from dreamzero_ros.core.motion.envelope import Envelope
+from dreamzero_ros.core.processes import preflight, preflight_groups
+from dreamzero_ros.core.processes.preflight import Check
 
 #: Longest --duration: a preflight listens for seconds, not for hours.
 MAX_DURATION_S = 600.0

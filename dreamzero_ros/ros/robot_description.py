@@ -20,8 +20,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from dreamzero_ros.core.node_parameters import RobotDescriptionSettings
-from dreamzero_ros.core.robot_description import RobotDescription
+from dreamzero_ros.core.config.node_parameters import RobotDescriptionSettings
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 from dreamzero_ros.ros.polled_inputs import PolledCallbackGroup
 
 #: robot_state_publisher's QoS for the description.

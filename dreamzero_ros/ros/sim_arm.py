@@ -6,11 +6,11 @@
 ``dreamzero-sim-arm`` stands in for a robot and its controllers in tests and the demo. It
 subscribes to ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory), rejects what
 joint_trajectory_controller would reject (logged, and the reason published on ``~/rejected``),
-follows accepted trajectories by time as JTC does (core/jtc.py) and publishes ``joint_states``
-(arm joints and the gripper joint, positions and velocities) at ``rate_hz``, so that a policy
-node's loop closes; ``/diagnostics`` (status ``<node>: <controller>``) counts the trajectories
-accepted and rejected, every second and at each trajectory. The gripper is commanded through
-``gripper.interface``: a trajectory_msgs/JointTrajectory topic (a gripper trajectory
+follows accepted trajectories by time as JTC does (core/motion/jtc.py) and publishes
+``joint_states`` (arm joints and the gripper joint, positions and velocities) at ``rate_hz``, so
+that a policy node's loop closes; ``/diagnostics`` (status ``<node>: <controller>``) counts the
+trajectories accepted and rejected, every second and at each trajectory. The gripper is commanded
+through ``gripper.interface``: a trajectory_msgs/JointTrajectory topic (a gripper trajectory
 controller: the last point is the target; the default, which needs only the ROS 2 wheels), a
 ``control_msgs/action/GripperCommand`` action server (as franka_gripper's ``gripper_action`` or
 ros2_control's GripperActionController; needs control_msgs), a std_msgs/Float64 topic, or none.
@@ -22,11 +22,11 @@ The arm has a robot description (the packaged Franka Panda URDF unless
 as robot_state_publisher does, with its link frames on ``/tf`` and ``/tf_static`` from the joint
 states (``publish_tf``: :mod:`~dreamzero_ros.ros.description_tf`), so that RViz's RobotModel and
 Foxglove's URDF layer show the arm; it stands at a table: ``/diagnostics`` reports every update at
-which a point of ``table.links`` (forward kinematics, core/kinematics.py; by default the points
-the policy node's envelope checks: the flange and both fingertips) was below ``table.height``
+which a point of ``table.links`` (forward kinematics, core/robot/kinematics.py; by default the
+points the policy node's envelope checks: the flange and both fingertips) was below ``table.height``
 in ``table.frame``, and the lowest point reached. Its command is checked as a Franka checks
-the 1 kHz command of its real-time interface (core/command_check.py): the follower's positions
-every millisecond against the description's position and speed limits and
+the 1 kHz command of its real-time interface (core/control/command_check.py): the follower's
+positions every millisecond against the description's position and speed limits and
 ``limits.max_acceleration`` / ``limits.max_jerk`` (finite differences), and the acceleration
 jump wherever a trajectory takes over or a segment ends; ``/diagnostics`` carries the largest
 values per joint beside the limits and the count of each error a Franka would abort the motion
@@ -77,16 +77,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
-from dreamzero_ros.core.action_groups import GroupSpec, load_groups, single_arm_groups
-from dreamzero_ros.core.command_check import CommandLimits, FollowerCheck
-from dreamzero_ros.core.controller_identity import controller_node
-from dreamzero_ros.core.gripper import GripperConfig
-from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower, validate
-from dreamzero_ros.core.kinematics import LinkPoints
-from dreamzero_ros.core.messages import to_ns
-from dreamzero_ros.core.robot_description import RobotDescription
-from dreamzero_ros.core.sim_arm_parameters import SimArmParameters
-from dreamzero_ros.core.status_report import ERROR, OK, StatusReport
+from dreamzero_ros.core.config.sim_arm_parameters import SimArmParameters
+from dreamzero_ros.core.control.command_check import CommandLimits, FollowerCheck
+from dreamzero_ros.core.control.status_report import ERROR, OK, StatusReport
+from dreamzero_ros.core.motion.jtc import ControllerRules, TrajectoryFollower, validate
+from dreamzero_ros.core.observations.messages import to_ns
+from dreamzero_ros.core.robot.action_groups import GroupSpec, load_groups, single_arm_groups
+from dreamzero_ros.core.robot.controller_identity import controller_node
+from dreamzero_ros.core.robot.gripper import GripperConfig
+from dreamzero_ros.core.robot.kinematics import LinkPoints
+from dreamzero_ros.core.robot.robot_description import RobotDescription
 from dreamzero_ros.engine.embodiment import EMBODIMENTS_DIR
 from dreamzero_ros.parameter_schema import build, parameter_specs
 from dreamzero_ros.ros.conversions import ROS_MESSAGES, diagnostics_msg, trajectory_from_msg

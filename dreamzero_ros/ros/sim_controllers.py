@@ -16,8 +16,8 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
 
-from dreamzero_ros.core.action_groups import GroupSpec
-from dreamzero_ros.core.jtc import ControllerRules, TrajectoryFollower
+from dreamzero_ros.core.motion.jtc import ControllerRules, TrajectoryFollower
+from dreamzero_ros.core.robot.action_groups import GroupSpec
 
 
 class TrajectoryController:

@@ -19,7 +19,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
-from dreamzero_ros.core.process_lifetime import ParentWatchdog
+from dreamzero_ros.core.processes.process_lifetime import ParentWatchdog
 from dreamzero_ros.parameter_schema import parameter_specs, parameters_help
 from dreamzero_ros.ros.ros_arguments import tool_arguments
 

@@ -3,10 +3,10 @@
 
 """The node's task action ``~/run_task`` (RunTask): goals, feedback, cancel, preemption.
 
-A thin rclpy layer over :class:`~dreamzero_ros.core.task_runner.TaskRunner`, which decides which
-goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt and
-fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when told.
-Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
+A thin rclpy layer over :class:`~dreamzero_ros.core.control.task_runner.TaskRunner`, which decides
+which goals are accepted and how a task ends. The node (a :class:`TaskHost`) starts a task (prompt
+and fresh policy session) and ends it (a hold and no further query: ``ControlLoop.pause``) when
+told. Goal status by outcome: ``time_limit`` succeeded, ``canceled`` canceled, ``preempted`` and
 ``fault`` aborted; the result says which and why. Each start and end is also published on
 ``~/task_events`` (``dreamzero_ros/msg/TaskEvent``, latched), where a recording keeps it: goals
 and results travel as services, which rosbag2 does not record. While a task runs, each tick
@@ -22,14 +22,14 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 
-from dreamzero_ros.core.messages import NS_PER_S, to_ns
-from dreamzero_ros.core.task_runner import (
+from dreamzero_ros.core.control.task_runner import (
     CommandState,
     Outcome,
     TaskResult,
     TaskRunner,
     abbreviate,
 )
+from dreamzero_ros.core.observations.messages import NS_PER_S, to_ns
 from dreamzero_ros.errors import TaskRefusedError
 
 try:  # generated from action/RunTask.action (colcon, scripts/build_interfaces.sh)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dreamzero_ros.core.sim_arm_parameters import SimArmParameters
+from dreamzero_ros.core.config.sim_arm_parameters import SimArmParameters
 from dreamzero_ros.parameter_schema import parameter
 from dreamzero_ros.sim.scenes import IMAGE_SIZE, SCENES
 from dreamzero_ros.sim.tasks import TASKS

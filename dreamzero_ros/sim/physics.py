@@ -8,7 +8,7 @@ takes a position and a velocity command (its servo tracks ``q_d`` with ``qd_d`` 
 see :mod:`.scenes`) and reports its measured position and velocity; a gripper takes a target
 position that its command moves towards at ``gripper_speed`` (the fingers stop where they close
 on an object: the servo's force is limited). The controllers that produce the commands are
-joint_trajectory_controller's (core/jtc.py), run by the caller at every physics step.
+joint_trajectory_controller's (core/motion/jtc.py), run by the caller at every physics step.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from dreamzero_ros.core.panda import PANDA_READY
+from dreamzero_ros.core.robot.panda import PANDA_READY
 from dreamzero_ros.sim.urdf_model import LinkMeshes, robot_mjcf
 
 MODELS = Path(str(resources.files('dreamzero_ros') / 'sim' / 'models'))
