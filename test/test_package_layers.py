@@ -19,6 +19,9 @@ A cycle between any two nodes fails, naming the imports that close it.
 One level down, ``engine``'s folders and top-level modules are layers too, as Wan2.1's
 ``wan/modules`` networks import nothing above them and ``wan/distributed`` acts on them from
 outside (:data:`ENGINE_LAYERS`, lowest first): a node imports only nodes of lower layers.
+``core``'s sub-packages are layers the same way (:data:`CORE_LAYERS`): the robot and what the node
+observes at the bottom, the motion over the robot, the control loop over both, the node's
+parameters over the loop, the policy built from them on top.
 """
 
 from __future__ import annotations
@@ -56,6 +59,20 @@ ENGINE_LAYERS: tuple[frozenset[str], ...] = tuple(
         ('loader',),  # the one way tools load an engine
         ('workers',),  # the worker ranks of a multi-process engine
         ('__init__',),  # the package's lazy names
+    )
+)
+
+#: ``core``'s layers, lowest first; a node imports only nodes of the layers before its own.
+CORE_LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer)
+    for layer in (
+        ('str_enum',),  # Python 3.11's StrEnum for 3.10
+        ('robot', 'observations'),  # the robot's description and groups; images and messages
+        ('motion',),  # splines, time scaling, hand-over, braking, the envelope
+        ('control',),  # the control loop and what checks or reports it
+        ('config', 'processes'),  # the node's parameters; preflight and process lifetimes
+        ('policy',),  # the policy built from the parameters
+        ('__init__',),
     )
 )
 
@@ -172,6 +189,17 @@ def test_engine_folders_import_only_the_layers_below_them():
     graph = import_graph('dreamzero_ros.engine')
     assert {'networks', 'speed', 'parallel', 'memory', 'checkpoint', 'pipeline'} <= set(graph)
     violations = layer_violations(graph, ENGINE_LAYERS)
+    assert not violations, '\n'.join(violations)
+
+
+def test_core_folders_import_only_the_layers_below_them():
+    graph = import_graph('dreamzero_ros.core')
+    assert {'observations', 'motion', 'control', 'config', 'processes', 'policy'} <= set(graph)
+    placed = set().union(*CORE_LAYERS)
+    for path in (PACKAGE / 'core').iterdir():
+        if path.suffix == '.py' or (path / '__init__.py').exists():
+            assert path.name.removesuffix('.py') in placed, f'core/{path.name} is in no layer'
+    violations = layer_violations(graph, CORE_LAYERS)
     assert not violations, '\n'.join(violations)
 
 
