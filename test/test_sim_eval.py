@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from interface_support import control_msgs_env
+from machine_load import load_factor
 from node_support import ros_env
 import numpy as np
 import pytest
@@ -106,9 +107,10 @@ def test_the_franka_gripper_action_grasps_in_the_physics(tmp_path):
 def test_the_tiny_model_closes_the_loop_on_simulated_time(tmp_path):
     # the node's views play each predicted frame at the time it stands for (3 s apart in
     # cpu_small's slow motion), a newer chunk's replacing those still to come: the second
-    # query waits until the first chunk's first predicted frame has played
+    # query waits until the first chunk's first predicted frame has played. Simulated time runs
+    # on while the model infers (wall-clock seconds): a loaded machine gets more of it
     output, report, stdout = _evaluate(
-        tmp_path, '--preset', 'tiny', '--time-limit', '6',
+        tmp_path, '--preset', 'tiny', '--time-limit', f'{6 * load_factor():.1f}',
         '-p', 'scheduler.min_replan_period:=3.5',
     )  # fmt: skip
     episode = report['episodes'][0]

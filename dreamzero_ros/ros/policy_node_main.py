@@ -90,11 +90,12 @@ def main(args: list[str] | None = None) -> int:
     """Console script ``dreamzero-policy-node``."""
     watchdog = ParentWatchdog(None, grace=PARENT_LOST_GRACE).start()
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.signals import SignalHandlerOptions
 
     from dreamzero_ros.ros.ros_arguments import tool_arguments
+    from dreamzero_ros.ros.spin import until_shutdown
 
     argv = sys.argv[1:] if args is None else args
     parser = build_parser()
@@ -121,18 +122,17 @@ def main(args: list[str] | None = None) -> int:
     stop.wake = node.create_guard_condition(lambda: None).trigger
     status = 0
     try:
-        if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: configure failed')
-                status = 1
-            elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: activate failed')
-                status = 1
-        while status == 0 and rclpy.ok() and not stop.requested.is_set():
-            # A bounded wait lets SIGINT/SIGTERM be seen even while /clock is paused.
-            executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            if node.get_parameter('autostart').value:
+                if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                    node.get_logger().fatal('autostart: configure failed')
+                    status = 1
+                elif node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                    node.get_logger().fatal('autostart: activate failed')
+                    status = 1
+            while status == 0 and rclpy.ok() and not stop.requested.is_set():
+                # A bounded wait lets SIGINT/SIGTERM be seen even while /clock is paused.
+                executor.spin_once(timeout_sec=SIGNAL_POLL_PERIOD)
     finally:
         if node.lifecycle_state == 'active':
             node.trigger_deactivate()

@@ -16,12 +16,13 @@ import sys
 from typing import TYPE_CHECKING
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 
 from dreamzero_ros.cli_options import ListingHelpFormatter, new_parser
 from dreamzero_ros.core.processes.process_lifetime import ParentWatchdog
 from dreamzero_ros.parameter_schema import parameter_specs, parameters_help
 from dreamzero_ros.ros.ros_arguments import tool_arguments
+from dreamzero_ros.ros.spin import until_shutdown
 
 if TYPE_CHECKING:
     from dreamzero_ros.ros.sim_arm import SimArm
@@ -87,9 +88,8 @@ class RobotCommand:
             executor.add_node(each)
         node.get_logger().info(node.ready_line())
         try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
+            with until_shutdown():
+                executor.spin()
         finally:
             node.stop()
             executor.shutdown()
