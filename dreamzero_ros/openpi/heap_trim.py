@@ -10,6 +10,13 @@ refused a minute of 15 MiB frames keeps hundreds of MiB it no longer uses. ``mal
 returns every free page. :class:`HeapTrimmer` calls it once large refusals have been quiet for
 a moment, never while they go on (each call walks the heap). Elsewhere than glibc it does
 nothing.
+
+Before trimming it runs a full garbage collection: a connection closed for a frame too large
+leaves a reference cycle (websockets' protocol keeps the ``PayloadTooBig`` it raised, whose
+traceback holds the parser's frame, which holds the protocol) that keeps the connection's
+buffers, the bytes read of the refused frame among them, alive. Such cycles outlive the young
+generations and then wait for a full collection, which a server at rest may not run for hours:
+their memory is live, and no trim gives it back.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import ctypes
 import ctypes.util
+import gc
 import time
 
 #: Refused requests smaller than this leave nothing worth trimming.
@@ -59,8 +67,9 @@ class HeapTrimmer:
         return self._last is not None and self._clock() - self._last >= self._quiet_s
 
     def trim(self) -> None:
-        """Return the free heap pages to the system (off the event loop: it takes a moment)."""
+        """Collect garbage, then return the free heap pages to the system (takes a moment)."""
         self._last = None
+        gc.collect()
         if self._trim is not None:
             self._trim(0)
         self.trims += 1
