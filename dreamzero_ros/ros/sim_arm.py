@@ -121,6 +121,9 @@ class SimArm(Node):
     PARAMETERS: ClassVar[type[SimArmParameters]] = SimArmParameters
 
     def __init__(self, node_name: str = 'sim_arm', **kwargs: Any) -> None:
+        #: The controller nodes, by fully qualified name (see the module's docstring). Set first:
+        #: a refused parameter ends ``__init__``, and rclpy 9's shutdown then destroys the node.
+        self.controllers: dict[str, Node] = {}
         super().__init__(node_name, **kwargs)
         specs = declare_parameters(self, parameter_specs(self.PARAMETERS))
         #: The parameters, read once at the start (``seed`` alone changes later).
@@ -179,8 +182,6 @@ class SimArm(Node):
         self.bases: list[SimBase] = []
         self._states: dict[str, Any] = {}
         self._odometry: dict[str, Any] = {}
-        #: The controller nodes, by fully qualified name (see the module's docstring).
-        self.controllers: dict[str, Node] = {}
         #: Futures that the next update completes (the action goals waiting for it).
         self._waiting: list[Future] = []
         self._rejections = self.create_publisher(String, '~/rejected', 10)
