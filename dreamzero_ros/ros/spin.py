@@ -1,7 +1,7 @@
 # Copyright 2026 The dreamzero_ros Authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Spin a node until Ctrl-C or shutdown, then leave the graph: the end of a one-node process."""
+"""How a process's spin ends: quietly at Ctrl-C or a shutdown from outside, then off the graph."""
 
 from __future__ import annotations
 
