@@ -167,7 +167,7 @@ FIRST_LINES = {
     'dreamzero-preflight': (
         ['--duration', '1'],
         'dreamzero_ros.ros.preflight',
-        'dreamzero-preflight: listening 1 s',
+        'dreamzero-preflight: waiting up to 10 s for the publishers, listening 1 s',
     ),
     'dreamzero-sim-arm': ([], 'dreamzero_ros.ros.sim_arm', 'ready:'),
     'dreamzero-demo-stream': ([], 'dreamzero_ros.ros.demo_stream', 'publishing'),

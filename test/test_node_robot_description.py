@@ -212,6 +212,7 @@ def test_descriptions_beyond_the_bounds_fail_configure_and_preflight_in_one_line
     failures = [line for line in log.splitlines() if 'configure failed:' in line]
     assert len(failures) == 1 and message in failures[0], log[-2000:]
     command = [sys.executable, '-m', 'dreamzero_ros.ros.preflight', '--duration', '0.1']
+    command += ['--discovery-timeout', '0.1']  # nothing publishes: the description is checked
     command += ['--params-file', str(CONFIG / 'cpu_small.yaml')]
     for item in settings:
         command += ['-p', item]

@@ -26,13 +26,21 @@ READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 
 
 def test_topic_rate_verdicts():
-    assert preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 15)), 15.0, 3.0).ok
-    slow = preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 5)), 15.0, 3.0)
+    assert preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 15)), 15.0, 3.0, 1).ok
+    slow = preflight.topic_rate('cam', list(np.arange(0, 3, 1 / 5)), 15.0, 3.0, 1)
     assert (
         not slow.ok and '5.0 Hz, expected 15 Hz' in slow.line() and '-> publish cam' in slow.line()
     )
-    silent = preflight.topic_rate('cam', [], 15.0, 3.0)
-    assert not silent.ok and 'no message in 3 s' in silent.detail
+    unpublished = preflight.topic_rate('cam', [], 15.0, 3.0, publishers=0)
+    assert unpublished.line() == (
+        '[FAIL] rate cam: no message in 3 s, no publisher -> start the publisher of cam, or remap '
+        'the node parameter naming it'
+    )
+    silent = preflight.topic_rate('cam', [], 15.0, 3.0, publishers=2)
+    assert silent.line() == (
+        '[FAIL] rate cam: no message in 3 s from 2 publisher(s) -> check that they publish '
+        '(ros2 topic hz cam)'
+    )
 
 
 def test_description_verdicts():
@@ -123,7 +131,7 @@ def test_preflight_names_what_to_fix(live_system):
     )
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert '[FAIL] rate no_such_camera: no message in 3 s -> start the publisher' in out
+    assert '[FAIL] rate no_such_camera: no message in 3 s, no publisher -> start the' in out
     assert '[FAIL] pose in envelope: ' in out and 'beyond table z +0.600' in out
     assert '[FAIL] controller arm: arm_controller/joint_trajectory: nobody subscribes' in out
     assert '[FAIL] controller gripper: gripper_action: no action server' in out

@@ -3,17 +3,18 @@
 
 """``dreamzero-preflight``: check a live robot system before the policy node's first enable.
 
-Reads the node's parameters (``--params-file``, ``-p name:=value``), listens for ``--duration``
-seconds, and prints one line per check (core/processes/preflight.py,
-core/processes/preflight_groups.py) with what to fix: every camera topic publishing at
-``control_rate_hz`` or faster and decodable; for every action group (``action_groups``, or the
-single arm and gripper of the parameters) its joints in the joint states of its topic (each at that
-rate), its controller by the rule ``~/enable`` applies (ros/controller_monitor.py) and the joints
-that controller was configured with, a base's odometry; the robot description
-(``robot_description.*``) naming the arm joints, the arm's pose inside the safety envelope (with
-``envelope.enabled``), and the engine's memory on its GPU. Exit code 0 when every check passed, 1
-when one failed, 2 when the arguments or parameters are invalid (the parameter file missing,
-unreadable or not a ``ros__parameters`` map within the bounds of every configuration file included).
+Reads the node's parameters (``--params-file``, ``-p name:=value``), waits for a publisher of every
+topic (``--discovery-timeout`` seconds at most), listens for ``--duration`` seconds, and prints one
+line per check (core/processes/preflight.py, core/processes/preflight_groups.py) with what to fix:
+every camera topic publishing at ``control_rate_hz`` or faster and decodable; for every action group
+(``action_groups``, or the single arm and gripper of the parameters) its joints in the joint states
+of its topic (each at that rate), its controller by the rule ``~/enable`` applies
+(ros/controller_monitor.py) and the joints that controller was configured with, a base's odometry;
+the robot description (``robot_description.*``) naming the arm joints, the arm's pose inside the
+safety envelope (with ``envelope.enabled``), and the engine's memory on its GPU. Exit code 0 when
+every check passed, 1 when one failed, 2 when the arguments or parameters are invalid (the parameter
+file missing, unreadable or not a ``ros__parameters`` map within the bounds of every configuration
+file included).
 
     ros2 run dreamzero_ros dreamzero-preflight --params-file config/droid.yaml
 """
@@ -21,6 +22,7 @@ unreadable or not a ``ros__parameters`` map within the bounds of every configura
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import math
 import sys
 import time
@@ -45,6 +47,8 @@ from dreamzero_ros.core.processes.preflight import Check
 
 #: Longest --duration: a preflight listens for seconds, not for hours.
 MAX_DURATION_S = 600.0
+#: Longest --discovery-timeout: DDS discovery takes seconds where it works at all.
+MAX_DISCOVERY_S = 120.0
 
 
 def _settings(options: argparse.Namespace) -> NodeSettings:
@@ -111,12 +115,17 @@ class _Listener:
         self.odometry[topic] = msg
 
 
-def _image_checks(listener: _Listener, settings: NodeSettings, window: float) -> list[Check]:
+def _image_checks(
+    listener: _Listener, settings: NodeSettings, window: float, publishers: dict[str, int]
+) -> list[Check]:
     from dreamzero_ros.ros.image_decoding import decode_image
 
     checks = []
     for topic, arrivals in listener.arrivals.items():
-        checks.append(preflight.topic_rate(topic, arrivals, settings.control_rate_hz, window))
+        rate = preflight.topic_rate(
+            topic, arrivals, settings.control_rate_hz, window, publishers[topic]
+        )
+        checks.append(rate)
         if topic in listener.frames:
             msg = listener.frames[topic]
             encoding = getattr(msg, 'encoding', '') or getattr(msg, 'format', '')
@@ -187,15 +196,29 @@ def _group_checks(node: Any, settings: NodeSettings, listener: _Listener) -> lis
     return checks
 
 
-def run_checks(node: Any, settings: NodeSettings, window: float) -> list[Check]:
-    """Listen for ``window`` seconds, then check everything."""
+def _spin(node: Any, seconds: float, done: Callable[[], bool] = lambda: False) -> None:
+    """Take messages for ``seconds``, or until ``done()``."""
     import rclpy
 
-    listener = _Listener(node, settings)
-    end = time.monotonic() + window
-    while time.monotonic() < end:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not done():
         rclpy.spin_once(node, timeout_sec=0.05)
-    checks = _image_checks(listener, settings, window)
+
+
+def run_checks(node: Any, settings: NodeSettings, window: float, discovery: float) -> list[Check]:
+    """Wait for the publishers (``discovery`` s at most), listen ``window`` s, check everything.
+
+    Waiting first: DDS discovery of a publisher can take one participant announcement period
+    (3 s with Fast DDS); a window started at once would find a publishing camera silent.
+    """
+    listener = _Listener(node, settings)
+    topics = list(listener.arrivals)
+    _spin(node, discovery, lambda: all(node.count_publishers(topic) for topic in topics))
+    for arrivals in listener.arrivals.values():
+        arrivals.clear()
+    _spin(node, window)
+    publishers = {topic: node.count_publishers(topic) for topic in topics}
+    checks = _image_checks(listener, settings, window, publishers)
     urdf, described = _description(node, settings)
     checks.append(described)
     checks += _group_checks(node, settings, listener)
@@ -241,6 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='SECONDS',
         help=f'seconds to listen, more than 0 and at most {MAX_DURATION_S:g}',
     )
+    parser.add_argument(
+        '--discovery-timeout',
+        type=seconds(MAX_DISCOVERY_S),
+        default=10.0,
+        metavar='SECONDS',
+        help='seconds to wait, before listening, for a publisher of every topic listened to, '
+        f'more than 0 and at most {MAX_DISCOVERY_S:g}',
+    )
     add_debug_option(parser)
     return parser
 
@@ -253,8 +284,8 @@ def _preflight(args: list[str]) -> int:
         print(f'[FAIL] parameters: {error}')
         return 2
     print(
-        f'dreamzero-preflight: listening {options.duration:g} s to the cameras and joint states, '
-        'then checking',
+        f'dreamzero-preflight: waiting up to {options.discovery_timeout:g} s for the publishers, '
+        f'listening {options.duration:g} s to the cameras and joint states, then checking',
         file=sys.stderr,
         flush=True,
     )
@@ -263,7 +294,7 @@ def _preflight(args: list[str]) -> int:
     rclpy.init(args=['dreamzero-preflight'])
     try:
         node = rclpy.create_node('dreamzero_preflight')
-        checks = run_checks(node, settings, options.duration)
+        checks = run_checks(node, settings, options.duration, options.discovery_timeout)
     finally:
         rclpy.try_shutdown()
     for check in checks:

@@ -46,15 +46,28 @@ def exit_code(checks: Iterable[Check]) -> int:
     return 0 if all(check.ok for check in checks) else 1
 
 
-def topic_rate(topic: str, arrivals: Sequence[float], expected_hz: float, window: float) -> Check:
-    """``topic`` published at ``expected_hz`` or faster during the ``window`` seconds listened."""
+def topic_rate(
+    topic: str, arrivals: Sequence[float], expected_hz: float, window: float, publishers: int
+) -> Check:
+    """``topic`` published at ``expected_hz`` or faster during the ``window`` seconds listened.
+
+    ``publishers``: how many publishers of ``topic`` the graph showed (tells a topic nobody
+    publishes from one whose publishers send nothing this subscriber can take).
+    """
     name = f'rate {topic}'
+    if not arrivals and not publishers:
+        return Check(
+            name,
+            False,
+            f'no message in {window:g} s, no publisher',
+            f'start the publisher of {topic}, or remap the node parameter naming it',
+        )
     if not arrivals:
         return Check(
             name,
             False,
-            f'no message in {window:g} s',
-            f'start the publisher of {topic}, or remap the node parameter naming it',
+            f'no message in {window:g} s from {publishers} publisher(s)',
+            f'check that they publish (ros2 topic hz {topic})',
         )
     if len(arrivals) < 2:
         return Check(name, False, '1 message', f'publish {topic} at {expected_hz:g} Hz or more')
