@@ -295,6 +295,20 @@ class ClosedLoop:
 
         return self.harness.call(SetBool, f'{NODE}/enable', SetBool.Request(data=True))
 
+    def enable_refused_naming(self, text: str, timeout: float) -> Any:
+        """Call ``~/enable`` until it is refused naming ``text``; that response.
+
+        What the test has just set up reaches the node's graph within a DDS announcement period
+        (3 s with Fast DDS), not at once.
+        """
+
+        def refused() -> Any:
+            response = self.enable()
+            return not response.success and text in response.message and response
+
+        what = f'an enable refusal naming {text!r}'
+        return self.harness.wait_for(refused, timeout, what, self.log)
+
     def wait_enabled(self, timeout: float, what: str = 'enable') -> Any:
         """Call ``~/enable`` until it succeeds (the controllers are up); that response."""
         return self.harness.wait_for(

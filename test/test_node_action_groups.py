@@ -71,8 +71,7 @@ def test_agibot_every_group_reaches_its_controller_and_a_hold_stops_them_all(
     robot.wait_configured(TIMEOUT)
     # no controllers yet (the harness only records the trajectory and cmd_vel topics, and a
     # recorder is no controller): enabling is refused, naming every group and what it found
-    response = robot.enable()
-    assert not response.success
+    response = robot.enable_refused_naming('subscribed by /agibot_groups_harness', TIMEOUT)
     assert (
         'no controller for left_arm (joint_trajectory left_arm_controller/joint_trajectory): '
         'subscribed by /agibot_groups_harness, none of them /left_arm_controller'
@@ -173,8 +172,7 @@ def test_yam_two_arms_two_grippers_joint_states_from_two_topics(closed_loop, yam
     robot.wait_configured(TIMEOUT)
     # nothing subscribes to the right gripper's topic yet, and the harness on the others is
     # no controller: enabling is refused, naming them
-    response = robot.enable()
-    assert not response.success
+    response = robot.enable_refused_naming('subscribed by /yam_groups_harness', TIMEOUT)
     assert response.message.endswith(
         'right_gripper (gripper right_gripper/command): nobody subscribes'
     ), response.message
