@@ -6,10 +6,8 @@
 import numpy as np
 import pytest
 
-from dreamzero_ros.core.control.command_check import plan_trajectory
-from dreamzero_ros.core.motion.braking import braking_curve, braking_hold, lingering
+from dreamzero_ros.core.motion.braking import braking_curve, braking_hold
 from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan, smooth_plan
-from dreamzero_ros.core.motion.jtc import ControllerRules, validate
 from dreamzero_ros.core.motion.spline_segments import segment_extremes
 from dreamzero_ros.core.motion.trajectory import (
     MotionConfig,
@@ -231,33 +229,6 @@ def test_braking_hold_follows_the_plan_through_the_lead_then_stops_and_keeps_the
     np.testing.assert_allclose(hold.velocities[-1], 0.0)
     np.testing.assert_allclose(hold.accelerations[-1], 0.0)
     assert hold.rows[-1, 2] == pytest.approx(0.7)
-
-
-def test_a_lingering_hold_is_taken_by_a_controller_it_reaches_after_its_braking():
-    """A slow motion is braked within ``lead`` + ``hold_time`` (0.12 s).
-
-    Reaching the controller 0.17 s after its start, the hold has ended and JTC refuses it (the
-    motion in force plays on); lingering at its stop, it is taken.
-    """
-    motion = MotionConfig(max_velocity=np.full(2, 3.0), stop_deceleration=np.full(2, 4.0))
-    times = DT * np.arange(5)
-    rows = np.column_stack([0.002 * np.arange(5), np.zeros(5), np.full(5, 0.7)])
-    plan = smooth_plan(times, rows, np.zeros(3), np.zeros(3), -5.0, 5.0, motion).plan
-    hold = braking_hold(plan, 0.1, np.full(3, -5.0), np.full(3, 5.0), motion)
-    late = hold.end_time + 0.05
-    assert late - hold.start_time == pytest.approx(0.05 + 1 / 15 + 0.05)
-    rules = ControllerRules(joints=('j1', 'j2'))
-    assert 'ends in the past' in validate(plan_trajectory(hold, ('j1', 'j2')), rules, late)
-    kept = lingering(hold, 1.0)
-    assert validate(plan_trajectory(kept, ('j1', 'j2')), rules, late) == ''
-    assert kept.end_time == pytest.approx(hold.end_time + 1.0)
-    dense = np.linspace(hold.start_time, kept.end_time, 400)
-    expected = np.where(dense[:, None] <= hold.end_time, hold.positions_at(dense), hold.rows[-1])
-    np.testing.assert_allclose(kept.positions_at(dense), expected, atol=1e-12)
-    np.testing.assert_allclose(kept.velocities[-1], 0.0)
-    assert lingering(hold, 0.0) is hold
-    at_rest = ActionPlan.hold(np.zeros(3), 0.5)
-    assert lingering(at_rest, 1.0) is at_rest  # one point, zero stamp: taken on receipt
 
 
 def test_smooth_plan_holds_the_gripper_column_between_rows():

@@ -24,7 +24,6 @@ from trajectory_msgs.msg import JointTrajectory
 from dreamzero_ros.core.config.node_settings import NodeSettings
 from dreamzero_ros.core.control.control_loop import ChunkOutcome, Query
 from dreamzero_ros.core.control.repeat_limiter import RepeatLimiter
-from dreamzero_ros.core.motion.braking import lingering
 from dreamzero_ros.core.motion.chunk_scheduler import ActionPlan
 from dreamzero_ros.core.observations.messages import to_ns
 from dreamzero_ros.core.robot.action_groups import GroupLayout
@@ -149,14 +148,12 @@ class NodeOutputs:
         """Send a hold plan to the preview, and to the controllers when ``commanding``.
 
         A braking hold (several points, starting on the plan in force) goes out as a stamped
-        trajectory like a chunk's, lingering at its stop ``trajectory.hold_linger`` seconds (a
-        late one is still taken); a one-point hold (a plan at rest) with a zero stamp.
+        trajectory like a chunk's; a one-point hold (a plan at rest) with a zero stamp.
         """
         if plan is None:
             return
         if len(plan.times) > 1:
-            linger = self._settings.trajectory.hold_linger
-            self.send_plan(lingering(plan, linger), plan.start_time, commanding)
+            self.send_plan(plan, plan.start_time, commanding)
             if commanding:
                 self.controllers.stop_bases()
             return

@@ -217,14 +217,6 @@ class TrajectorySettings:
         'controller.',
         range=(0.0, 10.0),
     )
-    hold_linger: float = parameter(
-        1.0,
-        'Seconds a braking hold keeps its stop point after coming to rest: '
-        'joint_trajectory_controller refuses a trajectory that ends before it arrives and keeps '
-        'playing the motion in force, so a hold delayed past its braking (a loaded machine) is '
-        'still taken.',
-        range=(0.0, 60.0),
-    )
     max_stretch: float = parameter(
         4.0,
         "How much longer than the policy's timing a chunk's rows may take to respect "

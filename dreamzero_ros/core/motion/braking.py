@@ -204,24 +204,6 @@ def braking_hold(
     return with_lead_in(_after(plan, handover), plan, now)
 
 
-def lingering(hold: ActionPlan, seconds: float) -> ActionPlan:
-    """``hold`` with its final point (at rest) kept ``seconds`` longer, by one more point.
-
-    joint_trajectory_controller refuses a stamped trajectory that ends before its receipt, and
-    then keeps playing the motion in force: a hold that lingers is taken even when it arrives
-    after its braking ended (late; the controller then samples it where it is).
-    """
-    if seconds <= 0.0 or len(hold.times) < 2:
-        return hold
-    zero = np.zeros((1, hold.rows.shape[1]))
-    return ActionPlan(
-        np.append(hold.times, hold.end_time + seconds),
-        np.vstack([hold.rows, hold.rows[-1:]]),
-        None if hold.velocities is None else np.vstack([hold.velocities, zero]),
-        None if hold.accelerations is None else np.vstack([hold.accelerations, zero]),
-    )
-
-
 def _after(plan: ActionPlan, time: float) -> ActionPlan:
     """``plan`` from ``time`` on (its state then, then its later knots)."""
     later = plan.times > time
